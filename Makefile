@@ -1,0 +1,54 @@
+# tokentrace: `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help deps build typecheck lint test-deps test bench demo run clean
+
+BIN := node_modules/.bin
+ASC := $(BIN)/asc
+FILTER_SRC := $(wildcard filter/*.ts) asconfig.json
+TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+# npm ci only when the lock file or the SDK patch changed; patch-package runs as postinstall.
+node_modules/.installed: package.json package-lock.json $(wildcard patches/*.patch)
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.installed ## install the pinned npm dependencies and patch the SDK
+
+build/filter.wasm: $(FILTER_SRC) | node_modules/.installed
+	$(ASC) filter/index.ts --target release
+
+build/filter.debug.wasm: $(FILTER_SRC) | node_modules/.installed
+	$(ASC) filter/index.ts --target debug
+
+build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json | node_modules/.installed
+	$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm
+
+build: build/filter.wasm build/filter.debug.wasm build/noop.wasm ## compile the filter (release + debug) and the no-op baseline
+
+typecheck: | node_modules/.installed ## TypeScript strict type-check
+	$(BIN)/tsc --noEmit -p tsconfig.json
+
+lint: | node_modules/.installed ## ESLint, zero warnings
+	$(BIN)/eslint --max-warnings 0 .
+
+test-deps: ## install the Debian packages the tests run (prometheus)
+	bash test/support/install-system-deps.sh
+
+test: build typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
+	node --import tsx --test --test-timeout=180000 --test-reporter=spec $(TESTS)
+
+bench: build ## run every benchmark and print one table
+	node --import tsx test/bench/run.ts
+
+demo: build ## local proxy running the filter in front of a simulated LLM server
+	node --import tsx test/demo/main.ts
+
+run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults
+	node --import tsx control-plane/src/main.ts
+
+clean: ## remove build outputs
+	rm -rf build
