@@ -1,14 +1,9 @@
 // Wiring only: the proxy-wasm ABI exports and the root context registration.
+// The root id must equal the WasmPlugin's pluginName (REFERENCE section 1).
 export * from "@solo-io/proxy-runtime/assembly/proxy";
-import { RootContext, Context, registerRootContext } from "@solo-io/proxy-runtime/assembly";
+import { RootContext, registerRootContext } from "@solo-io/proxy-runtime/assembly";
+import { TokentraceRoot } from "./root";
 
-class TokentraceRoot extends RootContext {
-  createContext(context_id: u32): Context {
-    return new Context(context_id, this);
-  }
-  onConfigure(configuration_size: u32): bool {
-    return true;
-  }
-}
+export const PLUGIN_NAME = "tokentrace";
 
-registerRootContext((context_id: u32) => new TokentraceRoot(context_id) as RootContext, "tokentrace");
+registerRootContext((context_id: u32) => new TokentraceRoot(context_id) as RootContext, PLUGIN_NAME);

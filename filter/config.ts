@@ -1,0 +1,270 @@
+// The plugin configuration: parsed strictly from pluginConfig JSON and validated against the same
+// rules as filter/config.schema.json (the control plane validates with that schema; a test checks
+// the two agree). Pure logic: no host calls.
+import { JsonKind, JsonParser, JsonValue } from "./json";
+
+export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
+export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
+export const DEFAULT_MAX_ROUTES: i32 = 64;
+
+/** A per-route sampling override; empty matchers match anything. */
+export class RouteRule {
+  routeName: string = "";
+  pathPrefix: string = "";
+  /** Lower-cased, compared against :authority without its port. */
+  host: string = "";
+  rate: f64 = 0;
+}
+
+/** Requests carrying `header` (equal to `value` when `hasValue`) are always sampled. */
+export class ForceRule {
+  header: string = "";
+  value: string = "";
+  hasValue: bool = false;
+}
+
+export class Config {
+  defaultRate: f64 = DEFAULT_SAMPLE_RATE;
+  routes: Array<RouteRule> = [];
+  force: Array<ForceRule> = [];
+  tokenTraceIdHeader: string = DEFAULT_TOKEN_TRACE_ID_HEADER;
+  maxRoutes: i32 = DEFAULT_MAX_ROUTES;
+}
+
+/** The configuration in force; the root swaps `config` whole, streams read it at request start. */
+export class ActiveConfig {
+  config: Config = new Config();
+}
+
+/** Either a config or the first reason it was rejected, naming the key. */
+export class ConfigResult {
+  config: Config | null = null;
+  error: string = "";
+}
+
+const MAX_ROUTE_RULES: i32 = 256;
+const MAX_FORCE_RULES: i32 = 16;
+
+/** Parses and validates pluginConfig text; empty (or all-whitespace) text means every default. */
+export function parseConfig(text: string): ConfigResult {
+  const result = new ConfigResult();
+  if (text.trim().length == 0) {
+    result.config = new Config();
+    return result;
+  }
+  const parser = new JsonParser(text);
+  const root = parser.parse();
+  if (root === null) {
+    result.error = parser.error;
+    return result;
+  }
+  const v = new Validator();
+  const config = v.config(root);
+  if (config === null) {
+    result.error = v.error;
+  } else {
+    result.config = config;
+  }
+  return result;
+}
+
+class Validator {
+  error: string = "";
+
+  private reject(field: string, reason: string): bool {
+    if (this.error.length == 0) this.error = field + ": " + reason;
+    return false;
+  }
+
+  /** Checks that `obj` is an object whose keys are all in `allowed`. */
+  private objectWithKeys(obj: JsonValue, field: string, allowed: Array<string>): bool {
+    if (obj.kind != JsonKind.Object) return this.reject(field, "must be an object");
+    for (let i = 0; i < obj.keys.length; i++) {
+      if (!allowed.includes(obj.keys[i])) {
+        return this.reject(field.length == 0 ? obj.keys[i] : field + "." + obj.keys[i], "unknown key");
+      }
+    }
+    return true;
+  }
+
+  private rate(v: JsonValue, field: string): bool {
+    if (v.kind != JsonKind.Number || !(v.num >= 0 && v.num <= 1)) return this.reject(field, "must be a number between 0 and 1");
+    return true;
+  }
+
+  private str(v: JsonValue, field: string, minLength: i32, maxLength: i32): bool {
+    if (v.kind != JsonKind.String) return this.reject(field, "must be a string");
+    const n = codePointLength(v.str);
+    if (n < minLength || n > maxLength) {
+      return this.reject(field, "length must be between " + minLength.toString() + " and " + maxLength.toString());
+    }
+    return true;
+  }
+
+  private headerName(v: JsonValue, field: string): bool {
+    if (!this.str(v, field, 1, 128)) return false;
+    if (!isHeaderToken(v.str)) return this.reject(field, "must be a lower-case HTTP header name");
+    return true;
+  }
+
+  config(root: JsonValue): Config | null {
+    const c = new Config();
+    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats"])) {
+      if (root.kind != JsonKind.Object) this.error = "(root): must be an object";
+      return null;
+    }
+    const sampling = root.get("sampling");
+    if (sampling !== null && !this.sampling(sampling, c)) return null;
+    const headers = root.get("headers");
+    if (headers !== null) {
+      if (!this.objectWithKeys(headers, "headers", ["tokenTraceId"])) return null;
+      const name = headers.get("tokenTraceId");
+      if (name !== null) {
+        if (!this.headerName(name, "headers.tokenTraceId")) return null;
+        c.tokenTraceIdHeader = name.str;
+      }
+    }
+    const stats = root.get("stats");
+    if (stats !== null) {
+      if (!this.objectWithKeys(stats, "stats", ["maxRoutes"])) return null;
+      const maxRoutes = stats.get("maxRoutes");
+      if (maxRoutes !== null) {
+        if (maxRoutes.kind != JsonKind.Number || maxRoutes.num != Math.floor(maxRoutes.num) || maxRoutes.num < 1 || maxRoutes.num > 1024) {
+          this.reject("stats.maxRoutes", "must be an integer between 1 and 1024");
+          return null;
+        }
+        c.maxRoutes = <i32>maxRoutes.num;
+      }
+    }
+    return c;
+  }
+
+  private sampling(s: JsonValue, c: Config): bool {
+    if (!this.objectWithKeys(s, "sampling", ["defaultRate", "routes", "force"])) return false;
+    const rate = s.get("defaultRate");
+    if (rate !== null) {
+      if (!this.rate(rate, "sampling.defaultRate")) return false;
+      c.defaultRate = rate.num;
+    }
+    const routes = s.get("routes");
+    if (routes !== null) {
+      if (routes.kind != JsonKind.Array) return this.reject("sampling.routes", "must be an array");
+      if (routes.items.length > MAX_ROUTE_RULES) return this.reject("sampling.routes", "at most " + MAX_ROUTE_RULES.toString() + " rules");
+      for (let i = 0; i < routes.items.length; i++) {
+        const rule = this.routeRule(routes.items[i], "sampling.routes[" + i.toString() + "]");
+        if (rule === null) return false;
+        c.routes.push(rule);
+      }
+    }
+    const force = s.get("force");
+    if (force !== null) {
+      if (force.kind != JsonKind.Array) return this.reject("sampling.force", "must be an array");
+      if (force.items.length > MAX_FORCE_RULES) return this.reject("sampling.force", "at most " + MAX_FORCE_RULES.toString() + " rules");
+      for (let i = 0; i < force.items.length; i++) {
+        const rule = this.forceRule(force.items[i], "sampling.force[" + i.toString() + "]");
+        if (rule === null) return false;
+        c.force.push(rule);
+      }
+    }
+    return true;
+  }
+
+  private routeRule(v: JsonValue, field: string): RouteRule | null {
+    if (!this.objectWithKeys(v, field, ["routeName", "pathPrefix", "host", "rate"])) return null;
+    const rule = new RouteRule();
+    const rate = v.get("rate");
+    if (rate === null) {
+      this.reject(field + ".rate", "is required");
+      return null;
+    }
+    if (!this.rate(rate, field + ".rate")) return null;
+    rule.rate = rate.num;
+    const routeName = v.get("routeName");
+    if (routeName !== null) {
+      if (!this.str(routeName, field + ".routeName", 1, 256)) return null;
+      rule.routeName = routeName.str;
+    }
+    const pathPrefix = v.get("pathPrefix");
+    if (pathPrefix !== null) {
+      if (!this.str(pathPrefix, field + ".pathPrefix", 1, 1024)) return null;
+      if (pathPrefix.str.charCodeAt(0) != 0x2f) {
+        this.reject(field + ".pathPrefix", "must start with /");
+        return null;
+      }
+      rule.pathPrefix = pathPrefix.str;
+    }
+    const host = v.get("host");
+    if (host !== null) {
+      if (!this.str(host, field + ".host", 1, 256)) return null;
+      rule.host = asciiLowerCase(host.str);
+    }
+    if (routeName === null && pathPrefix === null && host === null) {
+      this.reject(field, "needs at least one of routeName, pathPrefix, host");
+      return null;
+    }
+    return rule;
+  }
+
+  private forceRule(v: JsonValue, field: string): ForceRule | null {
+    if (!this.objectWithKeys(v, field, ["header", "value"])) return null;
+    const rule = new ForceRule();
+    const header = v.get("header");
+    if (header === null) {
+      this.reject(field + ".header", "is required");
+      return null;
+    }
+    if (!this.headerName(header, field + ".header")) return null;
+    rule.header = header.str;
+    const value = v.get("value");
+    if (value !== null) {
+      if (!this.str(value, field + ".value", 0, 256)) return null;
+      rule.value = value.str;
+      rule.hasValue = true;
+    }
+    return rule;
+  }
+}
+
+/** JSON Schema counts string length in code points, not UTF-16 units. */
+function codePointLength(s: string): i32 {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+/** RFC 9110 token characters, lower-case only (Envoy lower-cases header names). */
+export function isHeaderToken(s: string): bool {
+  if (s.length == 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)) continue;
+    // ! # $ % & ' * + - . ^ _ ` | ~
+    if (c == 0x21 || (c >= 0x23 && c <= 0x27) || c == 0x2a || c == 0x2b || c == 0x2d || c == 0x2e || c == 0x5e || c == 0x5f || c == 0x60 || c == 0x7c || c == 0x7e) continue;
+    return false;
+  }
+  return true;
+}
+
+/** ASCII-only lower-casing: hosts are ASCII (IDNs travel as punycode), and the Unicode tables cost kilobytes of .wasm. */
+export function asciiLowerCase(s: string): string {
+  let i = 0;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) break;
+    i++;
+  }
+  if (i == s.length) return s;
+  const out = new StaticArray<u16>(s.length);
+  for (let j = 0; j < s.length; j++) {
+    const c = s.charCodeAt(j);
+    out[j] = <u16>(c >= 0x41 && c <= 0x5a ? c + 0x20 : c);
+  }
+  return String.UTF16.decodeUnsafe(changetype<usize>(out), s.length * 2);
+}

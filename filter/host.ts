@@ -1,0 +1,164 @@
+// The only module that calls the host. The SDK's own wrappers throw (and so abort the VM, taking
+// every later request on the worker with it) on ordinary conditions such as an absent property
+// or a failed metric definition (REFERENCE section 1); these wrappers call the raw imports and
+// report failure as a value instead.
+import * as imports from "@solo-io/proxy-runtime/assembly/imports";
+
+// @ts-ignore: decorator
+@external("wasi_snapshot_preview1", "random_get")
+declare function wasi_random_get(buf: usize, length: usize): u16;
+
+const OK: u32 = 0;
+const NOT_FOUND: u32 = 1;
+
+export const enum HeaderMap { Request = 0, Response = 2 }
+export const enum MetricKind { Counter = 0, Gauge = 1, Histogram = 2 }
+export const enum LogLevel { Trace = 0, Debug = 1, Info = 2, Warn = 3, Error = 4, Critical = 5 }
+const PLUGIN_CONFIGURATION_BUFFER: i32 = 7;
+
+/** Returned by defineMetric when the host refused the definition. */
+export const NO_METRIC: u32 = u32.MAX_VALUE;
+
+// Out-parameters the host writes into (a pointer and a size).
+const OUT_PTR: usize = memory.data(4);
+const OUT_SIZE: usize = memory.data(4);
+const OUT_U64: usize = memory.data(8);
+
+/** Counts host calls that failed unexpectedly; the stream reads and reports it. */
+let failedCalls: u32 = 0;
+
+/** Host calls that failed since the last call (and resets the count). */
+export function takeFailedHostCalls(): u32 {
+  const n = failedCalls;
+  failedCalls = 0;
+  return n;
+}
+
+/**
+ * Takes ownership of a buffer the host allocated through our exported malloc (which pins it);
+ * unpinning hands it to the GC once the returned ArrayBuffer is unreachable.
+ */
+function takeHostBuffer(): ArrayBuffer | null {
+  const ptr = load<usize>(OUT_PTR);
+  const size = load<u32>(OUT_SIZE);
+  if (ptr == 0) return size == 0 ? new ArrayBuffer(0) : null;
+  const buffer = changetype<ArrayBuffer>(ptr);
+  __unpin(ptr);
+  if (<u32>buffer.byteLength != size) return buffer.slice(0, <i32>size);
+  return buffer;
+}
+
+function resetOut(): void {
+  store<usize>(OUT_PTR, 0);
+  store<u32>(OUT_SIZE, 0);
+}
+
+/** A property as raw bytes, or null when absent. Path segments are joined with NUL by the caller. */
+export function getProperty(path: string): ArrayBuffer | null {
+  const p = String.UTF8.encode(path);
+  resetOut();
+  const status = imports.proxy_get_property(changetype<usize>(p), p.byteLength, OUT_PTR, OUT_SIZE);
+  if (status == OK) return takeHostBuffer();
+  if (status != NOT_FOUND) failedCalls++;
+  return null;
+}
+
+/** A string property, or "" when absent. */
+export function getStringProperty(path: string): string {
+  const raw = getProperty(path);
+  return raw === null ? "" : String.UTF8.decode(raw);
+}
+
+/** An integer property (8 bytes little-endian), or `fallback` when absent or malformed. */
+export function getIntProperty(path: string, fallback: i64): i64 {
+  const raw = getProperty(path);
+  if (raw === null || raw.byteLength != 8) return fallback;
+  return load<i64>(changetype<usize>(raw));
+}
+
+/** A header value, or null when the header is absent. */
+export function getHeader(map: HeaderMap, name: string): string | null {
+  const key = String.UTF8.encode(name);
+  resetOut();
+  const status = imports.proxy_get_header_map_value(map, changetype<usize>(key), key.byteLength, OUT_PTR, OUT_SIZE);
+  if (status != OK) {
+    if (status != NOT_FOUND) failedCalls++;
+    return null;
+  }
+  const raw = takeHostBuffer();
+  return raw === null ? null : String.UTF8.decode(raw);
+}
+
+/** Sets a header to exactly one value (adds it when absent). */
+export function setHeader(map: HeaderMap, name: string, value: string): bool {
+  const key = String.UTF8.encode(name);
+  const val = String.UTF8.encode(value);
+  const status = imports.proxy_replace_header_map_value(map, changetype<usize>(key), key.byteLength, changetype<usize>(val), val.byteLength);
+  if (status != OK) failedCalls++;
+  return status == OK;
+}
+
+export function removeHeader(map: HeaderMap, name: string): bool {
+  const key = String.UTF8.encode(name);
+  const status = imports.proxy_remove_header_map_value(map, changetype<usize>(key), key.byteLength);
+  if (status != OK && status != NOT_FOUND) failedCalls++;
+  return status == OK;
+}
+
+/** The plugin configuration handed to proxy_on_configure, as text. */
+export function readPluginConfiguration(size: u32): string | null {
+  if (size == 0) return "";
+  resetOut();
+  const status = imports.proxy_get_buffer_bytes(PLUGIN_CONFIGURATION_BUFFER, 0, size, OUT_PTR, OUT_SIZE);
+  if (status != OK) {
+    failedCalls++;
+    return null;
+  }
+  const raw = takeHostBuffer();
+  return raw === null ? null : String.UTF8.decode(raw);
+}
+
+/** Defines (or looks up) a metric; NO_METRIC when the host refuses. */
+export function defineMetric(kind: MetricKind, name: string): u32 {
+  const n = String.UTF8.encode(name);
+  const status = imports.proxy_define_metric(kind, changetype<usize>(n), n.byteLength, OUT_PTR);
+  if (status != OK) {
+    failedCalls++;
+    return NO_METRIC;
+  }
+  return load<u32>(OUT_PTR);
+}
+
+/** Adds `delta` (> 0, as Envoy requires for counters) to a counter. */
+export function incrementCounter(id: u32, delta: i64): void {
+  if (id == NO_METRIC || delta <= 0) return;
+  if (imports.proxy_increment_metric(id, delta) != OK) failedCalls++;
+}
+
+export function recordHistogram(id: u32, value: u64): void {
+  if (id == NO_METRIC) return;
+  if (imports.proxy_record_metric(id, value) != OK) failedCalls++;
+}
+
+/** Wall-clock nanoseconds since the epoch, as the host sees them. */
+export function nowNs(): u64 {
+  if (imports.proxy_get_current_time_nanoseconds(OUT_U64) != OK) {
+    failedCalls++;
+    return 0;
+  }
+  return load<u64>(OUT_U64);
+}
+
+/** Fills `length` bytes at `ptr` with host randomness (WASI random_get). */
+export function fillRandom(ptr: usize, length: i32): bool {
+  if (wasi_random_get(ptr, length) != 0) {
+    failedCalls++;
+    return false;
+  }
+  return true;
+}
+
+export function log(level: LogLevel, message: string): void {
+  const m = String.UTF8.encode(message);
+  imports.proxy_log(level, changetype<usize>(m), m.byteLength);
+}

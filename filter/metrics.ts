@@ -1,0 +1,93 @@
+// The stat catalogue and how names carry labels. Pure logic: no host calls.
+//
+// Envoy stats have no labels; Istio turns `TAG=.=VALUE;.;` segments of a stat name into Prometheus
+// labels for every TAG listed in extraStatTags (REFERENCE section 3). A stat defined as
+// `route=.=chat;.;response_code_class=.=2xx;.;tokentrace_requests_total` is exported from
+// /stats/prometheus as `tokentrace_requests_total{route="chat",response_code_class="2xx"}`.
+
+export const REQUESTS_TOTAL = "tokentrace_requests_total";
+export const REQUEST_DURATION_MS = "tokentrace_request_duration_ms";
+export const TRACES_STARTED_TOTAL = "tokentrace_traces_started_total";
+export const TRACES_SAMPLED_TOTAL = "tokentrace_traces_sampled_total";
+export const FILTER_ERRORS_TOTAL = "tokentrace_filter_errors_total";
+
+export const TAG_ROUTE = "route";
+export const TAG_RESPONSE_CODE_CLASS = "response_code_class";
+export const TAG_REASON = "reason";
+
+/** Label value for requests whose route name is empty (Istio's unnamed routes). */
+export const ROUTE_DEFAULT = "default";
+/** Label value for routes past the configured cap. */
+export const ROUTE_OTHER = "other";
+
+/** The bounded set of reasons for tokentrace_filter_errors_total. */
+export const enum ErrorReason {
+  InvalidTraceParent,
+  InvalidTraceState,
+  InvalidTokenTraceId,
+  HostCallFailed,
+  ConfigRejected,
+  RouteOverflow,
+  RandomUnavailable,
+  COUNT,
+}
+
+export function errorReasonName(reason: ErrorReason): string {
+  switch (reason) {
+    case ErrorReason.InvalidTraceParent: return "invalid_traceparent";
+    case ErrorReason.InvalidTraceState: return "invalid_tracestate";
+    case ErrorReason.InvalidTokenTraceId: return "invalid_token_trace_id";
+    case ErrorReason.HostCallFailed: return "host_call_failed";
+    case ErrorReason.ConfigRejected: return "config_rejected";
+    case ErrorReason.RouteOverflow: return "route_overflow";
+    case ErrorReason.RandomUnavailable: return "random_unavailable";
+    default: return "unknown";
+  }
+}
+
+/** Response code classes; index 0 means no response code (stream reset before a response). */
+export const CODE_CLASS_COUNT: i32 = 6;
+
+export function codeClassIndex(code: i64): i32 {
+  if (code >= 100 && code <= 599) return <i32>(code / 100);
+  return 0;
+}
+
+export function codeClassName(index: i32): string {
+  return index == 0 ? "none" : index.toString() + "xx";
+}
+
+/** Longest label value kept; longer values are cut. */
+export const MAX_LABEL_LENGTH: i32 = 64;
+
+/**
+ * A label value safe inside a stat name: characters outside [A-Za-z0-9_.:/-] become "_" (so the
+ * `;` and `=` of the tag convention can never appear), cut to MAX_LABEL_LENGTH; empty becomes "unknown".
+ */
+export function sanitizeLabelValue(value: string): string {
+  const n = value.length < MAX_LABEL_LENGTH ? value.length : MAX_LABEL_LENGTH;
+  if (n == 0) return "unknown";
+  let clean = true;
+  for (let i = 0; i < n; i++) {
+    if (!isLabelChar(value.charCodeAt(i))) {
+      clean = false;
+      break;
+    }
+  }
+  if (clean) return n == value.length ? value : value.substring(0, n);
+  const out = new StaticArray<u16>(n);
+  for (let i = 0; i < n; i++) {
+    const c = value.charCodeAt(i);
+    out[i] = isLabelChar(c) ? <u16>c : 0x5f;
+  }
+  return String.UTF16.decodeUnsafe(changetype<usize>(out), n * 2);
+}
+
+function isLabelChar(c: i32): bool {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c == 0x5f || c == 0x2d || c == 0x2e || c == 0x3a || c == 0x2f;
+}
+
+/** `tag=.=value;.;` for one already-sanitised value. */
+export function tagSegment(tag: string, value: string): string {
+  return tag + "=.=" + value + ";.;";
+}
