@@ -1,0 +1,39 @@
+// Emulated Kubernetes apiserver for tests (no kube-apiserver runs on these machines).
+// `startKubeEmulator()` serves core/v1 pods and namespaces plus extensions.istio.io/v1alpha1
+// wasmplugins validated against test/fixtures/control-plane/wasmplugin-crd.yaml; register more
+// with `options.resources` or `emulator.register(...)`. `kubeConfigFor(emulator.url)` gives a
+// @kubernetes/client-node KubeConfig pointing at it.
+import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import { loadCrdFile } from "./crd.js";
+import { KubeEmulator, type KubeEmulatorOptions } from "./server.js";
+
+export { KubeEmulator, type KubeEmulatorOptions, type RecordedRequest } from "./server.js";
+export { loadCrdFile, resourceTypesFromCrd } from "./crd.js";
+export { resourceKey, apiVersionOf, type KubeObject, type ResourceType } from "./store.js";
+export { parseLabelSelector, matchesSelector } from "./selector.js";
+export { mergePatch, jsonPatch, type Json } from "./patch.js";
+
+/** Path of the WasmPlugin CRD fixture the emulator validates against by default. */
+export const wasmPluginCrdPath = fileURLToPath(new URL("../../fixtures/control-plane/wasmplugin-crd.yaml", import.meta.url));
+
+/** Resource key of WasmPlugins, for `emulator.objects(...)`. */
+export const wasmPluginsResource = "extensions.istio.io/v1alpha1/wasmplugins";
+
+/** Starts an emulator on 127.0.0.1 with pods, namespaces and WasmPlugins registered. */
+export async function startKubeEmulator(options: KubeEmulatorOptions = {}): Promise<KubeEmulator> {
+  const resources = [...loadCrdFile(wasmPluginCrdPath), ...(options.resources ?? [])];
+  return new KubeEmulator({ ...options, resources }).listen();
+}
+
+/** A client-node KubeConfig whose only cluster is the emulator (plain HTTP, no credentials). */
+export function kubeConfigFor(url: string, namespace = "default"): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "emulated", server: url, skipTLSVerify: true }],
+    users: [{ name: "emulated" }],
+    contexts: [{ name: "emulated", cluster: "emulated", user: "emulated", namespace }],
+    currentContext: "emulated",
+  });
+  return kc;
+}

@@ -1,0 +1,219 @@
+// Validation of custom resources against a CRD's `openAPIV3Schema`, the way the apiserver does
+// it: unknown fields are pruned (reported as warnings, or rejected under fieldValidation=Strict),
+// and each violation becomes a StatusCause with the apiserver's wording and a dotted field path.
+// x-kubernetes-validations (CEL) rules are evaluated only when the emulator knows the rule text;
+// registering a schema with an unknown rule fails, so no rule is silently skipped.
+import type { StatusCause } from "./status.js";
+import type { Json } from "./patch.js";
+
+/** The subset of OpenAPI v3 structural schema that CRDs use and the emulator checks. */
+export interface StructuralSchema {
+  type?: "object" | "array" | "string" | "integer" | "number" | "boolean";
+  description?: string;
+  properties?: Record<string, StructuralSchema>;
+  additionalProperties?: StructuralSchema | boolean;
+  items?: StructuralSchema;
+  required?: string[];
+  enum?: Json[];
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  minItems?: number;
+  maxItems?: number;
+  maxProperties?: number;
+  nullable?: boolean;
+  format?: string;
+  anyOf?: StructuralSchema[];
+  "x-kubernetes-preserve-unknown-fields"?: boolean;
+  "x-kubernetes-int-or-string"?: boolean;
+  "x-kubernetes-validations"?: { rule: string; message?: string }[];
+  "x-kubernetes-list-type"?: string;
+  "x-kubernetes-list-map-keys"?: string[];
+}
+
+/** A CEL rule the emulator can evaluate, keyed by its exact rule text. */
+export type CelRule = (self: Json) => boolean;
+
+/** Rules the emulator implements; add one here (with its rule text) before a CRD can use it. */
+export const knownCelRules: Record<string, CelRule> = {
+  "!(has(self.selector) && has(self.targetRefs))": (self) =>
+    !(isObject(self) && Object.hasOwn(self, "selector") && Object.hasOwn(self, "targetRefs")),
+  "self.all(key, key.size() != 0)": (self) => isObject(self) && Object.keys(self).every((k) => k.length !== 0),
+};
+
+function isObject(value: unknown): value is { [key: string]: Json } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Throws when the schema uses a CEL rule the emulator does not know. */
+export function assertRulesKnown(schema: StructuralSchema, path = "<root>"): void {
+  for (const rule of schema["x-kubernetes-validations"] ?? []) {
+    if (!Object.hasOwn(knownCelRules, rule.rule)) throw new Error(`kube-emulator: CEL rule at ${path} is not implemented: ${rule.rule}`);
+  }
+  for (const [name, sub] of Object.entries(schema.properties ?? {})) assertRulesKnown(sub, `${path}.${name}`);
+  if (schema.items) assertRulesKnown(schema.items, `${path}[]`);
+  if (typeof schema.additionalProperties === "object") assertRulesKnown(schema.additionalProperties, `${path}{}`);
+  for (const sub of schema.anyOf ?? []) assertRulesKnown(sub, path);
+}
+
+/** Outcome of validation: causes (empty when valid) and the pruned unknown field paths. */
+export interface ValidationOutcome {
+  causes: StatusCause[];
+  unknownFields: string[];
+}
+
+function typeName(value: Json): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+function show(value: Json): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (isObject(value)) return '"object"';
+  if (Array.isArray(value)) return '"array"';
+  return String(value);
+}
+
+function typeMatches(expected: string, value: Json): boolean {
+  const actual = typeName(value);
+  if (expected === "number") return actual === "number" || actual === "integer";
+  return expected === actual;
+}
+
+/**
+ * Validates `value` (mutating it to prune unknown fields) and returns every violation.
+ * `path` is the dotted field path of `value`, e.g. `spec`.
+ */
+export function validateValue(schema: StructuralSchema, value: Json, path: string, out: ValidationOutcome): void {
+  if (value === null) {
+    if (schema.nullable) return;
+    if (schema.type !== undefined) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: "null": ${path} in body must be of type ${schema.type}: "null"` });
+    }
+    return;
+  }
+  if (schema["x-kubernetes-int-or-string"]) {
+    if (typeName(value) !== "integer" && typeof value !== "string") {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must be of type integer-or-string` });
+    }
+    return;
+  }
+  if (schema.type !== undefined && !typeMatches(schema.type, value)) {
+    out.causes.push({
+      reason: "FieldValueTypeInvalid",
+      field: path,
+      message: `Invalid value: "${typeName(value)}": ${path} in body must be of type ${schema.type}: "${typeName(value)}"`,
+    });
+    return;
+  }
+  if (schema.enum !== undefined && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
+    out.causes.push({
+      reason: "FieldValueNotSupported",
+      field: path,
+      message: `Unsupported value: ${show(value)}: supported values: ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}`,
+    });
+  }
+  if (typeof value === "string") {
+    if (schema.minLength !== undefined && [...value].length < schema.minLength) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body should be at least ${schema.minLength} chars long` });
+    }
+    if (schema.maxLength !== undefined && [...value].length > schema.maxLength) {
+      out.causes.push({ reason: "FieldValueTooLong", field: path, message: `Too long: may not be more than ${schema.maxLength} bytes` });
+    }
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern, "u").test(value)) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body should match '${schema.pattern}'` });
+    }
+  }
+  if (typeof value === "number") {
+    if (schema.format === "int32" && (value > 2147483647 || value < -2147483648)) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body must be of type int32` });
+    }
+    if (schema.minimum !== undefined && value < schema.minimum) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be greater than or equal to ${schema.minimum}` });
+    }
+    if (schema.maximum !== undefined && value > schema.maximum) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be less than or equal to ${schema.maximum}` });
+    }
+  }
+  if (Array.isArray(value)) {
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) {
+      out.causes.push({ reason: "FieldValueTooMany", field: path, message: `Too many: ${value.length}: must have at most ${schema.maxItems} items` });
+    }
+    if (schema.minItems !== undefined && value.length < schema.minItems) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value.length}: ${path} in body should have at least ${schema.minItems} items` });
+    }
+    if (schema.items) {
+      const items = schema.items;
+      value.forEach((item, i) => validateValue(items, item, `${path}[${i}]`, out));
+    }
+    const keys = schema["x-kubernetes-list-map-keys"];
+    if (schema["x-kubernetes-list-type"] === "map" && keys !== undefined) {
+      const seen = new Set<string>();
+      value.forEach((item, i) => {
+        const key = JSON.stringify(keys.map((k) => (isObject(item) ? item[k] : undefined)));
+        if (seen.has(key)) out.causes.push({ reason: "FieldValueDuplicate", field: `${path}[${i}]`, message: `Duplicate value: ${key}` });
+        seen.add(key);
+      });
+    }
+  }
+  if (isObject(value)) {
+    if (schema.maxProperties !== undefined && Object.keys(value).length > schema.maxProperties) {
+      out.causes.push({ reason: "FieldValueTooMany", field: path, message: `Too many: ${Object.keys(value).length}: must have at most ${schema.maxProperties} items` });
+    }
+    for (const name of schema.required ?? []) {
+      if (!Object.hasOwn(value, name)) out.causes.push({ reason: "FieldValueRequired", field: `${path}.${name}`, message: "Required value" });
+    }
+    const preserve = schema["x-kubernetes-preserve-unknown-fields"] === true;
+    for (const key of Object.keys(value)) {
+      const child = value[key] as Json;
+      const sub = schema.properties?.[key];
+      if (sub !== undefined && Object.hasOwn(schema.properties ?? {}, key)) {
+        validateValue(sub, child, `${path}.${key}`, out);
+      } else if (typeof schema.additionalProperties === "object") {
+        validateValue(schema.additionalProperties, child, `${path}.${key}`, out);
+      } else if (schema.additionalProperties === true || preserve) {
+        // kept as is
+      } else if (schema.properties !== undefined || schema.type === "object") {
+        out.unknownFields.push(`${path}.${key}`);
+        delete value[key];
+      }
+    }
+  }
+  if (schema.anyOf !== undefined) {
+    const matched = schema.anyOf.some((alt) => {
+      const trial: ValidationOutcome = { causes: [], unknownFields: [] };
+      validateValue(alt, structuredClone(value), path, trial);
+      return trial.causes.length === 0;
+    });
+    if (!matched) out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must match at least one schema in anyOf` });
+  }
+  for (const rule of schema["x-kubernetes-validations"] ?? []) {
+    const check = knownCelRules[rule.rule];
+    if (check !== undefined && !check(value)) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${rule.message ?? `failed rule: ${rule.rule}`}` });
+    }
+  }
+}
+
+/** Validates a whole object: metadata/apiVersion/kind are the server's, everything else the schema's. */
+export function validateObject(schema: StructuralSchema, object: { [key: string]: Json }): ValidationOutcome {
+  const out: ValidationOutcome = { causes: [], unknownFields: [] };
+  for (const name of schema.required ?? []) {
+    if (!Object.hasOwn(object, name)) out.causes.push({ reason: "FieldValueRequired", field: name, message: "Required value" });
+  }
+  for (const key of Object.keys(object)) {
+    if (key === "apiVersion" || key === "kind" || key === "metadata") continue;
+    const sub = schema.properties?.[key];
+    if (sub !== undefined && Object.hasOwn(schema.properties ?? {}, key)) {
+      validateValue(sub, object[key] as Json, key, out);
+    } else if (schema["x-kubernetes-preserve-unknown-fields"] !== true) {
+      out.unknownFields.push(key);
+      delete object[key];
+    }
+  }
+  return out;
+}
