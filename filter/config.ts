@@ -29,6 +29,9 @@ export class Config {
   force: Array<ForceRule> = [];
   tokenTraceIdHeader: string = DEFAULT_TOKEN_TRACE_ID_HEADER;
   maxRoutes: i32 = DEFAULT_MAX_ROUTES;
+  /** Whether some route rule matches on :path / :authority (so the stream reads them only then). */
+  rulesUsePath: bool = false;
+  rulesUseHost: bool = false;
 }
 
 /** The configuration in force; the root swaps `config` whole, streams read it at request start. */
@@ -154,6 +157,8 @@ class Validator {
         const rule = this.routeRule(routes.items[i], "sampling.routes[" + i.toString() + "]");
         if (rule === null) return false;
         c.routes.push(rule);
+        if (rule.pathPrefix.length > 0) c.rulesUsePath = true;
+        if (rule.host.length > 0) c.rulesUseHost = true;
       }
     }
     const force = s.get("force");

@@ -4,6 +4,6 @@ export * from "@solo-io/proxy-runtime/assembly/proxy";
 import { RootContext, registerRootContext } from "@solo-io/proxy-runtime/assembly";
 import { TokentraceRoot } from "./root";
 
-export const PLUGIN_NAME = "tokentrace";
+const PLUGIN_NAME = "tokentrace";
 
 registerRootContext((context_id: u32) => new TokentraceRoot(context_id) as RootContext, PLUGIN_NAME);

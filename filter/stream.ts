@@ -1,5 +1,6 @@
 // One HTTP stream. Every callback continues: bad input is counted and replaced, host failures are
-// counted, and nothing here can throw on the request path.
+// counted, and nothing here can throw on the request path. Host calls are kept few because each
+// one crosses the VM boundary on every request.
 import { Context, FilterHeadersStatusValues, RootContext } from "@solo-io/proxy-runtime/assembly";
 import { ActiveConfig, Config } from "./config";
 import * as host from "./host";
@@ -14,10 +15,14 @@ const TRACESTATE = "tracestate";
 const ROUTE_NAME_PROPERTY = "xds\0route_name";
 const RESPONSE_CODE_PROPERTY = "response\0code";
 const REQUEST_DURATION_PROPERTY = "request\0duration";
+const REQUEST_TIME_PROPERTY = "request\0time";
 const NS_PER_MS: u64 = 1_000_000;
 
-// Random bytes for new ids: 16 trace-id + 8 span-id + 16 token trace id.
+// Random bytes for new ids, drawn in one host call: 16 trace-id, 8 span-id, 16 token trace id.
 const RANDOM_BYTES: usize = memory.data(40);
+const TRACE_ID_BYTES: usize = RANDOM_BYTES;
+const SPAN_ID_BYTES: usize = RANDOM_BYTES + 16;
+const TOKEN_ID_BYTES: usize = RANDOM_BYTES + 24;
 
 export class TokentraceStream extends Context {
   private stats: Stats;
@@ -25,7 +30,6 @@ export class TokentraceStream extends Context {
   private route: RouteStats | null = null;
   private tokenTraceId: string = "";
   private tokenTraceIdHeader: string = "";
-  private startNs: u64 = 0;
 
   constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig) {
     super(context_id, root);
@@ -36,30 +40,48 @@ export class TokentraceStream extends Context {
   onRequestHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
     // The configuration in force when the request starts serves the whole request.
     const config = this.active.config;
-    this.startNs = host.nowNs();
     const routeName = host.getStringProperty(ROUTE_NAME_PROPERTY);
     const route = this.stats.forRoute(routeName.length == 0 ? ROUTE_DEFAULT : sanitizeLabelValue(routeName));
     this.route = route;
 
-    const sampled = this.propagateTraceContext(config, routeName, route);
+    this.tokenTraceIdHeader = config.tokenTraceIdHeader;
+    const incomingTokenId = host.getHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
+    const keepTokenId = incomingTokenId !== null && isValidTokenTraceId(incomingTokenId);
+    if (incomingTokenId !== null && !keepTokenId) this.stats.error(ErrorReason.InvalidTokenTraceId);
+
+    const incomingParent = host.getHeader(host.HeaderMap.Request, TRACEPARENT);
+    const parent: TraceParent | null = incomingParent === null ? null : parseTraceParent(incomingParent);
+    if (incomingParent !== null && parent === null) this.stats.error(ErrorReason.InvalidTraceParent);
+
+    // One draw covers the new trace ids and the new token trace id, whichever are needed.
+    const randomFrom = parent === null ? TRACE_ID_BYTES : TOKEN_ID_BYTES;
+    const randomTo = keepTokenId ? TOKEN_ID_BYTES : TOKEN_ID_BYTES + 16;
+    const haveRandom = randomTo <= randomFrom || host.fillRandom(randomFrom, <i32>(randomTo - randomFrom));
+    if (!haveRandom) this.stats.error(ErrorReason.RandomUnavailable);
+
+    const forced = this.isForced(config);
+    let sampled = false;
+    if (parent !== null) {
+      sampled = this.continueTrace(parent, forced);
+    } else if (haveRandom) {
+      sampled = this.startTrace(config, routeName, route, forced);
+    }
+    // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) host.incrementCounter(route.tracesSampled, 1);
-    this.propagateTokenTraceId(config);
+
+    if (keepTokenId) {
+      this.tokenTraceId = incomingTokenId!;
+    } else if (haveRandom) {
+      this.tokenTraceId = uuidV4(TOKEN_ID_BYTES);
+      host.setHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, this.tokenTraceId);
+    } else if (incomingTokenId !== null) {
+      host.removeHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
+    }
     this.stats.flushHostFailures();
     return FilterHeadersStatusValues.Continue;
   }
 
-  /** Keeps a valid incoming trace context or starts a new one; returns whether the request leaves sampled. */
-  private propagateTraceContext(config: Config, routeName: string, route: RouteStats): bool {
-    const forced = this.isForced(config);
-    const incoming = host.getHeader(host.HeaderMap.Request, TRACEPARENT);
-    if (incoming !== null) {
-      const parent = parseTraceParent(incoming);
-      if (parent !== null) return this.continueTrace(parent, forced);
-      this.stats.error(ErrorReason.InvalidTraceParent);
-    }
-    return this.startTrace(config, routeName, route, forced);
-  }
-
+  /** Keeps a valid incoming trace context; returns whether the request leaves sampled. */
   private continueTrace(parent: TraceParent, forced: bool): bool {
     let rewrite = parent.futureVersion;
     if (forced && !parent.sampled()) {
@@ -75,33 +97,35 @@ export class TokentraceStream extends Context {
     return parent.sampled();
   }
 
+  /** Starts a new trace from the random bytes already drawn; returns whether it is sampled. */
   private startTrace(config: Config, routeName: string, route: RouteStats, forced: bool): bool {
-    if (!host.fillRandom(RANDOM_BYTES, 24)) {
-      // Without randomness there is no trace-id worth starting; traffic goes on untouched.
-      this.stats.error(ErrorReason.RandomUnavailable);
-      return false;
-    }
-    ensureNonZero(RANDOM_BYTES, 16);
-    ensureNonZero(RANDOM_BYTES + 16, 8);
+    ensureNonZero(TRACE_ID_BYTES, 16);
+    ensureNonZero(SPAN_ID_BYTES, 8);
     const trace = new TraceParent();
-    trace.traceId = hexOf(RANDOM_BYTES, 16);
-    trace.parentId = hexOf(RANDOM_BYTES + 16, 8);
-    let rate: f64 = 1;
-    if (!forced) {
-      const path = host.getHeader(host.HeaderMap.Request, ":path");
-      const authority = config.routes.length > 0 ? host.getHeader(host.HeaderMap.Request, ":authority") : null;
-      rate = rateFor(config, routeName, path === null ? "" : path, authority === null ? "" : authority);
-    }
+    trace.traceId = hexOf(TRACE_ID_BYTES, 16);
+    trace.parentId = hexOf(SPAN_ID_BYTES, 8);
+    const rate = forced ? 1.0 : this.rateFor(config, routeName);
     const sampled = forced || isSampled(trace.traceId, rate);
     trace.flags = FLAG_RANDOM | (sampled ? FLAG_SAMPLED : 0);
     host.setHeader(host.HeaderMap.Request, TRACEPARENT, trace.format());
-    // A tracestate that arrived with no valid traceparent belongs to no trace we know.
-    host.removeHeader(host.HeaderMap.Request, TRACESTATE);
+    // A tracestate that came without a valid traceparent belongs to no trace we know: a sampled
+    // trace replaces it with our threshold, an unsampled one drops it.
     if (sampled) {
       host.setHeader(host.HeaderMap.Request, TRACESTATE, "ot=th:" + thresholdTraceStateValue(thresholdFor(rate)));
+    } else {
+      host.removeHeader(host.HeaderMap.Request, TRACESTATE);
     }
     host.incrementCounter(route.tracesStarted, 1);
     return sampled;
+  }
+
+  /** The sampling rate for this request; reads :path and :authority only when a rule needs them. */
+  private rateFor(config: Config, routeName: string): f64 {
+    let path: string | null = null;
+    let authority: string | null = null;
+    if (config.rulesUsePath) path = host.getHeader(host.HeaderMap.Request, ":path");
+    if (config.rulesUseHost) authority = host.getHeader(host.HeaderMap.Request, ":authority");
+    return rateFor(config, routeName, path === null ? "" : path, authority === null ? "" : authority);
   }
 
   private isForced(config: Config): bool {
@@ -110,24 +134,6 @@ export class TokentraceStream extends Context {
       if (forceRuleMatches(rules[i], host.getHeader(host.HeaderMap.Request, rules[i].header))) return true;
     }
     return false;
-  }
-
-  private propagateTokenTraceId(config: Config): void {
-    const name = config.tokenTraceIdHeader;
-    this.tokenTraceIdHeader = name;
-    const incoming = host.getHeader(host.HeaderMap.Request, name);
-    if (incoming !== null && isValidTokenTraceId(incoming)) {
-      this.tokenTraceId = incoming;
-      return;
-    }
-    if (incoming !== null) this.stats.error(ErrorReason.InvalidTokenTraceId);
-    if (!host.fillRandom(RANDOM_BYTES + 24, 16)) {
-      this.stats.error(ErrorReason.RandomUnavailable);
-      if (incoming !== null) host.removeHeader(host.HeaderMap.Request, name);
-      return;
-    }
-    this.tokenTraceId = uuidV4(RANDOM_BYTES + 24);
-    host.setHeader(host.HeaderMap.Request, name, this.tokenTraceId);
   }
 
   onResponseHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
@@ -142,13 +148,14 @@ export class TokentraceStream extends Context {
   // including streams reset before a response.
   onLog(): void {
     const route = this.route;
-    if (route === null) return; // the request never reached us (no request headers)
+    if (route === null) return; // the stream ended before its request headers reached us
     const code = host.getIntProperty(RESPONSE_CODE_PROPERTY, 0);
     host.incrementCounter(route.requestsFor(codeClassIndex(code)), 1);
     let durationNs = host.getIntProperty(REQUEST_DURATION_PROPERTY, -1);
     if (durationNs < 0) {
-      const now = host.nowNs();
-      durationNs = now > this.startNs ? <i64>(now - this.startNs) : 0;
+      const startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
+      const nowNs = <i64>host.nowNs();
+      durationNs = startNs > 0 && nowNs > startNs ? nowNs - startNs : 0;
     }
     host.recordHistogram(route.durationMs, <u64>durationNs / NS_PER_MS);
     this.stats.flushHostFailures();
