@@ -1,0 +1,77 @@
+// A header map as Envoy keeps one: ordered entries, lower-case names, duplicates allowed.
+import type { Pairs } from "./pairs.js";
+
+/** Read-only view of a header map as the filter left it. */
+export interface HeaderMap {
+  get(name: string): string | undefined;
+  getAll(name: string): string[];
+  entries(): Array<[string, string]>;
+}
+
+/** The mutable map behind a stream's request/response headers or trailers. */
+export class HeaderList implements HeaderMap {
+  private list: Pairs;
+
+  constructor(pairs: ReadonlyArray<readonly [string, string]> = []) {
+    this.list = pairs.map(([k, v]) => [k.toLowerCase(), v]);
+  }
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  /** Envoy's HeaderMap::byteSize: the sum of every key and value length in bytes. */
+  byteSize(): number {
+    let n = 0;
+    for (const [k, v] of this.list) n += Buffer.byteLength(k) + Buffer.byteLength(v);
+    return n;
+  }
+
+  get(name: string): string | undefined {
+    const key = name.toLowerCase();
+    for (const [k, v] of this.list) if (k === key) return v;
+    return undefined;
+  }
+
+  getAll(name: string): string[] {
+    const key = name.toLowerCase();
+    const out: string[] = [];
+    for (const [k, v] of this.list) if (k === key) out.push(v);
+    return out;
+  }
+
+  entries(): Array<[string, string]> {
+    return this.list.map(([k, v]) => [k, v]);
+  }
+
+  /** The live entries, for serialising without a copy. */
+  raw(): ReadonlyArray<readonly [string, string]> {
+    return this.list;
+  }
+
+  add(name: string, value: string): void {
+    this.list.push([name.toLowerCase(), value]);
+  }
+
+  /** Envoy's setCopy: every entry of the name goes, one entry with the new value stays (in the first one's place). */
+  replace(name: string, value: string): void {
+    const key = name.toLowerCase();
+    const first = this.list.findIndex(([k]) => k === key);
+    if (first < 0) {
+      this.list.push([key, value]);
+      return;
+    }
+    this.list = this.list.filter(([k], i) => k !== key || i === first);
+    this.list[first] = [key, value];
+  }
+
+  remove(name: string): void {
+    const key = name.toLowerCase();
+    this.list = this.list.filter(([k]) => k !== key);
+  }
+
+  /** proxy_set_header_map_pairs: every entry removed, the new pairs added with lower-cased names. */
+  setAll(pairs: Pairs): void {
+    this.list = pairs.map(([k, v]) => [k.toLowerCase(), v]);
+  }
+}

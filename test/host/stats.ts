@@ -1,0 +1,264 @@
+// Envoy's custom wasm metrics as the test host keeps them: stored as `wasmcustom.<name>`, labelled by
+// Istio's extraStatTags convention (`TAG=.=VALUE;.;` inside the name), rendered like /stats/prometheus.
+import { AbiViolation } from "./errors.js";
+import { MetricType } from "./abi.js";
+
+/** The prefix Envoy gives every metric a wasm module defines (a registered custom stat namespace). */
+export const WASM_CUSTOM_PREFIX = "wasmcustom.";
+
+/** Envoy's default histogram bucket bounds. */
+export const ENVOY_DEFAULT_BUCKETS: readonly number[] = [
+  0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
+];
+
+/** The tags the project's filter encodes into its stat names (Istio extraStatTags). */
+export const DEFAULT_STAT_TAGS: readonly string[] = ["route", "response_code_class", "reason", "model", "stream", "finish_reason", "token_type"];
+
+type Kind = "counter" | "gauge" | "histogram";
+const KIND_OF_TYPE: Record<number, Kind> = { [MetricType.Counter]: "counter", [MetricType.Gauge]: "gauge", [MetricType.Histogram]: "histogram" };
+
+interface Metric {
+  readonly id: number;
+  readonly kind: Kind;
+  readonly name: string; // as the module defined it (no wasmcustom. prefix)
+  value: number;
+  samples: number[];
+}
+
+/** One stat after tag extraction: its tag-extracted name and its tags in extraction order. */
+export interface ExtractedStat {
+  extractedName: string;
+  tags: Array<[string, string]>;
+}
+
+/** Istio's extraStatTags regex for one tag, as its bootstrap writes it: `(TAG=\.=(.*?);\.;)`. */
+export function istioTagRegex(tag: string): RegExp {
+  return new RegExp(`(${tag}=\\.=(.*?);\\.;)`, "d");
+}
+
+/**
+ * Envoy's tag extraction over the full stat name: each extractor searches the original name; group 1
+ * is the text removed from the name, group 2 the tag value; removals are merged at the end.
+ */
+export function extractTags(fullName: string, tagRegexes: ReadonlyArray<readonly [string, RegExp]>): ExtractedStat {
+  const tags: Array<[string, string]> = [];
+  let removed: Array<[number, number]> | undefined;
+  for (const [tag, re] of tagRegexes) {
+    const m = re.exec(fullName);
+    if (!m || m[1] === undefined) continue;
+    const start = m.indices?.[1]?.[0] ?? fullName.indexOf(m[1], m.index);
+    tags.push([tag, m[2] ?? m[1]]);
+    (removed ??= []).push([start, start + m[1].length]);
+  }
+  if (!removed) return { extractedName: fullName, tags };
+  removed.sort((a, b) => a[0] - b[0]);
+  let out = "";
+  let at = 0;
+  for (const [s, e] of removed) {
+    if (s > at) out += fullName.slice(at, s);
+    at = Math.max(at, e);
+  }
+  out += fullName.slice(at);
+  return { extractedName: out, tags };
+}
+
+// Envoy's StatName ordering compares dot-separated tokens one by one.
+function compareStatNames(a: string, b: string): number {
+  const ta = a.split(".");
+  const tb = b.split(".");
+  for (let i = 0; i < Math.min(ta.length, tb.length); i++) {
+    if (ta[i] !== tb[i]) return ta[i]! < tb[i]! ? -1 : 1;
+  }
+  return ta.length - tb.length;
+}
+
+/** Prometheus text-format escaping of a label value. */
+export function escapeLabelValue(v: string): string {
+  return v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+const sanitize = (s: string): string => s.replace(/[^a-zA-Z0-9_]/g, "_");
+
+/** Envoy's PrometheusStatsFormatter::metricName: custom namespace stripped, else `envoy_` added. */
+export function prometheusMetricName(extractedName: string): string | undefined {
+  if (extractedName.startsWith(WASM_CUSTOM_PREFIX)) {
+    const name = sanitize(extractedName.slice(WASM_CUSTOM_PREFIX.length));
+    return name === "" || /^[0-9]/.test(name) ? undefined : name;
+  }
+  return `envoy_${sanitize(extractedName)}`;
+}
+
+/** Options for a StatsStore. */
+export interface StatsOptions {
+  statTags?: readonly string[];
+  histogramBuckets?: readonly number[];
+}
+
+/** The metrics a VM defined, with Envoy's semantics, plus the host's own counters. */
+export class StatsStore {
+  private readonly byId = new Map<number, Metric>();
+  private readonly byName = new Map<string, Metric>();
+  private readonly hostCounters = new Map<string, number>();
+  private nextIndex = 1;
+  private readonly tagRegexes: Array<[string, RegExp]>;
+  readonly buckets: readonly number[];
+
+  constructor(opts: StatsOptions = {}) {
+    this.tagRegexes = (opts.statTags ?? DEFAULT_STAT_TAGS).map((t) => [t, istioTagRegex(t)]);
+    this.buckets = opts.histogramBuckets ?? ENVOY_DEFAULT_BUCKETS;
+  }
+
+  /** proxy_define_metric: the same name and type give the same id; ids carry the type in the low 2 bits like Envoy's. */
+  define(type: number, name: string): number {
+    const kind = KIND_OF_TYPE[type];
+    if (kind === undefined) throw new AbiViolation(`proxy_define_metric: metric type ${type} is not 0 (counter), 1 (gauge) or 2 (histogram)`);
+    if (name.length === 0) throw new AbiViolation("proxy_define_metric: empty metric name");
+    const existing = this.byName.get(name);
+    if (existing) {
+      if (existing.kind !== kind) throw new AbiViolation(`proxy_define_metric: "${name}" is already defined as a ${existing.kind}, not a ${kind}`);
+      return existing.id;
+    }
+    const id = (this.nextIndex++ << 2) | type;
+    const m: Metric = { id, kind, name, value: 0, samples: [] };
+    this.byId.set(id, m);
+    this.byName.set(name, m);
+    return id;
+  }
+
+  private metric(id: number, call: string): Metric {
+    const m = this.byId.get(id);
+    if (!m) throw new AbiViolation(`${call}: unknown metric id ${id}`);
+    return m;
+  }
+
+  /** proxy_increment_metric: counters need delta > 0; gauges take any delta but may not go below 0; histograms refuse. */
+  increment(id: number, delta: bigint): void {
+    const m = this.metric(id, "proxy_increment_metric");
+    if (m.kind === "histogram") throw new AbiViolation(`proxy_increment_metric on histogram "${m.name}": histograms take proxy_record_metric only`);
+    if (m.kind === "counter" && delta <= 0n) throw new AbiViolation(`proxy_increment_metric on counter "${m.name}" with delta ${delta}: Envoy requires > 0`);
+    const next = m.value + Number(delta);
+    if (next < 0) throw new AbiViolation(`proxy_increment_metric on gauge "${m.name}" with delta ${delta} takes it below 0 (Envoy gauges are unsigned)`);
+    m.value = next;
+  }
+
+  /** proxy_record_metric: histograms record, gauges are set; counters refuse. */
+  record(id: number, value: bigint): void {
+    const m = this.metric(id, "proxy_record_metric");
+    if (m.kind === "counter") throw new AbiViolation(`proxy_record_metric on counter "${m.name}": counters take proxy_increment_metric only`);
+    const v = Number(BigInt.asUintN(64, value));
+    if (m.kind === "gauge") m.value = v;
+    else m.samples.push(v);
+  }
+
+  /** proxy_get_metric: counters and gauges. */
+  get(id: number): bigint {
+    const m = this.metric(id, "proxy_get_metric");
+    if (m.kind === "histogram") throw new AbiViolation(`proxy_get_metric on histogram "${m.name}": Envoy answers BadArgument`);
+    return BigInt(m.value);
+  }
+
+  /** Adds to a counter the host itself keeps (rendered with Envoy's `envoy_` prefix). */
+  incrementHostCounter(name: string, delta = 1): void {
+    this.hostCounters.set(name, (this.hostCounters.get(name) ?? 0) + delta);
+  }
+
+  hostCounter(name: string): number | undefined {
+    return this.hostCounters.get(name);
+  }
+
+  /** Every defined stat name, as the filter defined it, in definition order. */
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  counter(name: string): number | undefined {
+    const m = this.byName.get(name);
+    return m?.kind === "counter" ? m.value : undefined;
+  }
+
+  gauge(name: string): number | undefined {
+    const m = this.byName.get(name);
+    return m?.kind === "gauge" ? m.value : undefined;
+  }
+
+  histogram(name: string): number[] | undefined {
+    const m = this.byName.get(name);
+    return m?.kind === "histogram" ? [...m.samples] : undefined;
+  }
+
+  /** Tag extraction of one defined name (without the wasmcustom. prefix in the result). */
+  extract(name: string): ExtractedStat {
+    const e = extractTags(WASM_CUSTOM_PREFIX + name, this.tagRegexes);
+    return { extractedName: e.extractedName.slice(WASM_CUSTOM_PREFIX.length), tags: e.tags };
+  }
+
+  private find(metric: string, labels: Record<string, string>, kinds: Kind[]): Metric | undefined {
+    const want = Object.entries(labels);
+    for (const m of this.byName.values()) {
+      if (!kinds.includes(m.kind)) continue;
+      const e = this.extract(m.name);
+      if (e.extractedName !== metric || e.tags.length !== want.length) continue;
+      if (want.every(([k, v]) => e.tags.some(([tk, tv]) => tk === k && tv === v))) return m;
+    }
+    return undefined;
+  }
+
+  /** Counter or gauge value after Istio tag extraction; labels must match exactly. */
+  value(metric: string, labels: Record<string, string> = {}): number | undefined {
+    return this.find(metric, labels, ["counter", "gauge"])?.value;
+  }
+
+  /** Histogram samples after tag extraction; labels must match exactly. */
+  samples(metric: string, labels: Record<string, string> = {}): number[] | undefined {
+    const m = this.find(metric, labels, ["histogram"]);
+    return m ? [...m.samples] : undefined;
+  }
+
+  /** Envoy's /stats/prometheus text for these stats, as an Istio sidecar prints them. */
+  prometheus(): string {
+    interface Row { full: string; tags: Array<[string, string]>; metric?: Metric; hostValue?: number }
+    const groups: Record<Kind, Map<string, Row[]>> = { counter: new Map(), gauge: new Map(), histogram: new Map() };
+    const add = (kind: Kind, full: string, row: Row): void => {
+      const e = extractTags(full, this.tagRegexes);
+      row.tags = e.tags;
+      const list = groups[kind].get(e.extractedName);
+      if (list) list.push(row);
+      else groups[kind].set(e.extractedName, [row]);
+    };
+    for (const m of this.byName.values()) add(m.kind, WASM_CUSTOM_PREFIX + m.name, { full: WASM_CUSTOM_PREFIX + m.name, tags: [], metric: m });
+    for (const [name, v] of this.hostCounters) add("counter", name, { full: name, tags: [], hostValue: v });
+
+    const fmtTags = (tags: Array<[string, string]>): string => tags.map(([k, v]) => `${sanitize(k)}="${escapeLabelValue(v)}"`).join(",");
+    let out = "";
+    for (const kind of ["counter", "gauge", "histogram"] as const) {
+      const names = [...groups[kind].keys()].sort(compareStatNames);
+      for (const extracted of names) {
+        const promName = prometheusMetricName(extracted);
+        if (promName === undefined) continue;
+        out += `# TYPE ${promName} ${kind}\n`;
+        const rows = groups[kind].get(extracted)!.sort((a, b) => compareStatNames(a.full, b.full));
+        for (const row of rows) {
+          const tags = fmtTags(row.tags);
+          if (kind !== "histogram") {
+            out += `${promName}{${tags}} ${row.metric ? row.metric.value : row.hostValue}\n`;
+            continue;
+          }
+          const samples = row.metric!.samples;
+          const histTags = tags === "" ? "" : `${tags},`;
+          for (const le of this.buckets) {
+            let n = 0;
+            for (const s of samples) if (s <= le) n++;
+            out += `${promName}_bucket{${histTags}le="${le}"} ${n}\n`;
+          }
+          let sum = 0;
+          for (const s of samples) sum += s;
+          out += `${promName}_bucket{${histTags}le="+Inf"} ${samples.length}\n`;
+          out += `${promName}_sum{${tags}} ${sum}\n`;
+          out += `${promName}_count{${tags}} ${samples.length}\n`;
+        }
+        out += "\n";
+      }
+    }
+    return out;
+  }
+}
