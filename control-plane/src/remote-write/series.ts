@@ -1,0 +1,48 @@
+// The unit remote write ships: one series (sorted, unique labels) and its samples in time order.
+import type { Labels } from "../scrape/sample.js";
+
+/** One sample; `stale` marks a Prometheus staleness marker (the value is then ignored). */
+export interface WriteSample {
+  value: number;
+  timestampMs: number;
+  stale?: boolean;
+}
+
+/** One series: labels as flat name/value pairs sorted by name, `__name__` included. */
+export interface WriteSeries {
+  labels: Labels;
+  samples: WriteSample[];
+}
+
+/** Why a label set cannot be sent as it is. */
+export type LabelProblem = "missing_name" | "duplicate_label" | "empty_label_name";
+
+/**
+ * Sorts labels by name and drops empty values (remote write 1.0 forbids them; an empty value
+ * means "absent" in Prometheus anyway). Returns the problem instead when the set cannot be sent.
+ */
+export function normalizeLabels(labels: Labels): Labels | LabelProblem {
+  const pairs: [string, string][] = [];
+  let hasName = false;
+  for (let i = 0; i < labels.length; i += 2) {
+    const n = labels[i]!;
+    const v = labels[i + 1]!;
+    if (n === "") return "empty_label_name";
+    if (v === "") continue;
+    if (n === "__name__") hasName = true;
+    pairs.push([n, v]);
+  }
+  if (!hasName) return "missing_name";
+  pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const out: Labels = [];
+  for (let i = 0; i < pairs.length; i++) {
+    if (i > 0 && pairs[i]![0] === pairs[i - 1]![0]) return "duplicate_label";
+    out.push(pairs[i]![0], pairs[i]![1]);
+  }
+  return out;
+}
+
+/** A stable key for a sorted label set (names and values cannot contain \xff in valid UTF-8 text). */
+export function seriesKey(labels: Labels): string {
+  return labels.join("\xff");
+}
