@@ -83,7 +83,7 @@ export class TokentraceStream extends Context {
 
   /** Keeps a valid incoming trace context; returns whether the request leaves sampled. */
   private continueTrace(parent: TraceParent, forced: bool): bool {
-    let rewrite = parent.futureVersion;
+    let rewrite = parent.needsRewrite;
     if (forced && !parent.sampled()) {
       parent.flags |= FLAG_SAMPLED;
       rewrite = true;

@@ -13,8 +13,8 @@ export class TraceParent {
   traceId: string = "";
   parentId: string = "";
   flags: u8 = 0;
-  /** True when the header was a later version re-read with the version-00 layout. */
-  futureVersion: bool = false;
+  /** True when the header must be re-emitted: a later version re-read with the version-00 layout, or surrounding whitespace. */
+  needsRewrite: bool = false;
 
   sampled(): bool {
     return (this.flags & FLAG_SAMPLED) != 0;
@@ -46,7 +46,7 @@ export function parseTraceParent(raw: string): TraceParent | null {
   tp.traceId = value.substring(3, 35);
   tp.parentId = value.substring(36, 52);
   tp.flags = <u8>((hexValue(value.charCodeAt(53)) << 4) | hexValue(value.charCodeAt(54)));
-  tp.futureVersion = version != "00";
+  tp.needsRewrite = version != "00" || value.length != raw.length;
   return tp;
 }
 

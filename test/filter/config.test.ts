@@ -1,0 +1,130 @@
+// pluginConfig handling of the real filter.wasm (emulated Envoy host): strict parsing, every
+// default, rejected updates keeping the last good configuration, and agreement with the shared
+// JSON Schema (filter/config.schema.json) that the control plane validates with.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import fc from "fast-check";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { baseRequest, exchange, loadFilter, scriptedRandom } from "./support.js";
+
+const schema = JSON.parse(readFileSync(new URL("../../filter/config.schema.json", import.meta.url), "utf8")) as object;
+const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
+
+const allOnes = new Uint8Array(24).fill(0xff); // maximum randomness: sampled at any rate > 0
+const uuid = new Uint8Array(16).fill(1);
+const sampledBit = (tp: string | undefined): number => parseInt(tp!.slice(53, 55), 16) & 1;
+
+describe("plugin configuration (emulated Envoy host)", () => {
+  const rejected: Array<[string, string, string]> = [
+    ["an unknown top-level key", JSON.stringify({ sampling: {}, tracing: {} }), "tracing: unknown key"],
+    ["an unknown nested key", JSON.stringify({ sampling: { rate: 0.5 } }), "sampling.rate: unknown key"],
+    ["a rate above 1", JSON.stringify({ sampling: { defaultRate: 1.5 } }), "sampling.defaultRate: must be a number between 0 and 1"],
+    ["a rate given as a string", JSON.stringify({ sampling: { defaultRate: "0.5" } }), "sampling.defaultRate: must be a number"],
+    ["a route rule without a rate", JSON.stringify({ sampling: { routes: [{ routeName: "chat" }] } }), "sampling.routes[0].rate: is required"],
+    ["a route rule without a matcher", JSON.stringify({ sampling: { routes: [{ rate: 1 }] } }), "sampling.routes[0]: needs at least one of routeName, pathPrefix, host"],
+    ["a path prefix not starting with /", JSON.stringify({ sampling: { routes: [{ pathPrefix: "v1", rate: 1 }] } }), "sampling.routes[0].pathPrefix: must start with /"],
+    ["a force header with upper case", JSON.stringify({ sampling: { force: [{ header: "X-Debug" }] } }), "sampling.force[0].header: must be a lower-case HTTP header name"],
+    ["a non-integer maxRoutes", JSON.stringify({ stats: { maxRoutes: 2.5 } }), "stats.maxRoutes: must be an integer between 1 and 1024"],
+    ["maxRoutes 0", JSON.stringify({ stats: { maxRoutes: 0 } }), "stats.maxRoutes: must be an integer between 1 and 1024"],
+    ["an empty token trace id header", JSON.stringify({ headers: { tokenTraceId: "" } }), "headers.tokenTraceId: length must be between 1 and 128"],
+    ["a JSON array", "[]", "(root): must be an object"],
+    ["broken JSON", "{\"sampling\": {", "invalid JSON at offset"],
+    ["a duplicate key", "{\"sampling\":{},\"sampling\":{}}", "duplicate key \"sampling\""],
+    ["trailing garbage", "{} x", "unexpected text after the JSON value"],
+  ];
+  for (const [name, text, reason] of rejected) {
+    it(`rejects ${name}, names the reason, and keeps the last good configuration`, async () => {
+      const vm = await loadFilter({ random: scriptedRandom([allOnes, uuid]), config: { sampling: { defaultRate: 0.5 } } });
+      assert.equal(vm.configureAccepted, true);
+      assert.equal(vm.configure(text), false);
+      const message = vm.logs.map((l) => l.message).find((m) => m.includes("configuration rejected"));
+      assert.ok(message?.includes(reason), `log names the reason: ${message}`);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "config_rejected" }), 1);
+      // 0.5 is still in force: maximum randomness is sampled, and the rejected text changed nothing.
+      assert.equal(sampledBit(exchange(vm, { headers: baseRequest(), status: 200 }).request.get("traceparent")), 1);
+    });
+  }
+
+  it("a valid update replaces the configuration without a restart", async () => {
+    const vm = await loadFilter({ random: scriptedRandom([allOnes, uuid, allOnes, uuid]), config: { sampling: { defaultRate: 1 } } });
+    assert.equal(sampledBit(exchange(vm, { headers: baseRequest(), status: 200 }).request.get("traceparent")), 1);
+    assert.equal(vm.configure(JSON.stringify({ sampling: { defaultRate: 0 } })), true);
+    assert.equal(sampledBit(exchange(vm, { headers: baseRequest(), status: 200 }).request.get("traceparent")), 0);
+  });
+
+  it("an empty configuration means every default and is accepted", async () => {
+    const vm = await loadFilter({ random: scriptedRandom([]), pluginConfig: "" });
+    assert.equal(vm.configureAccepted, true);
+    assert.equal(vm.configure("  \n"), true);
+    assert.equal(vm.configure("{}"), true);
+  });
+
+  it("a rejected first configuration leaves the defaults in force", async () => {
+    const at = BigInt(Math.round(0.99 * 2 ** 56)); // sampled at the default 1%, not below
+    const bytes = new Uint8Array(24).fill(0);
+    for (let i = 0; i < 7; i++) bytes[15 - i] = Number((at >> BigInt(8 * i)) & 0xffn);
+    const vm = await loadFilter({ random: scriptedRandom([bytes, uuid]), pluginConfig: "{\"bogus\":1}" });
+    assert.equal(vm.configureAccepted, false);
+    const s = exchange(vm, { headers: baseRequest(), status: 200 });
+    assert.equal(sampledBit(s.request.get("traceparent")), 1);
+    assert.equal(s.request.get("x-token-trace-id"), "01010101-0101-4101-8101-010101010101");
+  });
+});
+
+// Arbitrary configuration-shaped JSON: mostly valid, sometimes slightly wrong (weights 6:1).
+const mostly = <T, U>(good: fc.Arbitrary<T>, bad: fc.Arbitrary<U>): fc.Arbitrary<T | U> =>
+  fc.oneof({ arbitrary: good, weight: 6 }, { arbitrary: bad, weight: 1 });
+const headerName = mostly(fc.stringMatching(/^[a-z0-9-]{1,12}$/), fc.constantFrom("X-Up", "", "a b", "x_a", "x".repeat(129)));
+const rate = mostly(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom(-0.1, 1.01, "0.5", null));
+const text = (max: number): fc.Arbitrary<string> => fc.string({ minLength: 1, maxLength: max });
+const routeRule = fc.record(
+  {
+    routeName: mostly(text(8), fc.constantFrom("", "x".repeat(257))),
+    pathPrefix: mostly(fc.constantFrom("/", "/v1", "/v1/chat"), fc.constantFrom("v1", "")),
+    host: mostly(fc.constantFrom("Api.Example", "a", "llm.svc"), fc.constant("")),
+    rate,
+    extra: fc.integer(),
+  },
+  { requiredKeys: [] },
+).map((r) => {
+  // Mostly well-formed rules: a rate and a matcher, no unknown key.
+  const { extra, ...rest } = r as Record<string, unknown>;
+  return extra !== undefined && (extra as number) % 7 === 0 ? r : rest;
+});
+const configArb = fc.record(
+  {
+    sampling: mostly(
+      fc.record(
+        {
+          defaultRate: rate,
+          routes: fc.array(routeRule, { maxLength: 3 }),
+          force: fc.array(fc.record({ header: headerName, value: fc.string({ maxLength: 5 }) }, { requiredKeys: ["header"] }), { maxLength: 3 }),
+        },
+        { requiredKeys: [] },
+      ),
+      fc.constantFrom(null, [], 3),
+    ),
+    headers: fc.record({ tokenTraceId: headerName }, { requiredKeys: [] }),
+    stats: fc.record({ maxRoutes: mostly(fc.integer({ min: 1, max: 1024 }), fc.constantFrom(0, 1025, 1.5, "8")) }, { requiredKeys: [] }),
+    unknown: fc.constantFrom(undefined, undefined, undefined, undefined, undefined, true),
+  },
+  { requiredKeys: [] },
+).map((c) => JSON.parse(JSON.stringify(c)) as unknown);
+
+describe("filter and control-plane schema agree (emulated Envoy host)", () => {
+  it("filter.wasm accepts a configuration exactly when filter/config.schema.json does", async () => {
+    const vm = await loadFilter({ random: scriptedRandom([]) });
+    let accepted = 0;
+    fc.assert(
+      fc.property(configArb, (config) => {
+        const schemaOk = validate(config);
+        const filterOk = vm.configure(JSON.stringify(config));
+        if (filterOk) accepted++;
+        assert.equal(filterOk, schemaOk, `config ${JSON.stringify(config)}: schema says ${schemaOk} (${JSON.stringify(validate.errors)})`);
+      }),
+      { numRuns: 600, seed: 4242 },
+    );
+    assert.ok(accepted > 150, `the generator produces valid configurations too (${accepted})`);
+  });
+});

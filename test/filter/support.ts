@@ -1,0 +1,81 @@
+// Shared set-up for the filter tests: they always run the shipped build/filter.wasm under the
+// strict proxy-wasm test host, and fail (never skip) when it has not been built.
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { FilterVm, ManualClock, type FilterStream, type FilterVmOptions, type StreamProperties } from "../host/index.js";
+
+export const FILTER_WASM = fileURLToPath(new URL("../../build/filter.wasm", import.meta.url));
+export const NOOP_WASM = fileURLToPath(new URL("../../build/noop.wasm", import.meta.url));
+
+export function requireArtifact(path: string): string {
+  if (!existsSync(path)) throw new Error(`${path} is missing: run \`make build\` first`);
+  return path;
+}
+
+/** A deterministic WASI random source: bytes 1, 2, 3, ... (wrapping), so ids are predictable. */
+export function countingRandom(start = 1): (out: Uint8Array) => void {
+  let next = start;
+  return (out) => {
+    for (let i = 0; i < out.length; i++) {
+      out[i] = next & 0xff;
+      next++;
+    }
+  };
+}
+
+/**
+ * A random source that replays the given blocks as one byte stream: the filter may draw them in
+ * any number of calls, and drawing more than was scripted fails the test.
+ */
+export function scriptedRandom(blocks: Uint8Array[]): (out: Uint8Array) => void {
+  const bytes = Buffer.concat(blocks);
+  let offset = 0;
+  return (out) => {
+    if (offset + out.length > bytes.length) throw new Error(`unexpected random_get of ${out.length} bytes at offset ${offset} (${bytes.length} scripted)`);
+    out.set(bytes.subarray(offset, offset + out.length));
+    offset += out.length;
+  };
+}
+
+export async function loadFilter(options: Partial<FilterVmOptions> & { config?: unknown } = {}): Promise<FilterVm> {
+  const { config, ...rest } = options;
+  const pluginConfig = config === undefined ? rest.pluginConfig : typeof config === "string" ? config : JSON.stringify(config);
+  return FilterVm.load({ wasm: requireArtifact(FILTER_WASM), clock: new ManualClock(1_700_000_000_000_000_000n), ...rest, pluginConfig });
+}
+
+export interface Exchange {
+  headers?: Array<[string, string]>;
+  route?: string;
+  status?: number;
+  responseHeaders?: Array<[string, string]>;
+  /** Time between request headers and the end of the stream, on the VM's ManualClock. */
+  durationMs?: number;
+  clock?: ManualClock;
+  properties?: StreamProperties;
+}
+
+/** One headers-only exchange through the filter; asserts that every callback continued. */
+export function exchange(vm: FilterVm, x: Exchange = {}): FilterStream {
+  const stream = vm.newStream({ routeName: x.route, ...x.properties });
+  const requestStatus = stream.requestHeaders(
+    x.headers ?? [[":method", "GET"], [":path", "/"], [":authority", "svc.local"], [":scheme", "http"]],
+    true,
+  );
+  if (requestStatus !== 0) throw new Error(`request headers returned status ${requestStatus}, want Continue (0)`);
+  if (x.durationMs !== undefined) x.clock?.advanceMs(x.durationMs);
+  if (x.status !== undefined) {
+    const responseStatus = stream.responseHeaders([[":status", String(x.status)], ...(x.responseHeaders ?? [])], true);
+    if (responseStatus !== 0) throw new Error(`response headers returned status ${responseStatus}, want Continue (0)`);
+  }
+  stream.end();
+  return stream;
+}
+
+export const baseRequest = (extra: Array<[string, string]> = [], path = "/v1/chat/completions", authority = "llm.svc:8000"): Array<[string, string]> => [
+  [":method", "POST"],
+  [":path", path],
+  [":authority", authority],
+  [":scheme", "http"],
+  ["content-type", "application/json"],
+  ...extra,
+];
