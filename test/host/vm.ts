@@ -256,6 +256,11 @@ export class FilterVm {
     return this.mem.byteLength;
   }
 
+  /** A copy of `length` bytes of linear memory at `ptr` (for tests of the host itself). */
+  readMemory(ptr: number, length: number): Buffer {
+    return Buffer.from(this.mem.bytes(ptr, length, "readMemory"));
+  }
+
   /** proxy_http_call requests still in flight. */
   pendingHttpCalls(): number {
     return this.inflight.size;
