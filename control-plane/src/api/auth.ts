@@ -1,0 +1,111 @@
+// Bearer tokens for the API: loaded from a file and/or an env value as `<id>:<token>` pairs,
+// several allowed. A presented token is compared with every known token in constant time (on
+// SHA-256 digests, so lengths do not leak either); the caller is then known by its id only.
+import { createHash, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { NextFunction, Request, Response } from "express";
+import { ApiError } from "./errors.js";
+
+/** A known token: its id (logged) and the digest of its secret (never logged). */
+export interface TokenEntry {
+  id: string;
+  digest: Buffer;
+}
+
+/** Tokens shorter than this are refused at start-up. */
+export const minimumTokenLength = 16;
+
+function digest(secret: string): Buffer {
+  return createHash("sha256").update(secret, "utf8").digest();
+}
+
+/** Parses `<id>:<token>` items (lines of a file, or comma-separated); errors name the source and line, never the token. */
+export function parseTokens(text: string, source: string, separator: RegExp): { tokens: TokenEntry[]; errors: string[] } {
+  const tokens: TokenEntry[] = [];
+  const errors: string[] = [];
+  text.split(separator).forEach((raw, i) => {
+    const item = raw.trim();
+    if (item === "" || item.startsWith("#")) return;
+    const colon = item.indexOf(":");
+    const id = colon > 0 ? item.slice(0, colon) : "";
+    const secret = colon > 0 ? item.slice(colon + 1) : "";
+    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(id)) errors.push(`${source} item ${i + 1}: expected <id>:<token> with an id of letters, digits, _ . @ -`);
+    else if (secret.length < minimumTokenLength) errors.push(`${source} item ${i + 1} (id ${id}): token shorter than ${minimumTokenLength} characters`);
+    else tokens.push({ id, digest: digest(secret) });
+  });
+  return { tokens, errors };
+}
+
+/** Loads tokens from the configured file and env value. */
+export function loadTokens(tokensFile: string, tokensValue: string): { tokens: TokenEntry[]; errors: string[] } {
+  const tokens: TokenEntry[] = [];
+  const errors: string[] = [];
+  if (tokensFile !== "") {
+    let text = "";
+    try {
+      text = readFileSync(tokensFile, "utf8");
+    } catch (error) {
+      errors.push(`api.tokensFile: cannot read ${tokensFile} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+    const parsed = parseTokens(text, `api.tokensFile ${tokensFile}`, /\r?\n/);
+    tokens.push(...parsed.tokens);
+    errors.push(...parsed.errors);
+  }
+  if (tokensValue !== "") {
+    const parsed = parseTokens(tokensValue, "api.tokens", /,/);
+    tokens.push(...parsed.tokens);
+    errors.push(...parsed.errors);
+  }
+  const ids = new Set<string>();
+  for (const t of tokens) {
+    if (ids.has(t.id)) errors.push(`api tokens: id ${t.id} is defined twice`);
+    ids.add(t.id);
+  }
+  return { tokens, errors };
+}
+
+/** The id of the token presented, or undefined; checks every token so timing does not depend on which matched. */
+export function authenticate(tokens: readonly TokenEntry[], header: string | undefined): string | undefined {
+  const match = /^Bearer ([^\s]+)$/.exec(header ?? "");
+  if (match === null) return undefined;
+  const presented = digest(match[1] as string);
+  let found: string | undefined;
+  for (const token of tokens) {
+    if (timingSafeEqual(presented, token.digest) && found === undefined) found = token.id;
+  }
+  return found;
+}
+
+declare module "express-serve-static-core" {
+  interface Request {
+    /** Who is calling: a token id, or "anonymous" for public reads. */
+    principal?: string;
+  }
+}
+
+/** Middleware: a valid bearer token is required (writes, and reads when reads are "token"). */
+export function requireToken(tokens: readonly TokenEntry[]) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const id = authenticate(tokens, req.get("authorization"));
+    if (id === undefined) {
+      const reason = tokens.length === 0 ? "no API tokens are configured, so writes are disabled" : "missing or unknown bearer token";
+      next(new ApiError(401, "unauthorized", [{ field: "authorization", reason }], { "www-authenticate": 'Bearer realm="tokentrace"' }));
+      return;
+    }
+    req.principal = id;
+    next();
+  };
+}
+
+/** Middleware for reads: public, or the same check as writes. */
+export function readAccess(tokens: readonly TokenEntry[], reads: "public" | "token") {
+  const check = requireToken(tokens);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (reads === "token") {
+      check(req, res, next);
+      return;
+    }
+    req.principal = authenticate(tokens, req.get("authorization")) ?? "anonymous";
+    next();
+  };
+}

@@ -1,0 +1,45 @@
+// The control plane's metric catalogue (one place; tests import the names from here), on an
+// explicit prom-client Registry so tests and embedders never share global state.
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+
+/** Metric names, for tests and dashboards. */
+export const metricNames = {
+  apiRequests: "tokentrace_control_plane_api_requests_total",
+  pushes: "tokentrace_control_plane_pushes_total",
+  pushFailures: "tokentrace_control_plane_push_failures_total",
+  reconcileLag: "tokentrace_control_plane_reconcile_lag_seconds",
+  policies: "tokentrace_control_plane_policies",
+  adaptiveUpdates: "tokentrace_control_plane_adaptive_updates_total",
+} as const;
+
+/** Every metric the control plane's API, push and adaptive parts export. */
+export interface ControlPlaneMetrics {
+  registry: Registry;
+  /** By method, route pattern (bounded) and status code. */
+  apiRequests: Counter<"method" | "route" | "code">;
+  /** Config deliveries: mode "kubernetes" (WasmPlugin writes) or "pull" (a new version served). */
+  pushes: Counter<"mode">;
+  /** Failed deliveries by mode and bounded reason. */
+  pushFailures: Counter<"mode" | "reason">;
+  /** Age of the oldest policy change not yet applied to Kubernetes; 0 when in sync. */
+  reconcileLag: Gauge;
+  /** Current number of policies. */
+  policies: Gauge;
+  /** Published adaptive-sampling changes. */
+  adaptiveUpdates: Counter<"policy">;
+}
+
+/** Creates the catalogue on a new registry (with process metrics when `processMetrics`). */
+export function createMetrics(processMetrics = false): ControlPlaneMetrics {
+  const registry = new Registry();
+  if (processMetrics) collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    apiRequests: new Counter({ name: metricNames.apiRequests, help: "API requests by method, route and status code.", labelNames: ["method", "route", "code"], registers: [registry] }),
+    pushes: new Counter({ name: metricNames.pushes, help: "Policy deliveries to filters, by mode (kubernetes, pull).", labelNames: ["mode"], registers: [registry] }),
+    pushFailures: new Counter({ name: metricNames.pushFailures, help: "Failed policy deliveries by mode and reason.", labelNames: ["mode", "reason"], registers: [registry] }),
+    reconcileLag: new Gauge({ name: metricNames.reconcileLag, help: "Seconds since the oldest policy change not yet applied to Kubernetes (0 when in sync).", registers: [registry] }),
+    policies: new Gauge({ name: metricNames.policies, help: "Number of sampling policies.", registers: [registry] }),
+    adaptiveUpdates: new Counter({ name: metricNames.adaptiveUpdates, help: "Adaptive-sampling rate changes published, by policy.", labelNames: ["policy"], registers: [registry] }),
+  };
+}

@@ -1,0 +1,77 @@
+// The express application (no listen): policy API, pull endpoint, OpenAPI, health and metrics.
+// Everything it needs comes in through `AppDeps`, so tests build it with their own store,
+// clock, tokens and readiness.
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import type { AuditSink } from "./api/audit.js";
+import { readAccess, requireToken, type TokenEntry } from "./api/auth.js";
+import { errorHandler, notFoundHandler } from "./api/errors.js";
+import { filterRoutes } from "./api/filters.js";
+import type { ControlPlaneMetrics } from "./api/metrics.js";
+import { openApiDocument } from "./api/openapi.js";
+import { policyRoutes } from "./api/policies.js";
+import type { OverrideSource } from "./policy/effective.js";
+import type { PolicyStore } from "./policy/store.js";
+
+/** One readiness check. */
+export interface ReadinessCheck {
+  ok: boolean;
+  detail: string;
+}
+
+/** What the app is built from. */
+export interface AppDeps {
+  store: PolicyStore;
+  tokens: readonly TokenEntry[];
+  reads: "public" | "token";
+  bodyLimitBytes: number;
+  metrics: ControlPlaneMetrics;
+  audit: AuditSink;
+  /** Adaptive-sampling overrides for the pull endpoint. */
+  overrides: OverrideSource;
+  /** Named readiness checks (e.g. "store", "kubernetes"). */
+  readiness: () => Record<string, ReadinessCheck>;
+  /** Error log for unexpected failures. */
+  log: (record: object) => void;
+}
+
+/** Builds the express app. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    res.on("finish", () => {
+      // The route pattern, not the path, keeps the label set bounded.
+      const route = req.route?.path !== undefined ? String(req.route.path) : "unmatched";
+      deps.metrics.apiRequests.inc({ method: req.method, route, code: String(res.statusCode) });
+    });
+    next();
+  });
+
+  const read = readAccess(deps.tokens, deps.reads);
+  const write = requireToken(deps.tokens);
+  app.use(policyRoutes({ store: deps.store, audit: deps.audit, bodyLimitBytes: deps.bodyLimitBytes, read, write }));
+  app.use(filterRoutes({ store: deps.store, overrides: deps.overrides, metrics: deps.metrics, read }));
+
+  app.get("/openapi.json", (_req, res) => {
+    res.json(openApiDocument);
+  });
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", (_req, res) => {
+    const checks = deps.readiness();
+    const ready = Object.values(checks).every((c) => c.ok);
+    res.status(ready ? 200 : 503).json({ ready, checks });
+  });
+  app.get("/metrics", async (_req, res) => {
+    deps.metrics.policies.set(deps.store.list().length);
+    res.set("content-type", deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.log));
+  return app;
+}

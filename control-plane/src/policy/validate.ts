@@ -1,0 +1,139 @@
+// Validation of policies: the policy envelope is described here, `pluginConfig` by the filter's
+// own schema (filter/config.schema.json, shared with the filter so both accept the same JSON).
+// Every violation becomes one {field, reason} with a path like `pluginConfig.sampling.routes[0].rate`.
+import { readFileSync } from "node:fs";
+import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
+import type { FieldError, Policy } from "./model.js";
+
+/** Where the shared filter schema lives. */
+export const filterSchemaUrl = new URL("../../../filter/config.schema.json", import.meta.url);
+
+const filterSchema = JSON.parse(readFileSync(filterSchemaUrl, "utf8")) as { $id: string };
+
+const labelKey = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
+const labelValue = "^$|^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
+const dnsLabel = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+
+/** JSON Schema of a policy as the API accepts it (also published in /openapi.json). */
+export const policySchema = {
+  $id: "https://tokentrace.dev/schemas/policy.json",
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "target", "pluginConfig"],
+  properties: {
+    name: { type: "string", minLength: 1, maxLength: 53, pattern: dnsLabel, description: "DNS label; also names the WasmPlugin (tokentrace-<name>)." },
+    target: {
+      type: "object",
+      additionalProperties: false,
+      required: ["namespace"],
+      properties: {
+        namespace: { type: "string", minLength: 1, maxLength: 63, pattern: dnsLabel },
+        selector: {
+          type: "object",
+          additionalProperties: false,
+          required: ["matchLabels"],
+          properties: {
+            matchLabels: {
+              type: "object",
+              maxProperties: 64,
+              propertyNames: { maxLength: 253, pattern: labelKey },
+              additionalProperties: { type: "string", maxLength: 63, pattern: labelValue },
+            },
+          },
+        },
+        targetRefs: {
+          type: "array",
+          minItems: 1,
+          maxItems: 16,
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["kind", "name"],
+            properties: {
+              group: { type: "string", maxLength: 253 },
+              kind: { type: "string", minLength: 1, maxLength: 63, pattern: "^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$" },
+              name: { type: "string", minLength: 1, maxLength: 253 },
+            },
+          },
+        },
+      },
+    },
+    pluginConfig: { $ref: filterSchema.$id },
+    adaptive: {
+      type: "object",
+      additionalProperties: false,
+      required: ["targetTracesPerSecond"],
+      properties: {
+        targetTracesPerSecond: { type: "number", exclusiveMinimum: 0, maximum: 100000 },
+        floorRate: { type: "number", minimum: 0.00001, maximum: 1 },
+        minTracesPerMinute: { type: "number", minimum: 0, maximum: 6000 },
+        maxIncreaseFactor: { type: "number", exclusiveMinimum: 1, maximum: 10 },
+        tolerance: { type: "number", minimum: 0, maximum: 0.9 },
+      },
+    },
+  },
+} as const;
+
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+ajv.addSchema(filterSchema);
+const validatePolicySchema = ajv.compile(policySchema);
+
+/** `/a/0/b` -> `a[0].b`; with `extra` appended as a property. */
+export function fieldPath(instancePath: string, extra?: string): string {
+  let out = "";
+  for (const raw of instancePath.split("/").slice(1)) {
+    const token = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (/^(0|[1-9][0-9]*)$/.test(token)) out += `[${token}]`;
+    else out += out === "" ? token : `.${token}`;
+  }
+  if (extra !== undefined) out += out === "" ? extra : `.${extra}`;
+  return out === "" ? "(body)" : out;
+}
+
+/** Maps ajv errors to API field errors; deduplicated, in ajv's order. */
+export function toFieldErrors(errors: ErrorObject[] | null | undefined): FieldError[] {
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const error of errors ?? []) {
+    let item: FieldError;
+    if (error.keyword === "additionalProperties") {
+      item = { field: fieldPath(error.instancePath, (error.params as { additionalProperty: string }).additionalProperty), reason: "unknown field" };
+    } else if (error.keyword === "required") {
+      item = { field: fieldPath(error.instancePath, (error.params as { missingProperty: string }).missingProperty), reason: "required" };
+    } else if (error.keyword === "enum") {
+      item = { field: fieldPath(error.instancePath), reason: `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(", ")}` };
+    } else if (error.keyword === "propertyNames") {
+      item = { field: fieldPath(error.instancePath, (error.params as { propertyName: string }).propertyName), reason: "invalid label key" };
+    } else if (error.keyword === "pattern" && error.instancePath.includes("/matchLabels/")) {
+      item = { field: fieldPath(error.instancePath), reason: "invalid label value" };
+    } else {
+      item = { field: fieldPath(error.instancePath), reason: error.message ?? error.keyword };
+    }
+    const key = `${item.field}\u0000${item.reason}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(item);
+    }
+  }
+  return out;
+}
+
+/** Validation result: the typed policy, or every field error. */
+export type PolicyValidation = { ok: true; policy: Policy } | { ok: false; errors: FieldError[] };
+
+/** Validates an untrusted body as a policy. */
+export function validatePolicy(body: unknown): PolicyValidation {
+  if (!validatePolicySchema(body)) {
+    // propertyNames reports both the key and a generic error on the object; keep the specific one.
+    const errors = toFieldErrors(validatePolicySchema.errors).filter((e) => e.reason !== "property name must be valid");
+    return { ok: false, errors };
+  }
+  const policy = body as unknown as Policy;
+  const target = policy.target as { selector?: unknown; targetRefs?: unknown };
+  const hasSel = target.selector !== undefined;
+  const hasRefs = target.targetRefs !== undefined;
+  if (hasSel === hasRefs) {
+    return { ok: false, errors: [{ field: "target", reason: "exactly one of selector or targetRefs is required" }] };
+  }
+  return { ok: true, policy };
+}

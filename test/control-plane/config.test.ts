@@ -1,0 +1,83 @@
+// The configuration loader: defaults, YAML file by flag or env, env overrides, and start-up
+// errors that name the key and the value.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defaultConfig, loadConfig } from "../../control-plane/src/config.js";
+
+function file(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "tt-config-")), "config.yaml");
+  writeFileSync(path, text);
+  return path;
+}
+
+describe("control-plane config", () => {
+  it("uses the defaults without a file: embedded mode on 127.0.0.1", () => {
+    const result = loadConfig([], {});
+    assert.deepEqual(result, { ok: true, config: defaultConfig, source: "defaults" });
+    assert.equal(defaultConfig.listen.host, "127.0.0.1");
+    assert.equal(defaultConfig.store.mode, "embedded");
+  });
+
+  it("parses the shipped example to exactly the defaults", () => {
+    const result = loadConfig(["--config", new URL("../../control-plane/config.example.yaml", import.meta.url).pathname], {});
+    assert.equal(result.ok, true);
+    assert.deepEqual(result.ok && result.config, defaultConfig);
+  });
+
+  it("reads the file from --config, --config= or TOKENTRACE_CONFIG, and lets env override it", () => {
+    const path = file("listen:\n  port: 9000\nstore:\n  mode: kubernetes\n");
+    for (const [argv, env] of [[["--config", path], {}], [[`--config=${path}`], {}], [[], { TOKENTRACE_CONFIG: path }]] as const) {
+      const result = loadConfig(argv, env);
+      assert.equal(result.ok && result.config.listen.port, 9000);
+      assert.equal(result.ok && result.config.store.mode, "kubernetes");
+      assert.equal(result.ok && result.source, path);
+    }
+    const overridden = loadConfig(["--config", path], { TOKENTRACE_LISTEN_PORT: "9100", TOKENTRACE_ADAPTIVE_ENABLED: "false", TOKENTRACE_API_TOKENS: "a:0123456789abcdef" });
+    assert.equal(overridden.ok, true);
+    if (overridden.ok) {
+      assert.equal(overridden.config.listen.port, 9100);
+      assert.equal(overridden.config.adaptive.enabled, false);
+      assert.equal(overridden.config.api.tokens, "a:0123456789abcdef");
+      assert.equal(overridden.config.store.mode, "kubernetes");
+    }
+  });
+
+  it("reports every invalid key with its value", () => {
+    const path = file([
+      "listen:",
+      "  port: 70000",
+      "  hots: x",
+      "store:",
+      "  mode: etcd",
+      "kubernetes:",
+      "  wasmPlugin:",
+      "    sha256: abc",
+      "  backoff:",
+      "    initialMs: 1000",
+      "    maxMs: 10",
+      "",
+    ].join("\n"));
+    const result = loadConfig(["--config", path], { TOKENTRACE_SHUTDOWN_GRACE_MS: "soon" });
+    assert.deepEqual(result, {
+      ok: false,
+      errors: [
+        'shutdownGraceMs (from TOKENTRACE_SHUTDOWN_GRACE_MS): must be an integer, got "soon"',
+        "listen.hots: unknown key",
+        "listen.port: must be <= 65535, got 70000",
+        'store.mode: must be one of "embedded", "kubernetes", got "etcd"',
+        'kubernetes.wasmPlugin.sha256: must match pattern "^$|^[a-f0-9]{64}$", got "abc"',
+      ],
+    });
+    const backoff = loadConfig(["--config", file("kubernetes:\n  backoff:\n    initialMs: 1000\n    maxMs: 10\n")], {});
+    assert.deepEqual(backoff, { ok: false, errors: ["kubernetes.backoff.maxMs: must be >= kubernetes.backoff.initialMs (1000), got 10"] });
+  });
+
+  it("reports an unreadable or malformed file by path", () => {
+    assert.deepEqual(loadConfig(["--config", "/nonexistent/tt.yaml"], {}), { ok: false, errors: ["config file /nonexistent/tt.yaml: cannot read (ENOENT)"] });
+    const list = file("- a\n- b\n");
+    assert.deepEqual(loadConfig(["--config", list], {}), { ok: false, errors: [`config file ${list}: the top level must be a mapping`] });
+  });
+});

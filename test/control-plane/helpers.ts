@@ -1,0 +1,101 @@
+// Shared set-up for control-plane tests: an app on 127.0.0.1 with an in-memory store, a fixed
+// clock, two tokens, captured audit lines, and small fetch helpers.
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createApp, type ReadinessCheck } from "../../control-plane/src/app.js";
+import type { AuditRecord } from "../../control-plane/src/api/audit.js";
+import { parseTokens } from "../../control-plane/src/api/auth.js";
+import { createMetrics, type ControlPlaneMetrics } from "../../control-plane/src/api/metrics.js";
+import type { RateOverrides } from "../../control-plane/src/policy/effective.js";
+import { MemoryPersistence, type Persistence } from "../../control-plane/src/policy/file-persistence.js";
+import type { Policy } from "../../control-plane/src/policy/model.js";
+import { PolicyStore } from "../../control-plane/src/policy/store.js";
+
+export const adminToken = "admin-secret-0123456789";
+export const ciToken = "ci-secret-abcdefghijkl";
+
+/** A running test app. */
+export interface TestApp {
+  url: string;
+  store: PolicyStore;
+  metrics: ControlPlaneMetrics;
+  audit: AuditRecord[];
+  overrides: Map<string, RateOverrides>;
+  readiness: Record<string, ReadinessCheck>;
+  close(): Promise<void>;
+}
+
+/** Starts the app; `reads` defaults to public. */
+export async function startTestApp(options: { reads?: "public" | "token"; persistence?: Persistence; bodyLimitBytes?: number } = {}): Promise<TestApp> {
+  let tick = 0;
+  // Each write gets the next whole second, so history timestamps are exact.
+  const store = new PolicyStore(options.persistence ?? new MemoryPersistence(), () => new Date(Date.UTC(2026, 11, 2, 12, 0, tick++)));
+  const metrics = createMetrics();
+  const audit: AuditRecord[] = [];
+  const overrides = new Map<string, RateOverrides>();
+  const readiness: Record<string, ReadinessCheck> = { store: { ok: true, detail: "loaded" } };
+  const app = createApp({
+    store,
+    tokens: parseTokens(`admin:${adminToken},ci:${ciToken}`, "test", /,/).tokens,
+    reads: options.reads ?? "public",
+    bodyLimitBytes: options.bodyLimitBytes ?? 16384,
+    metrics,
+    audit: (r) => audit.push(r),
+    overrides: (name) => overrides.get(name),
+    readiness: () => readiness,
+    log: () => undefined,
+  });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    store,
+    metrics,
+    audit,
+    overrides,
+    readiness,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** A minimal valid policy. */
+export function samplePolicy(name = "chat", overrides: Partial<Policy> = {}): Policy {
+  return {
+    name,
+    target: { namespace: "llm", selector: { matchLabels: { app: "chat" } } },
+    pluginConfig: {
+      sampling: {
+        defaultRate: 0.05,
+        routes: [{ routeName: "completions", rate: 0.2 }],
+        force: [{ header: "x-debug", value: "1" }],
+      },
+    },
+    ...overrides,
+  };
+}
+
+/** fetch with JSON body and bearer token; returns status, headers and parsed body. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
+): Promise<{ status: number; headers: Headers; body: unknown; text: string }> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const response = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  if (text !== "" && (response.headers.get("content-type") ?? "").includes("json")) parsed = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
