@@ -1,0 +1,28 @@
+// Where adaptive sampling learns request rates. The metrics pipeline's scraper (or a Prometheus
+// query API client) implements this later; tests feed synthetic traffic.
+
+/** Observed requests per second on one route of a policy's workloads. */
+export interface RouteRate {
+  /**
+   * The route key: a rule's `routeName`, else its `pathPrefix`, else its `host` (see
+   * {@link routeKey}); `*` for traffic no rule matched (it adapts `defaultRate`).
+   */
+  route: string;
+  requestsPerSecond: number;
+}
+
+/** Supplies the current request rates for a policy's routes. */
+export interface RateSource {
+  requestRates(policyName: string): Promise<RouteRate[]>;
+}
+
+/** Key of traffic that no route rule matched. */
+export const unmatchedRoute = "*";
+
+/** The key adaptive sampling uses for a route rule. */
+export function routeKey(rule: { routeName?: string; pathPrefix?: string; host?: string }): string {
+  return rule.routeName ?? rule.pathPrefix ?? rule.host ?? "";
+}
+
+/** A source that knows no rates: adaptive sampling then changes nothing. */
+export const noRates: RateSource = { requestRates: async () => [] };
