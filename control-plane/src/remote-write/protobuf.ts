@@ -33,7 +33,8 @@ export class ProtoWriter {
     this.buf = new Uint8Array(initialBytes);
   }
 
-  private ensure(n: number): void {
+  /** Makes room for `n` more bytes. */
+  ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
@@ -146,11 +147,45 @@ function writeSample(w: ProtoWriter, s: WriteSample): void {
   w.endLength(start);
 }
 
+/**
+ * The common case inline: an ASCII label whose whole message is under 128 bytes has one-byte
+ * lengths known up front, so it is written with no length fix-up and no calls per field. Returns
+ * false (having written nothing) when the general path is needed.
+ */
+function writeLabelAscii(w: ProtoWriter, name: string, value: string): boolean {
+  const nl = name.length;
+  const vl = value.length;
+  const total = 4 + nl + vl;
+  if (total >= 0x80) return false;
+  w.ensure(total + 2);
+  const b = w.buf;
+  let p = w.pos;
+  b[p++] = V1_LABELS;
+  b[p++] = total;
+  b[p++] = LABEL_NAME;
+  b[p++] = nl;
+  for (let i = 0; i < nl; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 0x80) return false;
+    b[p++] = c;
+  }
+  b[p++] = LABEL_VALUE;
+  b[p++] = vl;
+  for (let i = 0; i < vl; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0x80) return false;
+    b[p++] = c;
+  }
+  w.pos = p;
+  return true;
+}
+
 /** Appends one 1.0 TimeSeries (as field 1 of WriteRequest) to `w`. */
 export function writeSeriesV1(w: ProtoWriter, labels: Labels, samples: WriteSample[]): void {
   w.varint(V1_TIMESERIES);
   const ts = w.beginLength();
   for (let i = 0; i < labels.length; i += 2) {
+    if (writeLabelAscii(w, labels[i]!, labels[i + 1]!)) continue;
     w.varint(V1_LABELS);
     const l = w.beginLength();
     w.varint(LABEL_NAME);
