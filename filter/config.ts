@@ -7,27 +7,26 @@ export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
 export const DEFAULT_MAX_ROUTES: i32 = 64;
 
-/** A per-route sampling override; empty matchers match anything. */
+/** A per-route sampling override; absent (null) matchers match anything. Matchers are UTF-8 bytes. */
 export class RouteRule {
-  routeName: string = "";
-  pathPrefix: string = "";
+  routeNameBytes: ArrayBuffer | null = null;
+  pathPrefixBytes: ArrayBuffer | null = null;
   /** Lower-cased, compared against :authority without its port. */
-  host: string = "";
+  hostBytes: ArrayBuffer | null = null;
   rate: f64 = 0;
 }
 
-/** Requests carrying `header` (equal to `value` when `hasValue`) are always sampled. */
+/** Requests carrying `header` (equal to `value` when given) are always sampled. */
 export class ForceRule {
-  header: string = "";
-  value: string = "";
-  hasValue: bool = false;
+  headerBytes: ArrayBuffer = new ArrayBuffer(0);
+  valueBytes: ArrayBuffer | null = null;
 }
 
 export class Config {
   defaultRate: f64 = DEFAULT_SAMPLE_RATE;
   routes: Array<RouteRule> = [];
   force: Array<ForceRule> = [];
-  tokenTraceIdHeader: string = DEFAULT_TOKEN_TRACE_ID_HEADER;
+  tokenTraceIdHeader: ArrayBuffer = String.UTF8.encode(DEFAULT_TOKEN_TRACE_ID_HEADER);
   maxRoutes: i32 = DEFAULT_MAX_ROUTES;
   /** Whether some route rule matches on :path / :authority (so the stream reads them only then). */
   rulesUsePath: bool = false;
@@ -124,7 +123,7 @@ class Validator {
       const name = headers.get("tokenTraceId");
       if (name !== null) {
         if (!this.headerName(name, "headers.tokenTraceId")) return null;
-        c.tokenTraceIdHeader = name.str;
+        c.tokenTraceIdHeader = String.UTF8.encode(name.str);
       }
     }
     const stats = root.get("stats");
@@ -157,8 +156,8 @@ class Validator {
         const rule = this.routeRule(routes.items[i], "sampling.routes[" + i.toString() + "]");
         if (rule === null) return false;
         c.routes.push(rule);
-        if (rule.pathPrefix.length > 0) c.rulesUsePath = true;
-        if (rule.host.length > 0) c.rulesUseHost = true;
+        if (rule.pathPrefixBytes !== null) c.rulesUsePath = true;
+        if (rule.hostBytes !== null) c.rulesUseHost = true;
       }
     }
     const force = s.get("force");
@@ -187,7 +186,7 @@ class Validator {
     const routeName = v.get("routeName");
     if (routeName !== null) {
       if (!this.str(routeName, field + ".routeName", 1, 256)) return null;
-      rule.routeName = routeName.str;
+      rule.routeNameBytes = String.UTF8.encode(routeName.str);
     }
     const pathPrefix = v.get("pathPrefix");
     if (pathPrefix !== null) {
@@ -196,12 +195,12 @@ class Validator {
         this.reject(field + ".pathPrefix", "must start with /");
         return null;
       }
-      rule.pathPrefix = pathPrefix.str;
+      rule.pathPrefixBytes = String.UTF8.encode(pathPrefix.str);
     }
     const host = v.get("host");
     if (host !== null) {
       if (!this.str(host, field + ".host", 1, 256)) return null;
-      rule.host = asciiLowerCase(host.str);
+      rule.hostBytes = String.UTF8.encode(asciiLowerCase(host.str));
     }
     if (routeName === null && pathPrefix === null && host === null) {
       this.reject(field, "needs at least one of routeName, pathPrefix, host");
@@ -219,12 +218,11 @@ class Validator {
       return null;
     }
     if (!this.headerName(header, field + ".header")) return null;
-    rule.header = header.str;
+    rule.headerBytes = String.UTF8.encode(header.str);
     const value = v.get("value");
     if (value !== null) {
       if (!this.str(value, field + ".value", 0, 256)) return null;
-      rule.value = value.str;
-      rule.hasValue = true;
+      rule.valueBytes = String.UTF8.encode(value.str);
     }
     return rule;
   }

@@ -53,54 +53,51 @@ function resetOut(): void {
   store<u32>(OUT_SIZE, 0);
 }
 
-/** A property as raw bytes, or null when absent. Path segments are joined with NUL by the caller. */
-export function getProperty(path: string): ArrayBuffer | null {
-  const p = String.UTF8.encode(path);
+/** UTF-8 bytes of a name or property path, encoded once (at start-up or configuration), not per request. */
+export function utf8(s: string): ArrayBuffer {
+  return String.UTF8.encode(s);
+}
+
+/** A property as raw bytes, or null when absent. `path` is the NUL-joined segments, UTF-8. */
+export function getProperty(path: ArrayBuffer): ArrayBuffer | null {
   resetOut();
-  const status = imports.proxy_get_property(changetype<usize>(p), p.byteLength, OUT_PTR, OUT_SIZE);
+  const status = imports.proxy_get_property(changetype<usize>(path), path.byteLength, OUT_PTR, OUT_SIZE);
   if (status == OK) return takeHostBuffer();
   if (status != NOT_FOUND) failedCalls++;
   return null;
 }
 
-/** A string property, or "" when absent. */
-export function getStringProperty(path: string): string {
-  const raw = getProperty(path);
-  return raw === null ? "" : String.UTF8.decode(raw);
-}
-
 /** An integer property (8 bytes little-endian), or `fallback` when absent or malformed. */
-export function getIntProperty(path: string, fallback: i64): i64 {
+export function getIntProperty(path: ArrayBuffer, fallback: i64): i64 {
   const raw = getProperty(path);
   if (raw === null || raw.byteLength != 8) return fallback;
   return load<i64>(changetype<usize>(raw));
 }
 
-/** A header value, or null when the header is absent. */
-export function getHeader(map: HeaderMap, name: string): string | null {
-  const key = String.UTF8.encode(name);
+/** A header value as raw bytes, or null when the header is absent. */
+export function getHeader(map: HeaderMap, name: ArrayBuffer): ArrayBuffer | null {
   resetOut();
-  const status = imports.proxy_get_header_map_value(map, changetype<usize>(key), key.byteLength, OUT_PTR, OUT_SIZE);
+  const status = imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE);
   if (status != OK) {
     if (status != NOT_FOUND) failedCalls++;
     return null;
   }
-  const raw = takeHostBuffer();
-  return raw === null ? null : String.UTF8.decode(raw);
+  return takeHostBuffer();
 }
 
-/** Sets a header to exactly one value (adds it when absent). */
-export function setHeader(map: HeaderMap, name: string, value: string): bool {
-  const key = String.UTF8.encode(name);
-  const val = String.UTF8.encode(value);
-  const status = imports.proxy_replace_header_map_value(map, changetype<usize>(key), key.byteLength, changetype<usize>(val), val.byteLength);
+/** Sets a header to exactly one value (adds it when absent) from `length` bytes at `value`. */
+export function setHeader(map: HeaderMap, name: ArrayBuffer, value: usize, length: i32): bool {
+  const status = imports.proxy_replace_header_map_value(map, changetype<usize>(name), name.byteLength, value, length);
   if (status != OK) failedCalls++;
   return status == OK;
 }
 
-export function removeHeader(map: HeaderMap, name: string): bool {
-  const key = String.UTF8.encode(name);
-  const status = imports.proxy_remove_header_map_value(map, changetype<usize>(key), key.byteLength);
+export function setHeaderBytes(map: HeaderMap, name: ArrayBuffer, value: ArrayBuffer): bool {
+  return setHeader(map, name, changetype<usize>(value), value.byteLength);
+}
+
+export function removeHeader(map: HeaderMap, name: ArrayBuffer): bool {
+  const status = imports.proxy_remove_header_map_value(map, changetype<usize>(name), name.byteLength);
   if (status != OK && status != NOT_FOUND) failedCalls++;
   return status == OK;
 }

@@ -1,7 +1,7 @@
 // Sampling: which rate applies to a request, and the consistent-probability decision.
 // Pure logic: no host calls.
-import { asciiLowerCase, Config, ForceRule, RouteRule } from "./config";
-import { hexValue } from "./json";
+import { equalAsciiLowerCase, equalBuffers, startsWith } from "./bytes";
+import { Config, ForceRule } from "./config";
 
 /** 2^56: the randomness of a level-2 trace-id is its low 56 bits (REFERENCE section 4). */
 const TWO_POW_56: f64 = 72057594037927936.0;
@@ -18,68 +18,82 @@ export function thresholdFor(rate: f64): u64 {
   return t >= TWO_POW_56 ? MAX_THRESHOLD : <u64>t;
 }
 
-/** The low 56 bits of a 32-hex-digit trace-id. */
-export function traceRandomness(traceIdHex: string): u64 {
+/** The randomness of a 16-byte trace-id: its right-most 7 bytes, big-endian. */
+export function traceRandomness(traceId: usize): u64 {
   let r: u64 = 0;
-  for (let i = 18; i < 32; i++) r = (r << 4) | <u64>hexValue(traceIdHex.charCodeAt(i));
+  for (let i = 9; i < 16; i++) r = (r << 8) | <u64>load<u8>(traceId + i);
   return r;
 }
 
 /** The decision every hop reaches for the same trace-id and rate. */
-export function isSampled(traceIdHex: string, rate: f64): bool {
-  return traceRandomness(traceIdHex) >= thresholdFor(rate);
+export function isSampled(traceId: usize, rate: f64): bool {
+  return traceRandomness(traceId) >= thresholdFor(rate);
 }
 
-/** The `th` value of the OpenTelemetry tracestate entry: 14 hex digits, trailing zeros removed ("0" for keep-all). */
-export function thresholdTraceStateValue(threshold: u64): string {
-  if (threshold == 0) return "0";
-  let hex = "";
-  const digits = "0123456789abcdef";
-  for (let shift = 52; shift >= 0; shift -= 4) hex += digits.charAt(<i32>((threshold >> <u64>shift) & 0xf));
-  let end = hex.length;
-  while (end > 1 && hex.charCodeAt(end - 1) == 0x30) end--;
-  return hex.substring(0, end);
+/** Writes the `th` value of the OpenTelemetry tracestate entry at `out` (14 hex digits, trailing zeros removed; "0" keeps all) and returns its length. */
+export function writeThreshold(out: usize, threshold: u64): i32 {
+  if (threshold == 0) {
+    store<u8>(out, 0x30);
+    return 1;
+  }
+  let n = 0;
+  for (let shift = 52; shift >= 0; shift -= 4) {
+    const d = <u32>((threshold >> <u64>shift) & 0xf);
+    store<u8>(out + n, d < 10 ? 0x30 + d : 0x57 + d);
+    n++;
+  }
+  while (n > 1 && load<u8>(out + n - 1) == 0x30) n--;
+  return n;
+}
+
+/** The request attributes rules match on, as raw header bytes (null when not read or absent). */
+export class RequestMatch {
+  routeName: ArrayBuffer | null = null;
+  path: ArrayBuffer | null = null;
+  authority: ArrayBuffer | null = null;
 }
 
 /** The rate for a request: the first route rule whose every given matcher matches, else the default. */
-export function rateFor(config: Config, routeName: string, path: string, authority: string): f64 {
+export function rateFor(config: Config, req: RequestMatch): f64 {
   const rules = config.routes;
-  if (rules.length == 0) return config.defaultRate;
-  let host = "";
-  let hostComputed = false;
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i];
-    if (rule.routeName.length > 0 && rule.routeName != routeName) continue;
-    if (rule.pathPrefix.length > 0 && !path.startsWith(rule.pathPrefix)) continue;
-    if (rule.host.length > 0) {
-      if (!hostComputed) {
-        host = hostWithoutPort(authority);
-        hostComputed = true;
-      }
-      if (rule.host != host) continue;
+    const routeName = rule.routeNameBytes;
+    if (routeName !== null) {
+      const actual = req.routeName;
+      if (actual === null || !equalBuffers(actual, routeName)) continue;
+    }
+    const prefix = rule.pathPrefixBytes;
+    if (prefix !== null) {
+      const path = req.path;
+      if (path === null || !startsWith(changetype<usize>(path), path.byteLength, prefix)) continue;
+    }
+    const host = rule.hostBytes;
+    if (host !== null) {
+      const authority = req.authority;
+      if (authority === null) continue;
+      if (!equalAsciiLowerCase(changetype<usize>(authority), hostLength(authority), host)) continue;
     }
     return rule.rate;
   }
   return config.defaultRate;
 }
 
-/** Lower-cased host of an :authority value, without its port (IPv6 literals keep their brackets). */
-export function hostWithoutPort(authority: string): string {
-  let end = authority.length;
-  if (authority.startsWith("[")) {
-    const close = authority.indexOf("]");
-    if (close > 0) end = close + 1;
-  } else {
-    const colon = authority.lastIndexOf(":");
-    if (colon >= 0) end = colon;
+/** Length of the host part of an :authority value, without its port (IPv6 literals keep their brackets). */
+export function hostLength(authority: ArrayBuffer): i32 {
+  const p = changetype<usize>(authority);
+  const n = authority.byteLength;
+  if (n > 0 && load<u8>(p) == 0x5b) {
+    for (let i = 1; i < n; i++) if (load<u8>(p + i) == 0x5d) return i + 1;
+    return n;
   }
-  return asciiLowerCase(authority.substring(0, end));
+  for (let i = n - 1; i >= 0; i--) if (load<u8>(p + i) == 0x3a) return i;
+  return n;
 }
 
 /** True when a force rule matches the header value seen for its header (null: header absent). */
-export function forceRuleMatches(rule: ForceRule, value: string | null): bool {
+export function forceRuleMatches(rule: ForceRule, value: ArrayBuffer | null): bool {
   if (value === null) return false;
-  return !rule.hasValue || rule.value == value;
+  const want = rule.valueBytes;
+  return want === null || equalBuffers(want, value);
 }
-
-export { RouteRule };

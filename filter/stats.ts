@@ -1,9 +1,10 @@
 // Stats defined once per VM: ids are cached by route so that the request path costs one map
 // lookup, and distinct route labels are capped (Envoy never frees a stat: REFERENCE section 2).
+import { equalBuffers } from "./bytes";
 import * as host from "./host";
 import {
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
-  REQUESTS_TOTAL, ROUTE_OTHER, tagSegment, TAG_REASON, TAG_RESPONSE_CODE_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
+  REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_REASON, TAG_RESPONSE_CODE_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL,
 } from "./metrics";
 
@@ -53,6 +54,24 @@ export class Stats {
         tagSegment(TAG_REASON, errorReasonName(<ErrorReason>i)) + FILTER_ERRORS_TOTAL,
       );
     }
+  }
+
+  // Most requests on a VM hit the same route as the one before: compare raw bytes, skip the decode.
+  private lastRouteName: ArrayBuffer = new ArrayBuffer(0);
+  private lastRoute: RouteStats | null = null;
+
+  /** The stats of a route given its raw xds.route_name (null or empty: "default"). */
+  forRouteName(raw: ArrayBuffer | null): RouteStats {
+    const name = raw === null ? new ArrayBuffer(0) : raw;
+    const last = this.lastRoute;
+    if (last !== null && equalBuffers(name, this.lastRouteName)) return last;
+    const stats = this.forRoute(name.byteLength == 0 ? ROUTE_DEFAULT : sanitizeLabelValue(String.UTF8.decode(name)));
+    // Overflowed routes count an error per request, so they are not cached.
+    if (stats.label != ROUTE_OTHER) {
+      this.lastRouteName = name;
+      this.lastRoute = stats;
+    }
+    return stats;
   }
 
   /** The stats of a sanitised route label; past the cap, the shared "other" route. */

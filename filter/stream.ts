@@ -1,21 +1,27 @@
 // One HTTP stream. Every callback continues: bad input is counted and replaced, host failures are
-// counted, and nothing here can throw on the request path. Host calls are kept few because each
-// one crosses the VM boundary on every request.
+// counted, and nothing here can throw on the request path. Host calls are few and header values
+// are handled as bytes, because this code runs on every request.
 import { Context, FilterHeadersStatusValues, RootContext } from "@solo-io/proxy-runtime/assembly";
+import { isAllZero } from "./bytes";
 import { ActiveConfig, Config } from "./config";
 import * as host from "./host";
-import { codeClassIndex, ErrorReason, ROUTE_DEFAULT, sanitizeLabelValue } from "./metrics";
-import { forceRuleMatches, isSampled, rateFor, thresholdFor, thresholdTraceStateValue } from "./sampler";
+import { codeClassIndex, ErrorReason } from "./metrics";
+import { forceRuleMatches, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
 import { RouteStats, Stats } from "./stats";
 import { isValidTokenTraceId, uuidV4 } from "./token-trace-id";
-import { FLAG_RANDOM, FLAG_SAMPLED, hexOf, isValidTraceState, parseTraceParent, TraceParent } from "./traceparent";
+import {
+  FLAG_RANDOM, FLAG_SAMPLED, isValidTraceState, parseTraceParent, TRACEPARENT_INVALID, TRACEPARENT_LENGTH,
+  TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
+} from "./traceparent";
 
-const TRACEPARENT = "traceparent";
-const TRACESTATE = "tracestate";
-const ROUTE_NAME_PROPERTY = "xds\0route_name";
-const RESPONSE_CODE_PROPERTY = "response\0code";
-const REQUEST_DURATION_PROPERTY = "request\0duration";
-const REQUEST_TIME_PROPERTY = "request\0time";
+const TRACEPARENT = host.utf8("traceparent");
+const TRACESTATE = host.utf8("tracestate");
+const PATH = host.utf8(":path");
+const AUTHORITY = host.utf8(":authority");
+const ROUTE_NAME_PROPERTY = host.utf8("xds\0route_name");
+const RESPONSE_CODE_PROPERTY = host.utf8("response\0code");
+const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
+const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
 const NS_PER_MS: u64 = 1_000_000;
 
 // Random bytes for new ids, drawn in one host call: 16 trace-id, 8 span-id, 16 token trace id.
@@ -23,13 +29,18 @@ const RANDOM_BYTES: usize = memory.data(40);
 const TRACE_ID_BYTES: usize = RANDOM_BYTES;
 const SPAN_ID_BYTES: usize = RANDOM_BYTES + 16;
 const TOKEN_ID_BYTES: usize = RANDOM_BYTES + 24;
+// The outgoing traceparent and tracestate are written here; the host copies them on set.
+const TRACEPARENT_OUT: usize = memory.data(TRACEPARENT_LENGTH);
+const TRACESTATE_OUT: usize = memory.data(32);
+const OT_THRESHOLD_PREFIX = "ot=th:";
 
 export class TokentraceStream extends Context {
   private stats: Stats;
   private active: ActiveConfig;
   private route: RouteStats | null = null;
-  private tokenTraceId: string = "";
-  private tokenTraceIdHeader: string = "";
+  /** The id returned downstream, and the header (of the config in force at request start) carrying it. */
+  private tokenTraceId: ArrayBuffer | null = null;
+  private tokenTraceIdHeader: ArrayBuffer = new ArrayBuffer(0);
 
   constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig) {
     super(context_id, root);
@@ -40,29 +51,31 @@ export class TokentraceStream extends Context {
   onRequestHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
     // The configuration in force when the request starts serves the whole request.
     const config = this.active.config;
-    const routeName = host.getStringProperty(ROUTE_NAME_PROPERTY);
-    const route = this.stats.forRoute(routeName.length == 0 ? ROUTE_DEFAULT : sanitizeLabelValue(routeName));
+    const routeName = host.getProperty(ROUTE_NAME_PROPERTY);
+    const route = this.stats.forRouteName(routeName);
     this.route = route;
 
     this.tokenTraceIdHeader = config.tokenTraceIdHeader;
     const incomingTokenId = host.getHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
-    const keepTokenId = incomingTokenId !== null && isValidTokenTraceId(incomingTokenId);
+    const keepTokenId = incomingTokenId !== null && isValidTokenTraceId(changetype<usize>(incomingTokenId), incomingTokenId.byteLength);
     if (incomingTokenId !== null && !keepTokenId) this.stats.error(ErrorReason.InvalidTokenTraceId);
 
     const incomingParent = host.getHeader(host.HeaderMap.Request, TRACEPARENT);
-    const parent: TraceParent | null = incomingParent === null ? null : parseTraceParent(incomingParent);
-    if (incomingParent !== null && parent === null) this.stats.error(ErrorReason.InvalidTraceParent);
+    const parsed = incomingParent === null
+      ? TRACEPARENT_INVALID
+      : parseTraceParent(changetype<usize>(incomingParent), incomingParent.byteLength, TRACEPARENT_OUT);
+    if (incomingParent !== null && parsed == TRACEPARENT_INVALID) this.stats.error(ErrorReason.InvalidTraceParent);
 
     // One draw covers the new trace ids and the new token trace id, whichever are needed.
-    const randomFrom = parent === null ? TRACE_ID_BYTES : TOKEN_ID_BYTES;
+    const randomFrom = parsed == TRACEPARENT_INVALID ? TRACE_ID_BYTES : TOKEN_ID_BYTES;
     const randomTo = keepTokenId ? TOKEN_ID_BYTES : TOKEN_ID_BYTES + 16;
     const haveRandom = randomTo <= randomFrom || host.fillRandom(randomFrom, <i32>(randomTo - randomFrom));
     if (!haveRandom) this.stats.error(ErrorReason.RandomUnavailable);
 
     const forced = this.isForced(config);
     let sampled = false;
-    if (parent !== null) {
-      sampled = this.continueTrace(parent, forced);
+    if (parsed != TRACEPARENT_INVALID) {
+      sampled = this.continueTrace(parsed, forced);
     } else if (haveRandom) {
       sampled = this.startTrace(config, routeName, route, forced);
     }
@@ -70,10 +83,11 @@ export class TokentraceStream extends Context {
     if (sampled) host.incrementCounter(route.tracesSampled, 1);
 
     if (keepTokenId) {
-      this.tokenTraceId = incomingTokenId!;
+      this.tokenTraceId = incomingTokenId;
     } else if (haveRandom) {
-      this.tokenTraceId = uuidV4(TOKEN_ID_BYTES);
-      host.setHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, this.tokenTraceId);
+      const id = uuidV4(TOKEN_ID_BYTES);
+      this.tokenTraceId = id;
+      host.setHeaderBytes(host.HeaderMap.Request, config.tokenTraceIdHeader, id);
     } else if (incomingTokenId !== null) {
       host.removeHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
     }
@@ -81,37 +95,39 @@ export class TokentraceStream extends Context {
     return FilterHeadersStatusValues.Continue;
   }
 
-  /** Keeps a valid incoming trace context; returns whether the request leaves sampled. */
-  private continueTrace(parent: TraceParent, forced: bool): bool {
-    let rewrite = parent.needsRewrite;
-    if (forced && !parent.sampled()) {
-      parent.flags |= FLAG_SAMPLED;
+  /** Keeps a valid incoming trace context (canonical form in TRACEPARENT_OUT); returns whether it leaves sampled. */
+  private continueTrace(parsed: i32, forced: bool): bool {
+    let flags = <u8>(parsed & 0xff);
+    let rewrite = (parsed & TRACEPARENT_REWRITE) != 0;
+    if (forced && (flags & FLAG_SAMPLED) == 0) {
+      flags |= FLAG_SAMPLED;
+      writeFlags(TRACEPARENT_OUT, flags);
       rewrite = true;
     }
-    if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, parent.format());
+    if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
     const state = host.getHeader(host.HeaderMap.Request, TRACESTATE);
-    if (state !== null && !isValidTraceState(state)) {
+    if (state !== null && !isValidTraceState(changetype<usize>(state), state.byteLength)) {
       this.stats.error(ErrorReason.InvalidTraceState);
       host.removeHeader(host.HeaderMap.Request, TRACESTATE);
     }
-    return parent.sampled();
+    return (flags & FLAG_SAMPLED) != 0;
   }
 
   /** Starts a new trace from the random bytes already drawn; returns whether it is sampled. */
-  private startTrace(config: Config, routeName: string, route: RouteStats, forced: bool): bool {
-    ensureNonZero(TRACE_ID_BYTES, 16);
-    ensureNonZero(SPAN_ID_BYTES, 8);
-    const trace = new TraceParent();
-    trace.traceId = hexOf(TRACE_ID_BYTES, 16);
-    trace.parentId = hexOf(SPAN_ID_BYTES, 8);
+  private startTrace(config: Config, routeName: ArrayBuffer | null, route: RouteStats, forced: bool): bool {
+    // W3C forbids all-zero ids; an all-zero draw (p = 2^-64 or less) becomes ...01.
+    if (isAllZero(TRACE_ID_BYTES, 16)) store<u8>(TRACE_ID_BYTES + 15, 1);
+    if (isAllZero(SPAN_ID_BYTES, 8)) store<u8>(SPAN_ID_BYTES + 7, 1);
     const rate = forced ? 1.0 : this.rateFor(config, routeName);
-    const sampled = forced || isSampled(trace.traceId, rate);
-    trace.flags = FLAG_RANDOM | (sampled ? FLAG_SAMPLED : 0);
-    host.setHeader(host.HeaderMap.Request, TRACEPARENT, trace.format());
+    const sampled = forced || isSampled(TRACE_ID_BYTES, rate);
+    writeTraceParent(TRACEPARENT_OUT, TRACE_ID_BYTES, SPAN_ID_BYTES, FLAG_RANDOM | (sampled ? FLAG_SAMPLED : 0));
+    host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
     // A tracestate that came without a valid traceparent belongs to no trace we know: a sampled
     // trace replaces it with our threshold, an unsampled one drops it.
     if (sampled) {
-      host.setHeader(host.HeaderMap.Request, TRACESTATE, "ot=th:" + thresholdTraceStateValue(thresholdFor(rate)));
+      const prefixLength = String.UTF8.encodeUnsafe(changetype<usize>(OT_THRESHOLD_PREFIX), OT_THRESHOLD_PREFIX.length, TRACESTATE_OUT);
+      const n = <i32>prefixLength + writeThreshold(TRACESTATE_OUT + prefixLength, thresholdFor(rate));
+      host.setHeader(host.HeaderMap.Request, TRACESTATE, TRACESTATE_OUT, n);
     } else {
       host.removeHeader(host.HeaderMap.Request, TRACESTATE);
     }
@@ -120,25 +136,27 @@ export class TokentraceStream extends Context {
   }
 
   /** The sampling rate for this request; reads :path and :authority only when a rule needs them. */
-  private rateFor(config: Config, routeName: string): f64 {
-    let path: string | null = null;
-    let authority: string | null = null;
-    if (config.rulesUsePath) path = host.getHeader(host.HeaderMap.Request, ":path");
-    if (config.rulesUseHost) authority = host.getHeader(host.HeaderMap.Request, ":authority");
-    return rateFor(config, routeName, path === null ? "" : path, authority === null ? "" : authority);
+  private rateFor(config: Config, routeName: ArrayBuffer | null): f64 {
+    if (config.routes.length == 0) return config.defaultRate;
+    const req = new RequestMatch();
+    req.routeName = routeName;
+    if (config.rulesUsePath) req.path = host.getHeader(host.HeaderMap.Request, PATH);
+    if (config.rulesUseHost) req.authority = host.getHeader(host.HeaderMap.Request, AUTHORITY);
+    return rateFor(config, req);
   }
 
   private isForced(config: Config): bool {
     const rules = config.force;
     for (let i = 0; i < rules.length; i++) {
-      if (forceRuleMatches(rules[i], host.getHeader(host.HeaderMap.Request, rules[i].header))) return true;
+      if (forceRuleMatches(rules[i], host.getHeader(host.HeaderMap.Request, rules[i].headerBytes))) return true;
     }
     return false;
   }
 
   onResponseHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
-    if (this.tokenTraceId.length > 0) {
-      host.setHeader(host.HeaderMap.Response, this.tokenTraceIdHeader, this.tokenTraceId);
+    const id = this.tokenTraceId;
+    if (id !== null) {
+      host.setHeaderBytes(host.HeaderMap.Response, this.tokenTraceIdHeader, id);
       this.stats.flushHostFailures();
     }
     return FilterHeadersStatusValues.Continue;
@@ -160,10 +178,4 @@ export class TokentraceStream extends Context {
     host.recordHistogram(route.durationMs, <u64>durationNs / NS_PER_MS);
     this.stats.flushHostFailures();
   }
-}
-
-/** W3C forbids all-zero ids; a random draw of all zeros (p = 2^-64 or less) becomes ...01. */
-function ensureNonZero(ptr: usize, length: i32): void {
-  for (let i = 0; i < length; i++) if (load<u8>(ptr + i) != 0) return;
-  store<u8>(ptr + length - 1, 1);
 }

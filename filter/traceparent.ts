@@ -1,155 +1,170 @@
-// W3C Trace Context level 2: parse and format `traceparent`, validate `tracestate`.
-// Pure logic: no host calls.
-import { hexValue } from "./json";
+// W3C Trace Context level 2: parse and write `traceparent`, validate `tracestate`, on the raw
+// header bytes. Pure logic: no host calls.
+import { equalBytes, isLowerHexByte, writeHex } from "./bytes";
 
 export const FLAG_SAMPLED: u8 = 0x01;
 /** Level 2: the right-most 7 bytes of the trace-id are random. */
 export const FLAG_RANDOM: u8 = 0x02;
 
-const TRACEPARENT_LENGTH: i32 = 55;
+export const TRACEPARENT_LENGTH: i32 = 55;
+/** Offsets of the fields in a version-00 traceparent. */
+export const TRACE_ID_OFFSET: i32 = 3;
+export const PARENT_ID_OFFSET: i32 = 36;
+export const FLAGS_OFFSET: i32 = 53;
 
-/** A parsed trace context; ids are lower-case hex. */
-export class TraceParent {
-  traceId: string = "";
-  parentId: string = "";
-  flags: u8 = 0;
-  /** True when the header must be re-emitted: a later version re-read with the version-00 layout, or surrounding whitespace. */
-  needsRewrite: bool = false;
+/** Result of parseTraceParent: invalid, or valid with these bits. */
+export const TRACEPARENT_INVALID: i32 = -1;
+/** Set in a valid result when the header must be re-emitted (a later version, or surrounding whitespace). */
+export const TRACEPARENT_REWRITE: i32 = 0x100;
 
-  sampled(): bool {
-    return (this.flags & FLAG_SAMPLED) != 0;
-  }
-
-  /** The version-00 header value. */
-  format(): string {
-    return "00-" + this.traceId + "-" + this.parentId + "-" + hexByte(this.flags);
-  }
+function isOws(c: u32): bool {
+  return c == 0x20 || c == 0x09;
 }
 
-/** Parses a traceparent header value; null when it is invalid (then a new trace starts). */
-export function parseTraceParent(raw: string): TraceParent | null {
-  const value = trimOws(raw);
-  if (value.length < TRACEPARENT_LENGTH) return null;
-  if (!isLowerHex(value, 0, 2)) return null;
-  const version = value.substring(0, 2);
-  if (version == "ff") return null;
-  if (version == "00") {
-    if (value.length != TRACEPARENT_LENGTH) return null;
-  } else if (value.length > TRACEPARENT_LENGTH && value.charCodeAt(TRACEPARENT_LENGTH) != 0x2d) {
-    // A later version may append fields, always after a dash.
-    return null;
+/**
+ * Parses the traceparent bytes at `ptr` and, when valid, writes its canonical version-00 form
+ * (55 bytes) at `out`. Returns TRACEPARENT_INVALID, or the flags byte plus TRACEPARENT_REWRITE
+ * when the canonical form differs from the input.
+ */
+export function parseTraceParent(ptr: usize, length: i32, out: usize): i32 {
+  let start = 0;
+  let end = length;
+  while (start < end && isOws(load<u8>(ptr + start))) start++;
+  while (end > start && isOws(load<u8>(ptr + end - 1))) end--;
+  const n = end - start;
+  const v = ptr + start;
+  if (n < TRACEPARENT_LENGTH) return TRACEPARENT_INVALID;
+  const v0 = <u32>load<u8>(v);
+  const v1 = <u32>load<u8>(v + 1);
+  if (!isLowerHexByte(v0) || !isLowerHexByte(v1)) return TRACEPARENT_INVALID;
+  const isV00 = v0 == 0x30 && v1 == 0x30;
+  if (v0 == 0x66 && v1 == 0x66) return TRACEPARENT_INVALID; // version ff
+  if (isV00) {
+    if (n != TRACEPARENT_LENGTH) return TRACEPARENT_INVALID;
+  } else if (n > TRACEPARENT_LENGTH && load<u8>(v + TRACEPARENT_LENGTH) != 0x2d) {
+    return TRACEPARENT_INVALID; // a later version may append fields, always after a dash
   }
-  if (value.charCodeAt(2) != 0x2d || value.charCodeAt(35) != 0x2d || value.charCodeAt(52) != 0x2d) return null;
-  if (!isLowerHex(value, 3, 35) || !isLowerHex(value, 36, 52) || !isLowerHex(value, 53, 55)) return null;
-  if (isAllZero(value, 3, 35) || isAllZero(value, 36, 52)) return null;
-  const tp = new TraceParent();
-  tp.traceId = value.substring(3, 35);
-  tp.parentId = value.substring(36, 52);
-  tp.flags = <u8>((hexValue(value.charCodeAt(53)) << 4) | hexValue(value.charCodeAt(54)));
-  tp.needsRewrite = version != "00" || value.length != raw.length;
-  return tp;
+  if (load<u8>(v + 2) != 0x2d || load<u8>(v + 35) != 0x2d || load<u8>(v + 52) != 0x2d) return TRACEPARENT_INVALID;
+  for (let i = TRACE_ID_OFFSET; i < TRACEPARENT_LENGTH; i++) {
+    if (i == 35 || i == 52) continue;
+    if (!isLowerHexByte(load<u8>(v + i))) return TRACEPARENT_INVALID;
+  }
+  if (isAllHexZero(v + TRACE_ID_OFFSET, 32) || isAllHexZero(v + PARENT_ID_OFFSET, 16)) return TRACEPARENT_INVALID;
+  store<u8>(out, 0x30);
+  store<u8>(out + 1, 0x30);
+  memory.copy(out + 2, v + 2, TRACEPARENT_LENGTH - 2);
+  const flags = readHexByte(out + FLAGS_OFFSET);
+  const rewrite = !isV00 || n != length;
+  return flags | (rewrite ? TRACEPARENT_REWRITE : 0);
+}
+
+/** Writes a version-00 traceparent at `out` from a 16-byte trace-id, an 8-byte span id and flags. */
+export function writeTraceParent(out: usize, traceId: usize, spanId: usize, flags: u8): void {
+  store<u8>(out, 0x30);
+  store<u8>(out + 1, 0x30);
+  store<u8>(out + 2, 0x2d);
+  writeHex(out + TRACE_ID_OFFSET, traceId, 16);
+  store<u8>(out + 35, 0x2d);
+  writeHex(out + PARENT_ID_OFFSET, spanId, 8);
+  store<u8>(out + 52, 0x2d);
+  writeFlags(out, flags);
+}
+
+/** Overwrites the flags field of the traceparent at `out`. */
+export function writeFlags(out: usize, flags: u8): void {
+  const one = memory.data(1);
+  store<u8>(one, flags);
+  writeHex(out + FLAGS_OFFSET, one, 1);
+}
+
+function readHexByte(ptr: usize): i32 {
+  return (hexNibble(load<u8>(ptr)) << 4) | hexNibble(load<u8>(ptr + 1));
+}
+
+function hexNibble(c: u32): i32 {
+  return c - 0x30 < 10 ? <i32>(c - 0x30) : <i32>(c - 0x57);
+}
+
+function isAllHexZero(ptr: usize, length: i32): bool {
+  for (let i = 0; i < length; i++) if (load<u8>(ptr + i) != 0x30) return false;
+  return true;
 }
 
 const MAX_TRACESTATE_MEMBERS: i32 = 32;
+// Offsets and lengths of the keys seen so far, to reject duplicates without allocating.
+const KEY_OFFSETS: usize = memory.data(4 * (MAX_TRACESTATE_MEMBERS + 1));
+const KEY_LENGTHS: usize = memory.data(4 * (MAX_TRACESTATE_MEMBERS + 1));
 
-/** True when `raw` is a valid tracestate list (W3C level 2 grammar, at most 32 members, unique keys). */
-export function isValidTraceState(raw: string): bool {
-  const keys = new Array<string>();
+/** True when the bytes are a valid tracestate list (W3C level 2 grammar, at most 32 members, unique keys). */
+export function isValidTraceState(ptr: usize, length: i32): bool {
+  let members = 0;
   let start = 0;
-  while (start <= raw.length) {
-    let end = raw.indexOf(",", start);
-    if (end < 0) end = raw.length;
-    const member = trimOws(raw.substring(start, end));
+  while (start <= length) {
+    let end = start;
+    while (end < length && load<u8>(ptr + end) != 0x2c) end++;
+    // list-members are separated by OWS "," OWS; empty members are allowed
+    let a = start;
+    let b = end;
+    while (a < b && isOws(load<u8>(ptr + a))) a++;
+    while (b > a && isOws(load<u8>(ptr + b - 1))) b--;
     start = end + 1;
-    if (member.length == 0) continue; // empty list-members are allowed
-    const eq = member.indexOf("=");
-    if (eq <= 0) return false;
-    const key = member.substring(0, eq);
-    if (!isTraceStateKey(key) || !isTraceStateValue(member, eq + 1)) return false;
-    if (keys.includes(key)) return false;
-    keys.push(key);
-    if (keys.length > MAX_TRACESTATE_MEMBERS) return false;
+    if (a == b) continue;
+    let eq = a;
+    while (eq < b && load<u8>(ptr + eq) != 0x3d) eq++;
+    if (eq == a || eq == b) return false;
+    if (!isTraceStateKey(ptr + a, eq - a) || !isTraceStateValue(ptr + eq + 1, b - eq - 1)) return false;
+    for (let k = 0; k < members; k++) {
+      if (equalBytes(ptr + load<u32>(KEY_OFFSETS + 4 * k), load<i32>(KEY_LENGTHS + 4 * k), ptr + a, eq - a)) return false;
+    }
+    if (members == MAX_TRACESTATE_MEMBERS) return false;
+    store<u32>(KEY_OFFSETS + 4 * members, a);
+    store<i32>(KEY_LENGTHS + 4 * members, eq - a);
+    members++;
   }
   return true;
 }
 
-function isKeyChar(c: i32): bool {
-  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x5f || c == 0x2d || c == 0x2a || c == 0x2f;
+function isLcAlpha(c: u32): bool {
+  return c - 0x61 < 26;
 }
 
-function isTraceStateKey(key: string): bool {
-  const at = key.indexOf("@");
+function isKeyChar(c: u32): bool {
+  return c - 0x61 < 26 || c - 0x30 < 10 || c == 0x5f || c == 0x2d || c == 0x2a || c == 0x2f;
+}
+
+function isTraceStateKey(key: usize, length: i32): bool {
+  let at = -1;
+  for (let i = 0; i < length; i++) {
+    if (load<u8>(key + i) == 0x40) {
+      at = i;
+      break;
+    }
+  }
   if (at < 0) {
     // simple-key = lcalpha 0*255( lcalpha / DIGIT / "_" / "-"/ "*" / "/" )
-    if (key.length > 256) return false;
-    const first = key.charCodeAt(0);
-    if (!(first >= 0x61 && first <= 0x7a)) return false;
-    for (let i = 1; i < key.length; i++) if (!isKeyChar(key.charCodeAt(i))) return false;
+    if (length > 256 || !isLcAlpha(load<u8>(key))) return false;
+    for (let i = 1; i < length; i++) if (!isKeyChar(load<u8>(key + i))) return false;
     return true;
   }
   // multi-tenant-key = tenant-id "@" system-id
-  const tenant = key.substring(0, at);
-  const system = key.substring(at + 1);
-  if (tenant.length < 1 || tenant.length > 241 || system.length < 1 || system.length > 14) return false;
-  const t0 = tenant.charCodeAt(0);
-  if (!((t0 >= 0x61 && t0 <= 0x7a) || (t0 >= 0x30 && t0 <= 0x39))) return false;
-  for (let i = 1; i < tenant.length; i++) if (!isKeyChar(tenant.charCodeAt(i))) return false;
-  const s0 = system.charCodeAt(0);
-  if (!(s0 >= 0x61 && s0 <= 0x7a)) return false;
-  for (let i = 1; i < system.length; i++) if (!isKeyChar(system.charCodeAt(i))) return false;
+  const tenantLength = at;
+  const systemLength = length - at - 1;
+  if (tenantLength < 1 || tenantLength > 241 || systemLength < 1 || systemLength > 14) return false;
+  const t0 = <u32>load<u8>(key);
+  if (!(isLcAlpha(t0) || t0 - 0x30 < 10)) return false;
+  for (let i = 1; i < tenantLength; i++) if (!isKeyChar(load<u8>(key + i))) return false;
+  const system = key + at + 1;
+  if (!isLcAlpha(load<u8>(system))) return false;
+  for (let i = 1; i < systemLength; i++) if (!isKeyChar(load<u8>(system + i))) return false;
   return true;
 }
 
 /** value = 0*255(chr) nblk-chr; chr = %x20 / nblk-chr; nblk-chr = %x21-2B / %x2D-3C / %x3E-7E. */
-function isTraceStateValue(member: string, start: i32): bool {
-  const length = member.length - start;
+function isTraceStateValue(value: usize, length: i32): bool {
   if (length < 1 || length > 256) return false;
-  for (let i = start; i < member.length; i++) {
-    const c = member.charCodeAt(i);
+  for (let i = 0; i < length; i++) {
+    const c = <u32>load<u8>(value + i);
     if (c < 0x20 || c > 0x7e || c == 0x2c || c == 0x3d) return false;
   }
-  return member.charCodeAt(member.length - 1) != 0x20;
-}
-
-/** Removes optional whitespace (spaces and tabs) at both ends. */
-function trimOws(s: string): string {
-  let start = 0;
-  let end = s.length;
-  while (start < end && isOws(s.charCodeAt(start))) start++;
-  while (end > start && isOws(s.charCodeAt(end - 1))) end--;
-  return start == 0 && end == s.length ? s : s.substring(start, end);
-}
-
-function isOws(c: i32): bool {
-  return c == 0x20 || c == 0x09;
-}
-
-function isLowerHex(s: string, from: i32, to: i32): bool {
-  for (let i = from; i < to; i++) {
-    const c = s.charCodeAt(i);
-    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
-  }
-  return true;
-}
-
-function isAllZero(s: string, from: i32, to: i32): bool {
-  for (let i = from; i < to; i++) if (s.charCodeAt(i) != 0x30) return false;
-  return true;
-}
-
-const HEX_DIGITS = "0123456789abcdef";
-
-export function hexByte(b: u8): string {
-  return HEX_DIGITS.charAt(b >> 4) + HEX_DIGITS.charAt(b & 0x0f);
-}
-
-/** Lower-case hex of `length` bytes at `ptr`. */
-export function hexOf(ptr: usize, length: i32): string {
-  const out = new StaticArray<u16>(length * 2);
-  for (let i = 0; i < length; i++) {
-    const b = load<u8>(ptr + i);
-    out[2 * i] = <u16>HEX_DIGITS.charCodeAt(b >> 4);
-    out[2 * i + 1] = <u16>HEX_DIGITS.charCodeAt(b & 0x0f);
-  }
-  return String.UTF16.decodeUnsafe(changetype<usize>(out), length * 4);
+  return load<u8>(value + length - 1) != 0x20;
 }

@@ -1,0 +1,63 @@
+// Byte-level helpers for the request path: header values are checked and written as UTF-8 bytes in
+// linear memory, so a request costs no string decoding or encoding. Pure logic: no host calls.
+
+const HEX_DIGITS: usize = memory.data<u8>([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66]);
+
+/** Writes `length` bytes from `src` as lower-case hex at `dst` (2 * length bytes). */
+export function writeHex(dst: usize, src: usize, length: i32): void {
+  for (let i = 0; i < length; i++) {
+    const b = load<u8>(src + i);
+    store<u8>(dst + 2 * i, load<u8>(HEX_DIGITS + (b >> 4)));
+    store<u8>(dst + 2 * i + 1, load<u8>(HEX_DIGITS + (b & 0x0f)));
+  }
+}
+
+/** The value of a hex digit byte (either case), or -1. */
+export function hexDigitValue(c: u32): i32 {
+  if (c - 0x30 < 10) return <i32>(c - 0x30);
+  if (c - 0x61 < 6) return <i32>(c - 0x57);
+  if (c - 0x41 < 6) return <i32>(c - 0x37);
+  return -1;
+}
+
+export function isLowerHexByte(c: u32): bool {
+  return c - 0x30 < 10 || c - 0x61 < 6;
+}
+
+export function equalBytes(a: usize, aLength: i32, b: usize, bLength: i32): bool {
+  return aLength == bLength && memory.compare(a, b, aLength) == 0;
+}
+
+export function equalBuffers(a: ArrayBuffer, b: ArrayBuffer): bool {
+  return equalBytes(changetype<usize>(a), a.byteLength, changetype<usize>(b), b.byteLength);
+}
+
+export function startsWith(ptr: usize, length: i32, prefix: ArrayBuffer): bool {
+  const n = prefix.byteLength;
+  return length >= n && memory.compare(ptr, changetype<usize>(prefix), n) == 0;
+}
+
+/** Equal after ASCII lower-casing of `a` (`lowerB` is already lower-case). */
+export function equalAsciiLowerCase(a: usize, aLength: i32, lowerB: ArrayBuffer): bool {
+  if (aLength != lowerB.byteLength) return false;
+  const b = changetype<usize>(lowerB);
+  for (let i = 0; i < aLength; i++) {
+    let c = <u32>load<u8>(a + i);
+    if (c - 0x41 < 26) c += 0x20;
+    if (c != <u32>load<u8>(b + i)) return false;
+  }
+  return true;
+}
+
+/** True when every one of `length` bytes at `ptr` is zero. */
+export function isAllZero(ptr: usize, length: i32): bool {
+  for (let i = 0; i < length; i++) if (load<u8>(ptr + i) != 0) return false;
+  return true;
+}
+
+/** Copies bytes into a new ArrayBuffer. */
+export function copyBytes(ptr: usize, length: i32): ArrayBuffer {
+  const out = new ArrayBuffer(length);
+  memory.copy(changetype<usize>(out), ptr, length);
+  return out;
+}
