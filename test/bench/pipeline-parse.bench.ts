@@ -8,14 +8,19 @@ import type { BenchRow } from "./table.js";
 // The peer ships no types; load it through require with the one signature used here.
 const parsePrometheusTextFormat = createRequire(import.meta.url)("parse-prometheus-text-format") as (text: string) => unknown;
 
-function bestMs(fn: () => unknown, rounds: number): number {
-  let best = Infinity;
+/** Best time of each side over `rounds` alternating runs, so a load spike on the shared machine hits both alike. */
+function interleavedBestMs(a: () => unknown, b: () => unknown, rounds: number): [number, number] {
+  let bestA = Infinity;
+  let bestB = Infinity;
   for (let r = 0; r < rounds; r++) {
-    const t0 = performance.now();
-    fn();
-    best = Math.min(best, performance.now() - t0);
+    let t0 = performance.now();
+    a();
+    bestA = Math.min(bestA, performance.now() - t0);
+    t0 = performance.now();
+    b();
+    bestB = Math.min(bestB, performance.now() - t0);
   }
-  return best;
+  return [bestA, bestB];
 }
 
 export async function run(): Promise<BenchRow[]> {
@@ -23,11 +28,8 @@ export async function run(): Promise<BenchRow[]> {
   const lines = text.split("\n").length - 1;
   const ours = parseText(text);
   if (ours.errors.length > 0) throw new Error(`fixture scrape has parse errors: ${JSON.stringify(ours.errors[0])}`);
-  // Warm both up so the JIT has compiled them before timing.
-  bestMs(() => parseText(text), 3);
-  bestMs(() => parsePrometheusTextFormat(text), 3);
-  const oursMs = bestMs(() => parseText(text), 10);
-  const peerMs = bestMs(() => parsePrometheusTextFormat(text), 10);
+  // The first rounds warm both up (JIT); the best of 15 alternating rounds is reported.
+  const [oursMs, peerMs] = interleavedBestMs(() => parseText(text), () => parsePrometheusTextFormat(text), 15);
   const ratio = peerMs / oursMs;
   return [
     {
