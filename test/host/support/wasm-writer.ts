@@ -70,6 +70,7 @@ export const op = {
   call: (i: number): number[] => [0x10, ...uleb(i)],
   drop: [0x1a],
   add: [0x6a],
+  eqz: [0x45],
   load: [0x28, 0x02, 0x00],
   store: [0x36, 0x02, 0x00],
   unreachable: [0x00],

@@ -1,0 +1,166 @@
+// A small simulated OpenAI-compatible server: chat and text completions (JSON or SSE streaming,
+// usage in the last chunk when stream_options.include_usage is set), embeddings and the model list,
+// with a configurable time to first token, decode speed and rate of 429/500 answers.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** Options of the simulated server; every delay 0 in tests. */
+export interface LlmUpstreamOptions {
+  /** 0 (default) = ephemeral. */
+  port?: number;
+  /** Model name answered when the request names none. */
+  model?: string;
+  /** Time to first token in ms, default 0. */
+  ttftMs?: number;
+  /** Decode speed in tokens per second; 0 (default) = no delay between tokens. */
+  tokensPerSecond?: number;
+  /** Share of requests answered 429 or 500 (half each), 0..1, default 0. */
+  errorRate?: number;
+  /** Random source in [0, 1), default Math.random. */
+  random?: () => number;
+  /** Completion tokens when the request sets no max_tokens, default 12. */
+  defaultMaxTokens?: number;
+}
+
+/** A running simulated server. */
+export interface LlmUpstream {
+  url: string;
+  /** Requests served, by path. */
+  served: Map<string, number>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_MODEL = "tokentrace-sim-1";
+
+const sleep = (ms: number): Promise<void> => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+
+function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      try {
+        const v: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
+        resolve(v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+      } catch {
+        resolve({});
+      }
+    });
+  });
+}
+
+/** A rough token count: one token per 4 characters, at least 1. */
+export function countTokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+function promptText(body: Record<string, unknown>): string {
+  if (Array.isArray(body.messages)) {
+    return body.messages.map((m) => (m && typeof m === "object" && typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content : "")).join("\n");
+  }
+  if (typeof body.prompt === "string") return body.prompt;
+  if (typeof body.input === "string") return body.input;
+  if (Array.isArray(body.input)) return body.input.filter((x) => typeof x === "string").join("\n");
+  return "";
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown, extra: Record<string, string> = {}): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...extra });
+  res.end(body);
+}
+
+/** Starts the simulated server on 127.0.0.1. */
+export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<LlmUpstream> {
+  const random = opts.random ?? Math.random;
+  const ttftMs = opts.ttftMs ?? 0;
+  const tokenGapMs = opts.tokensPerSecond && opts.tokensPerSecond > 0 ? 1000 / opts.tokensPerSecond : 0;
+  const served = new Map<string, number>();
+  let seq = 0;
+
+  async function completion(req: IncomingMessage, res: ServerResponse, kind: "chat" | "text"): Promise<void> {
+    const body = await readJson(req);
+    const model = typeof body.model === "string" && body.model !== "" ? body.model : (opts.model ?? DEFAULT_MODEL);
+    const maxTokens = typeof body.max_tokens === "number" && body.max_tokens > 0 ? Math.floor(body.max_tokens) : (opts.defaultMaxTokens ?? 12);
+    const defaultLimit = opts.defaultMaxTokens ?? 12;
+    const completionTokens = Math.min(maxTokens, defaultLimit);
+    const finishReason = maxTokens < defaultLimit ? "length" : "stop";
+    const promptTokens = countTokens(promptText(body));
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${++seq}`;
+    const created = Math.floor(Date.now() / 1000);
+    const words = Array.from({ length: completionTokens }, (_, i) => `tok${i} `);
+    const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+
+    if (body.stream !== true) {
+      await sleep(ttftMs + tokenGapMs * completionTokens);
+      const text = words.join("");
+      const choice = kind === "chat" ? { index: 0, message: { role: "assistant", content: text }, finish_reason: finishReason } : { index: 0, text, finish_reason: finishReason };
+      sendJson(res, 200, { id, object: kind === "chat" ? "chat.completion" : "text_completion", created, model, choices: [choice], usage });
+      return;
+    }
+
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.flushHeaders();
+    const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
+    const event = (choices: unknown[], extra: Record<string, unknown> = {}): string => `data: ${JSON.stringify({ id, object, created, model, choices, ...extra })}\n\n`;
+    await sleep(ttftMs);
+    for (let i = 0; i < words.length; i++) {
+      if (i > 0) await sleep(tokenGapMs);
+      if (res.destroyed) return;
+      const delta = kind === "chat" ? { index: 0, delta: i === 0 ? { role: "assistant", content: words[i] } : { content: words[i] }, finish_reason: null } : { index: 0, text: words[i], finish_reason: null };
+      res.write(event([delta]));
+    }
+    res.write(event([kind === "chat" ? { index: 0, delta: {}, finish_reason: finishReason } : { index: 0, text: "", finish_reason: finishReason }]));
+    if (streamOptions?.include_usage === true) res.write(event([], { usage }));
+    res.end("data: [DONE]\n\n");
+  }
+
+  async function embeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const model = typeof body.model === "string" && body.model !== "" ? body.model : (opts.model ?? DEFAULT_MODEL);
+    const inputs = Array.isArray(body.input) ? body.input.filter((x): x is string => typeof x === "string") : [typeof body.input === "string" ? body.input : ""];
+    const promptTokens = inputs.reduce((n, s) => n + countTokens(s), 0);
+    await sleep(ttftMs);
+    sendJson(res, 200, {
+      object: "list",
+      data: inputs.map((s, index) => ({ object: "embedding", index, embedding: Array.from({ length: 8 }, (_, k) => Number((((s.length + 1) * (k + 1)) % 97 / 97).toFixed(6))) })),
+      model,
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+    });
+  }
+
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0]!;
+    served.set(path, (served.get(path) ?? 0) + 1);
+    const known = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models"];
+    if (known.includes(path) && (opts.errorRate ?? 0) > 0 && random() < (opts.errorRate ?? 0)) {
+      req.resume();
+      if (random() < 0.5) sendJson(res, 429, { error: { message: "rate limit reached (simulated)", type: "rate_limit_error", code: "rate_limit_exceeded" } }, { "retry-after": "1" });
+      else sendJson(res, 500, { error: { message: "internal error (simulated)", type: "server_error", code: null } });
+      return;
+    }
+    if (req.method === "GET" && path === "/v1/models") {
+      sendJson(res, 200, { object: "list", data: [{ id: opts.model ?? DEFAULT_MODEL, object: "model", created: 1767225600, owned_by: "tokentrace" }] });
+      return;
+    }
+    if (req.method === "POST" && path === "/v1/chat/completions") return void completion(req, res, "chat");
+    if (req.method === "POST" && path === "/v1/completions") return void completion(req, res, "text");
+    if (req.method === "POST" && path === "/v1/embeddings") return void embeddings(req, res);
+    req.resume();
+    sendJson(res, 404, { error: { message: `no route for ${req.method} ${path}`, type: "invalid_request_error", code: null } });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    served,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
