@@ -61,13 +61,13 @@ export class HeaderList implements HeaderMap {
       this.list.push([key, value]);
       return;
     }
-    this.list = this.list.filter(([k], i) => k !== key || i === first);
+    if (this.list.findIndex(([k], i) => i > first && k === key) >= 0) this.list = this.list.filter(([k], i) => k !== key || i === first);
     this.list[first] = [key, value];
   }
 
   remove(name: string): void {
     const key = name.toLowerCase();
-    this.list = this.list.filter(([k]) => k !== key);
+    if (this.list.some(([k]) => k === key)) this.list = this.list.filter(([k]) => k !== key);
   }
 
   /** proxy_set_header_map_pairs: every entry removed, the new pairs added with lower-cased names. */

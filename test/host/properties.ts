@@ -1,7 +1,7 @@
 // proxy_get_property as Envoy answers it: a path of segments joined by NUL; strings come back raw,
 // integers, timestamps (ns since the epoch) and durations (ns) as 8-byte little-endian, maps in the
 // pairs format.
-import { encodePairs, type Pairs } from "./pairs.js";
+import { encodePairs } from "./pairs.js";
 import type { HeaderList } from "./headers.js";
 
 /** Joins property path segments the way a module sends them. */
@@ -47,67 +47,65 @@ export interface VmFacts {
 }
 
 /**
- * Resolves a property path, or returns undefined for NotFound. Envoy >= 1.33 removed the top-level
- * `route_name`, `cluster_name` and `node`, so those are NotFound here too.
+ * Resolves a property path, or returns undefined for NotFound. Integers, times and durations come
+ * back as bigint (the caller writes them as 8-byte little-endian). Envoy >= 1.33 removed the
+ * top-level `route_name`, `cluster_name` and `node`, so those are NotFound here too.
  */
-export function resolveProperty(path: string, vm: VmFacts, stream: StreamFacts | undefined): Buffer | string | undefined {
-  const seg = splitPropertyPath(path);
-  const [head, second, third] = seg;
-  switch (head) {
+export function resolveProperty(path: string, vm: VmFacts, stream: StreamFacts | undefined): Buffer | string | bigint | undefined {
+  switch (path) {
     case "plugin_root_id":
-      return seg.length === 1 ? vm.rootId : undefined;
+      return vm.rootId;
     case "plugin_name":
-      return seg.length === 1 ? vm.pluginName : undefined;
+      return vm.pluginName;
     case "plugin_vm_id":
-      return seg.length === 1 ? vm.vmId : undefined;
+      return vm.vmId;
   }
   if (!stream) return undefined;
-  if (head === "xds" && seg.length === 2) {
-    if (second === "route_name") return stream.routeName;
-    if (second === "cluster_name") return stream.clusterName;
-    return undefined;
-  }
-  if (head === "request") {
-    if (second === "time" && seg.length === 2) return encodeInt64(stream.startTimeNs);
-    if (second === "duration" && seg.length === 2) return stream.durationNs === undefined ? undefined : encodeInt64(stream.durationNs);
-    const h = stream.requestHeaders;
-    if (second === "id" && seg.length === 2) return stream.requestId ?? h?.get("x-request-id");
-    if (!h) return undefined;
-    if (second === "headers") {
-      if (seg.length === 2) return encodeMap(h.raw());
-      return seg.length === 3 && third !== undefined ? h.get(third) : undefined;
+  const h = stream.requestHeaders;
+  switch (path) {
+    case "xds\0route_name":
+      return stream.routeName;
+    case "xds\0cluster_name":
+      return stream.clusterName;
+    case "request\0time":
+      return stream.startTimeNs;
+    case "request\0duration":
+      return stream.durationNs;
+    case "request\0id":
+      return stream.requestId ?? h?.get("x-request-id");
+    case "response\0code":
+      return stream.responseCode === undefined ? undefined : BigInt(stream.responseCode);
+    case "request\0path":
+      return h?.get(":path");
+    case "request\0url_path":
+      return h?.get(":path")?.split("?")[0];
+    case "request\0query": {
+      const p = h?.get(":path");
+      if (p === undefined) return undefined;
+      const q = p.indexOf("?");
+      return q < 0 ? "" : p.slice(q + 1);
     }
-    if (seg.length !== 2) return undefined;
-    const rawPath = h.get(":path");
-    switch (second) {
-      case "path":
-        return rawPath;
-      case "url_path":
-        return rawPath === undefined ? undefined : rawPath.split("?")[0];
-      case "query": {
-        if (rawPath === undefined) return undefined;
-        const q = rawPath.indexOf("?");
-        return q < 0 ? "" : rawPath.slice(q + 1);
-      }
-      case "host":
-        return h.get(":authority");
-      case "method":
-        return h.get(":method");
-      case "scheme":
-        return h.get(":scheme");
-      case "referer":
-        return h.get("referer");
-      case "useragent":
-        return h.get("user-agent");
-    }
-    return undefined;
+    case "request\0host":
+      return h?.get(":authority");
+    case "request\0method":
+      return h?.get(":method");
+    case "request\0scheme":
+      return h?.get(":scheme");
+    case "request\0referer":
+      return h?.get("referer");
+    case "request\0useragent":
+      return h?.get("user-agent");
+    case "request\0headers":
+      return h ? encodeMap(h.raw()) : undefined;
+    case "response\0headers":
+      return stream.responseHeaders ? encodeMap(stream.responseHeaders.raw()) : undefined;
+    case "response\0trailers":
+      return stream.responseTrailers ? encodeMap(stream.responseTrailers.raw()) : undefined;
   }
-  if (head === "response") {
-    if (second === "code" && seg.length === 2) return stream.responseCode === undefined ? undefined : encodeInt64(stream.responseCode);
-    const map = second === "headers" ? stream.responseHeaders : second === "trailers" ? stream.responseTrailers : undefined;
-    if (!map) return undefined;
-    if (seg.length === 2) return encodeMap(map.raw() as Pairs);
-    return seg.length === 3 && third !== undefined ? map.get(third) : undefined;
-  }
+  const seg = splitPropertyPath(path);
+  if (seg.length !== 3 || seg[2] === undefined) return undefined;
+  if (seg[0] === "request" && seg[1] === "headers") return h?.get(seg[2]);
+  if (seg[0] === "response" && seg[1] === "headers") return stream.responseHeaders?.get(seg[2]);
+  if (seg[0] === "response" && seg[1] === "trailers") return stream.responseTrailers?.get(seg[2]);
   return undefined;
 }

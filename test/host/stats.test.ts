@@ -105,3 +105,11 @@ test("defining one name as two kinds is an ABI violation", () => {
   s.define(0, "x");
   assert.throws(() => s.define(1, "x"), (e: unknown) => e instanceof AbiViolation && /already defined as a counter, not a gauge/.test(e.message));
 });
+
+test("histograms past the retained-sample cap still count in the rendering, and histogram() refuses to return a partial list", () => {
+  const s = new StatsStore({ histogramBuckets: [10], maxRetainedSamples: 2 });
+  const h = s.define(2, "d_ms");
+  for (const v of [1n, 20n, 5n]) s.record(h, v);
+  assert.equal(s.prometheus(), '# TYPE d_ms histogram\nd_ms_bucket{le="10"} 2\nd_ms_bucket{le="+Inf"} 3\nd_ms_sum{} 26\nd_ms_count{} 3\n\n');
+  assert.throws(() => s.histogram("d_ms"), /kept only its first 2 samples \(1 more recorded\)/);
+});

@@ -22,7 +22,11 @@ interface Metric {
   readonly kind: Kind;
   readonly name: string; // as the module defined it (no wasmcustom. prefix)
   value: number;
-  samples: number[];
+  samples: number[]; // every recorded value, up to maxRetainedSamples
+  dropped: number; // samples recorded past that cap (counted in buckets, sum and count only)
+  bucketCounts: number[]; // per bucket bound, non-cumulative; the last slot is above every bound
+  sum: number;
+  count: number;
 }
 
 /** One stat after tag extraction: its tag-extracted name and its tags in extraction order. */
@@ -92,6 +96,8 @@ export function prometheusMetricName(extractedName: string): string | undefined 
 export interface StatsOptions {
   statTags?: readonly string[];
   histogramBuckets?: readonly number[];
+  /** Raw histogram samples kept per histogram for histogram()/samples(), default 1,000,000. */
+  maxRetainedSamples?: number;
 }
 
 /** The metrics a VM defined, with Envoy's semantics, plus the host's own counters. */
@@ -102,10 +108,12 @@ export class StatsStore {
   private nextIndex = 1;
   private readonly tagRegexes: Array<[string, RegExp]>;
   readonly buckets: readonly number[];
+  private readonly maxRetained: number;
 
   constructor(opts: StatsOptions = {}) {
     this.tagRegexes = (opts.statTags ?? DEFAULT_STAT_TAGS).map((t) => [t, istioTagRegex(t)]);
     this.buckets = opts.histogramBuckets ?? ENVOY_DEFAULT_BUCKETS;
+    this.maxRetained = opts.maxRetainedSamples ?? 1_000_000;
   }
 
   /** proxy_define_metric: the same name and type give the same id; ids carry the type in the low 2 bits like Envoy's. */
@@ -119,7 +127,7 @@ export class StatsStore {
       return existing.id;
     }
     const id = (this.nextIndex++ << 2) | type;
-    const m: Metric = { id, kind, name, value: 0, samples: [] };
+    const m: Metric = { id, kind, name, value: 0, samples: [], dropped: 0, bucketCounts: new Array<number>(this.buckets.length + 1).fill(0), sum: 0, count: 0 };
     this.byId.set(id, m);
     this.byName.set(name, m);
     return id;
@@ -146,8 +154,22 @@ export class StatsStore {
     const m = this.metric(id, "proxy_record_metric");
     if (m.kind === "counter") throw new AbiViolation(`proxy_record_metric on counter "${m.name}": counters take proxy_increment_metric only`);
     const v = Number(BigInt.asUintN(64, value));
-    if (m.kind === "gauge") m.value = v;
-    else m.samples.push(v);
+    if (m.kind === "gauge") {
+      m.value = v;
+      return;
+    }
+    if (m.samples.length < this.maxRetained) m.samples.push(v);
+    else m.dropped++;
+    let b = 0;
+    while (b < this.buckets.length && v > this.buckets[b]!) b++;
+    m.bucketCounts[b]!++;
+    m.sum += v;
+    m.count++;
+  }
+
+  private retained(m: Metric): number[] {
+    if (m.dropped > 0) throw new Error(`histogram "${m.name}" kept only its first ${m.samples.length} samples (${m.dropped} more recorded): raise maxRetainedSamples`);
+    return [...m.samples];
   }
 
   /** proxy_get_metric: counters and gauges. */
@@ -183,7 +205,7 @@ export class StatsStore {
 
   histogram(name: string): number[] | undefined {
     const m = this.byName.get(name);
-    return m?.kind === "histogram" ? [...m.samples] : undefined;
+    return m?.kind === "histogram" ? this.retained(m) : undefined;
   }
 
   /** Tag extraction of one defined name (without the wasmcustom. prefix in the result). */
@@ -211,7 +233,7 @@ export class StatsStore {
   /** Histogram samples after tag extraction; labels must match exactly. */
   samples(metric: string, labels: Record<string, string> = {}): number[] | undefined {
     const m = this.find(metric, labels, ["histogram"]);
-    return m ? [...m.samples] : undefined;
+    return m ? this.retained(m) : undefined;
   }
 
   /** Envoy's /stats/prometheus text for these stats, as an Istio sidecar prints them. */
@@ -243,18 +265,16 @@ export class StatsStore {
             out += `${promName}{${tags}} ${row.metric ? row.metric.value : row.hostValue}\n`;
             continue;
           }
-          const samples = row.metric!.samples;
+          const m = row.metric!;
           const histTags = tags === "" ? "" : `${tags},`;
-          for (const le of this.buckets) {
-            let n = 0;
-            for (const s of samples) if (s <= le) n++;
-            out += `${promName}_bucket{${histTags}le="${le}"} ${n}\n`;
-          }
-          let sum = 0;
-          for (const s of samples) sum += s;
-          out += `${promName}_bucket{${histTags}le="+Inf"} ${samples.length}\n`;
-          out += `${promName}_sum{${tags}} ${sum}\n`;
-          out += `${promName}_count{${tags}} ${samples.length}\n`;
+          let cumulative = 0;
+          this.buckets.forEach((le, b) => {
+            cumulative += m.bucketCounts[b]!;
+            out += `${promName}_bucket{${histTags}le="${le}"} ${cumulative}\n`;
+          });
+          out += `${promName}_bucket{${histTags}le="+Inf"} ${m.count}\n`;
+          out += `${promName}_sum{${tags}} ${m.sum}\n`;
+          out += `${promName}_count{${tags}} ${m.count}\n`;
         }
         out += "\n";
       }

@@ -1,6 +1,7 @@
 // The proxy-wasm host: runs a compiled filter in Node's WebAssembly (V8, Envoy's default runtime)
 // with Envoy's start-up sequence, callback order and host-call semantics. Any ABI misuse throws
 // AbiViolation; a trap or proc_exit fails the VM for good, as in Envoy.
+import { randomFillSync } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import {
   BUFFER_TYPE_MAX,
@@ -102,20 +103,22 @@ class Memory {
     this.buf = Buffer.from(memory.buffer);
   }
 
-  /** A Buffer over the current memory (refreshed after memory.grow detaches the old one). */
+  /**
+   * A Buffer over the current memory. memory.grow detaches the old ArrayBuffer (its view drops to
+   * length 0), which is cheaper to test than reading memory.buffer on every host call.
+   */
   view(): Buffer {
-    if (this.buf.buffer !== this.memory.buffer) this.buf = Buffer.from(this.memory.buffer);
+    if (this.buf.length === 0) this.buf = Buffer.from(this.memory.buffer);
     return this.buf;
   }
 
   get byteLength(): number {
-    return this.memory.buffer.byteLength;
+    return this.view().length;
   }
 
   check(ptr: number, len: number, what: string): void {
-    if (ptr + len > this.memory.buffer.byteLength) {
-      throw new AbiViolation(`${what}: pointer ${ptr} + length ${len} is outside linear memory (${this.memory.buffer.byteLength} bytes)`);
-    }
+    const size = this.view().length;
+    if (ptr + len > size) throw new AbiViolation(`${what}: pointer ${ptr} + length ${len} is outside linear memory (${size} bytes)`);
   }
 
   bytes(ptr: number, len: number, what: string): Buffer {
@@ -125,7 +128,7 @@ class Memory {
 
   string(ptr: number, len: number, what: string): string {
     this.check(ptr, len, what);
-    return this.view().toString("utf8", ptr, ptr + len);
+    return (this.buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(ptr, ptr + len);
   }
 
   u32(ptr: number, v: number, what: string): void {
@@ -143,8 +146,8 @@ class Memory {
 interface StreamState extends StreamFacts {
   id: number;
   phase: Phase;
-  extra: Record<string, Uint8Array>;
-  setProperties: Map<string, Buffer>;
+  extra: Record<string, Uint8Array> | undefined;
+  setProperties: Map<string, Buffer> | undefined;
   monoStartNs: bigint;
   requestTrailers?: HeaderList;
   requestBody?: Buffer; // the current chunk, inside proxy_on_request_body only
@@ -288,15 +291,15 @@ export class FilterVm {
       requestId: props.requestId,
       startTimeNs: props.startTimeNs ?? this.clock.realtimeNs(),
       monoStartNs: this.clock.monotonicNs(),
-      extra: props.extra ?? {},
-      setProperties: new Map(),
+      extra: props.extra,
+      setProperties: undefined,
       inCallback: undefined,
       continueCalls: [],
       closeCalls: [],
       lastStatus: undefined,
       stops: [],
-      lastRequestChunk: Buffer.alloc(0),
-      lastResponseChunk: Buffer.alloc(0),
+      lastRequestChunk: EMPTY,
+      lastResponseChunk: EMPTY,
     };
     this.streams.set(id, state);
     this.call(id, "proxy_on_context_create", () => this.fn("proxy_on_context_create")(id, ROOT_CONTEXT_ID));
@@ -484,12 +487,13 @@ export class FilterVm {
   }
 
   /** Envoy's copyToPointerSize: malloc in the module, copy, write pointer and size (0/0 for empty). */
-  private copyOut(data: Buffer | string, ptrPtr: number, sizePtr: number, what: string): void {
-    const size = typeof data === "string" ? Buffer.byteLength(data) : data.length;
+  private copyOut(data: Buffer | string | bigint, ptrPtr: number, sizePtr: number, what: string): void {
+    const size = typeof data === "string" ? Buffer.byteLength(data) : typeof data === "bigint" ? 8 : data.length;
     let ptr = 0;
     if (size > 0) {
       ptr = this.alloc(size, what);
       if (typeof data === "string") this.mem.view().write(data, ptr, "utf8");
+      else if (typeof data === "bigint") this.mem.view().writeBigInt64LE(BigInt.asIntN(64, data), ptr);
       else data.copy(this.mem.view(), ptr);
     }
     this.mem.u32(ptrPtr, ptr, what);
@@ -575,13 +579,26 @@ export class FilterVm {
 
   private buildImports(): Record<string, Record<string, (...args: never[]) => unknown>> {
     const m = (): Memory => this.mem;
-    const guard = <A extends unknown[], R>(name: string, f: (...a: A) => R): ((...a: A) => R) => {
-      return (...a: A): R => {
-        if (this.initializing && !WASI_INIT_ALLOWED.has(name)) {
+    // Fixed-arity wrappers (no rest/spread) keep the per-call cost of the start-up check negligible.
+    const guard = (name: string, f: (...a: never[]) => unknown): ((...a: never[]) => unknown) => {
+      if (WASI_INIT_ALLOWED.has(name)) return f;
+      const g = f as (...a: unknown[]) => unknown;
+      const check = (): void => {
+        if (this.initializing) {
           throw new VmFailedError(`${name} called during _initialize/_start, where Envoy allows only logging, clocks, random, args and environ (restricted_callback trap)`);
         }
-        return f(...a);
       };
+      type A = unknown;
+      switch (f.length) {
+        case 0: return () => (check(), g());
+        case 1: return (a: A) => (check(), g(a));
+        case 2: return (a: A, b: A) => (check(), g(a, b));
+        case 3: return (a: A, b: A, c: A) => (check(), g(a, b, c));
+        case 4: return (a: A, b: A, c: A, d: A) => (check(), g(a, b, c, d));
+        case 5: return (a: A, b: A, c: A, d: A, e: A) => (check(), g(a, b, c, d, e));
+        default:
+          return (...a: unknown[]) => (check(), g(...a));
+      }
     };
     const u = (x: number): number => x >>> 0;
 
@@ -600,14 +617,14 @@ export class FilterVm {
         const path = m().string(u(pathPtr), u(pathSize), "proxy_set_property path");
         const value = Buffer.from(m().bytes(u(valuePtr), u(valueSize), "proxy_set_property value"));
         const s = this.requireStream("proxy_set_property");
-        s.setProperties.set(path, value);
+        (s.setProperties ??= new Map()).set(path, value);
         return WasmResult.Ok;
       },
       proxy_get_property: (pathPtr: number, pathSize: number, valuePtrPtr: number, valueSizePtr: number): number => {
         const path = m().string(u(pathPtr), u(pathSize), "proxy_get_property path");
         const s = this.stream();
-        let value: Buffer | string | undefined = s?.setProperties.get(path);
-        if (value === undefined && s?.extra[path] !== undefined) value = Buffer.from(s.extra[path]!);
+        let value: Buffer | string | bigint | undefined = s?.setProperties?.get(path);
+        if (value === undefined && s?.extra?.[path] !== undefined) value = Buffer.from(s.extra[path]!);
         if (value === undefined && this.opts.properties?.[path] !== undefined) value = Buffer.from(this.opts.properties[path]!);
         if (value === undefined) {
           value = resolveProperty(path, { rootId: this.rootId, pluginName: this.opts.pluginName ?? this.rootId, vmId: this.opts.vmId ?? "" }, s);
@@ -868,14 +885,14 @@ export class FilterVm {
     const wasi = buildWasi({
       memory: m,
       clock: this.clock,
-      random: this.opts.random ?? ((out) => crypto.getRandomValues(out)),
+      random: this.opts.random ?? pooledRandom(),
       env: this.opts.env ?? {},
       log: (level, message) => this.log(level, message),
     });
 
     const wrap = (mod: string, fns: Record<string, (...args: never[]) => unknown>): Record<string, (...args: never[]) => unknown> => {
       const out: Record<string, (...args: never[]) => unknown> = {};
-      for (const [name, f] of Object.entries(fns)) out[name] = guard(`${mod}.${name}`, f as (...a: unknown[]) => unknown);
+      for (const [name, f] of Object.entries(fns)) out[name] = guard(`${mod}.${name}`, f);
       return out;
     };
     return { env: wrap("env", env), wasi_snapshot_preview1: wrap("wasi_snapshot_preview1", wasi), wasi_unstable: wrap("wasi_unstable", wasi) };
@@ -916,7 +933,7 @@ export class FilterVm {
   // ---- stream driving (used by FilterStream) ----------------------------------------------
 
   /** @internal */
-  _streamCall(s: StreamState, callback: string, args: number[], body?: { which: "request" | "response"; chunk: Buffer }): number {
+  _streamCall(s: StreamState, callback: string, a: number, b: number, body?: { which: "request" | "response"; chunk: Buffer }): number {
     if (body) {
       if (body.which === "request") s.requestBody = body.chunk;
       else s.responseBody = body.chunk;
@@ -924,7 +941,7 @@ export class FilterVm {
     s.inCallback = callback;
     try {
       if (!this.hasExport(callback)) return 0;
-      const status = this.call(s.id, callback, () => this.fn(callback)(s.id, ...args)) >>> 0;
+      const status = this.call(s.id, callback, () => this.fn(callback)(s.id, a, b)) >>> 0;
       if (!STATUS_CALLBACKS.has(callback)) return status;
       s.lastStatus = status;
       if (status !== 0 || s.localResponse) s.stops.push({ callback, status });
@@ -949,10 +966,10 @@ export class FilterVm {
     s.durationNs = this.clock.monotonicNs() - s.monoStartNs;
     s.phase = "log";
     try {
-      this._streamCall(s, "proxy_on_log", []);
-      this._streamCall(s, "proxy_on_done", []);
+      this._streamCall(s, "proxy_on_log", 0, 0);
+      this._streamCall(s, "proxy_on_done", 0, 0);
       s.phase = "ended";
-      this._streamCall(s, "proxy_on_delete", []);
+      this._streamCall(s, "proxy_on_delete", 0, 0);
     } finally {
       s.phase = "ended";
       this.streams.delete(s.id);
@@ -977,6 +994,28 @@ const STATUS_CALLBACKS = new Set([
   "proxy_on_response_trailers",
 ]);
 
+/**
+ * A CSPRNG source like Envoy's RAND_bytes: the kernel is asked for 64 KiB at a time, because a
+ * crypto call per random_get would cost the filter several microseconds that Envoy never charges.
+ */
+function pooledRandom(): (out: Uint8Array) => void {
+  const pool = Buffer.alloc(64 * 1024);
+  let at = pool.length;
+  return (out) => {
+    if (out.length > pool.length) {
+      randomFillSync(out);
+      return;
+    }
+    if (at + out.length > pool.length) {
+      randomFillSync(pool);
+      at = 0;
+    }
+    out.set(pool.subarray(at, at + out.length));
+    pool.fill(0, at, at + out.length);
+    at += out.length;
+  };
+}
+
 function loadBytes(wasm: string | Uint8Array): Uint8Array {
   if (typeof wasm !== "string") return wasm;
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run \`make build\` first`);
@@ -985,12 +1024,12 @@ function loadBytes(wasm: string | Uint8Array): Uint8Array {
 
 /** How FilterStream reaches into its VM (kept off the public surface). */
 interface StreamDriver {
-  call(vm: FilterVm, s: StreamState, callback: string, args: number[], body?: { which: "request" | "response"; chunk: Buffer }): number;
+  call(vm: FilterVm, s: StreamState, callback: string, a: number, b: number, body?: { which: "request" | "response"; chunk: Buffer }): number;
   end(vm: FilterVm, s: StreamState): void;
 }
 
 const streamDriver: StreamDriver = {
-  call: (vm, s, callback, args, body) => vm._streamCall(s, callback, args, body),
+  call: (vm, s, callback, a, b, body) => vm._streamCall(s, callback, a, b, body),
   end: (vm, s) => vm._streamEnd(s),
 };
 
@@ -1079,21 +1118,21 @@ export class FilterStream {
     this.expect(["new"], "requestHeaders");
     this.s.requestHeaders = new HeaderList(headers);
     this.s.phase = "request";
-    return this.driver.call(this.vm, this.s, "proxy_on_request_headers", [this.s.requestHeaders.size, endOfStream ? 1 : 0]);
+    return this.driver.call(this.vm, this.s, "proxy_on_request_headers", this.s.requestHeaders.size, endOfStream ? 1 : 0);
   }
 
   /** proxy_on_request_body with this chunk as the current body buffer. */
   requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["request"], "requestBody");
     const b = toBuffer(chunk);
-    return this.driver.call(this.vm, this.s, "proxy_on_request_body", [b.length, endOfStream ? 1 : 0], { which: "request", chunk: b });
+    return this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
   }
 
   /** proxy_on_request_trailers. */
   requestTrailers(trailers: Array<[string, string]>): number {
     this.expect(["request"], "requestTrailers");
     this.s.requestTrailers = new HeaderList(trailers);
-    return this.driver.call(this.vm, this.s, "proxy_on_request_trailers", [this.s.requestTrailers.size]);
+    return this.driver.call(this.vm, this.s, "proxy_on_request_trailers", this.s.requestTrailers.size, 0);
   }
 
   /** proxy_on_response_headers; response.code comes from :status. */
@@ -1103,21 +1142,21 @@ export class FilterStream {
     const code = Number(this.s.responseHeaders.get(":status"));
     this.s.responseCode = Number.isInteger(code) ? code : undefined;
     this.s.phase = "response";
-    return this.driver.call(this.vm, this.s, "proxy_on_response_headers", [this.s.responseHeaders.size, endOfStream ? 1 : 0]);
+    return this.driver.call(this.vm, this.s, "proxy_on_response_headers", this.s.responseHeaders.size, endOfStream ? 1 : 0);
   }
 
   /** proxy_on_response_body with this chunk as the current body buffer. */
   responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["response"], "responseBody");
     const b = toBuffer(chunk);
-    return this.driver.call(this.vm, this.s, "proxy_on_response_body", [b.length, endOfStream ? 1 : 0], { which: "response", chunk: b });
+    return this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
   }
 
   /** proxy_on_response_trailers. */
   responseTrailers(trailers: Array<[string, string]>): number {
     this.expect(["response"], "responseTrailers");
     this.s.responseTrailers = new HeaderList(trailers);
-    return this.driver.call(this.vm, this.s, "proxy_on_response_trailers", [this.s.responseTrailers.size]);
+    return this.driver.call(this.vm, this.s, "proxy_on_response_trailers", this.s.responseTrailers.size, 0);
   }
 
   /** request.duration from the clock, then proxy_on_log, proxy_on_done, proxy_on_delete (Envoy's order). Idempotent. */

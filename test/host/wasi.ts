@@ -157,9 +157,7 @@ export function buildWasi(deps: WasiDeps): Record<string, (...args: never[]) => 
       if (n > RANDOM_GET_MAX_BYTES) return Errno.Inval;
       if (n === 0) return Errno.Success;
       m().check(u(ptr), n, "random_get");
-      const out = new Uint8Array(n);
-      deps.random(out);
-      m().view().set(out, u(ptr));
+      deps.random(m().view().subarray(u(ptr), u(ptr) + n));
       return Errno.Success;
     },
     sched_yield: (): number => Errno.Success,

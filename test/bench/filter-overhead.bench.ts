@@ -1,0 +1,119 @@
+// Per-request cost of build/filter.wasm (default config) against build/noop.wasm (same SDK, compiler
+// and options, every callback at Continue), both through the same test host in one run, headers only.
+// Rounds interleave the VMs after a warm-up and the median round counts, so load spikes on the
+// shared machine hit every side alike. A hand-built module with empty callbacks shows what the host
+// itself costs (the noop figure is host + SDK).
+import { existsSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { FilterVm, ManualClock } from "../host/index.js";
+import { proxyModule } from "../host/support/proxy-module.js";
+import type { BenchRow } from "./table.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const WARMUP_REQUESTS = 5_000;
+const ROUNDS = 21;
+const REQUESTS_PER_ROUND = 2_000;
+const RATIO_BAR = 2.5;
+const SIZE_BAR_KIB = 64;
+
+// A realistic request (12 headers) and response (6 headers) of an OpenAI-compatible call.
+const REQUEST_HEADERS: Array<[string, string]> = [
+  [":authority", "llm.inference.svc.cluster.local"],
+  [":path", "/v1/chat/completions"],
+  [":method", "POST"],
+  [":scheme", "http"],
+  ["content-type", "application/json"],
+  ["accept", "application/json"],
+  ["user-agent", "openai-python/1.54.0"],
+  ["x-request-id", "7f2c6f7e-3b1a-4a8e-9d0e-2b7c1e4f5a6b"],
+  ["x-forwarded-for", "10.244.1.17"],
+  ["x-forwarded-proto", "http"],
+  ["content-length", "182"],
+  ["x-envoy-attempt-count", "1"],
+];
+const RESPONSE_HEADERS: Array<[string, string]> = [
+  [":status", "200"],
+  ["content-type", "application/json"],
+  ["content-length", "512"],
+  ["date", "Wed, 02 Dec 2026 12:00:00 GMT"],
+  ["server", "envoy"],
+  ["x-envoy-upstream-service-time", "12"],
+];
+
+function wasmPath(name: string): string {
+  const p = `${root}/build/${name}`;
+  if (!existsSync(p)) throw new Error(`${p} is missing: run \`make build\` first`);
+  return p;
+}
+
+function runRequests(vm: FilterVm, clock: ManualClock, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const s = vm.newStream({ routeName: "chat", clusterName: "outbound|8000||llm.inference.svc.cluster.local" });
+    s.requestHeaders(REQUEST_HEADERS, true);
+    clock.advanceMs(12);
+    s.responseHeaders(RESPONSE_HEADERS, true);
+    s.end();
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Measures and returns the rows for `make bench`. */
+export async function run(): Promise<BenchRow[]> {
+  const sides = [
+    { name: "filter.wasm", wasm: wasmPath("filter.wasm") as string | Uint8Array },
+    { name: "noop.wasm", wasm: wasmPath("noop.wasm") as string | Uint8Array },
+    { name: "empty hand-built module", wasm: proxyModule() as string | Uint8Array },
+  ];
+  const vms = await Promise.all(
+    sides.map(async (side) => {
+      const clock = new ManualClock();
+      const vm = await FilterVm.load({ wasm: side.wasm, clock });
+      runRequests(vm, clock, WARMUP_REQUESTS);
+      return { ...side, vm, clock, rounds: [] as number[] };
+    }),
+  );
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let k = 0; k < vms.length; k++) {
+      const side = vms[(r + k) % vms.length]!;
+      const t0 = process.hrtime.bigint();
+      runRequests(side.vm, side.clock, REQUESTS_PER_ROUND);
+      side.rounds.push(Number(process.hrtime.bigint() - t0) / 1000 / REQUESTS_PER_ROUND);
+    }
+  }
+  for (const side of vms) {
+    if (side.vm.failed) throw new Error(`${side.name} failed during the benchmark: ${side.vm.failureReason}`);
+  }
+  const [filter, noop, empty] = vms.map((v) => median(v.rounds)) as [number, number, number];
+  const ratio = filter / noop;
+  const sizeKiB = statSync(wasmPath("filter.wasm")).size / 1024;
+  return [
+    {
+      figure: "filter.wasm per-request cost (12 req + 6 resp headers, route, status; median of 21 rounds)",
+      value: filter,
+      unit: "µs",
+      baseline: { name: "noop.wasm", value: noop },
+      ratio,
+      bar: `ratio <= ${RATIO_BAR}`,
+      pass: ratio <= RATIO_BAR,
+    },
+    {
+      figure: "test host alone per request (empty hand-built module; the noop figure is host + SDK)",
+      value: empty,
+      unit: "µs",
+      baseline: { name: "noop.wasm", value: noop },
+      ratio: empty / noop,
+    },
+    {
+      figure: "filter.wasm release size",
+      value: Math.round(sizeKiB * 10) / 10,
+      unit: "KiB",
+      bar: `<= ${SIZE_BAR_KIB} KiB`,
+      pass: sizeKiB <= SIZE_BAR_KIB,
+    },
+  ];
+}
