@@ -1,0 +1,155 @@
+// The metrics pipeline: scrape (static targets and Kubernetes pods) -> join (pod and GPU identity,
+// derived series) -> staleness and cardinality cap -> remote write (durable queue per target).
+import { join as joinPath } from "node:path";
+import type { Registry } from "prom-client";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Scraper, type ScrapeResult } from "../scrape/scraper.js";
+import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
+import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
+import { Joiner } from "../join/joiner.js";
+import { CardinalityLimiter } from "../join/labels.js";
+import { RemoteWriter } from "../remote-write/writer.js";
+import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
+import { StalenessTracker } from "../remote-write/staleness.js";
+import { normalizeLabels, seriesKey, type WriteSeries } from "../remote-write/series.js";
+import { systemClock, type Clock } from "../remote-write/retry.js";
+import type { Transport } from "../remote-write/transport.js";
+import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
+import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
+import { validatePipelineConfig, type PipelineConfig } from "./config.js";
+
+export { DEFAULT_PIPELINE_CONFIG, REMOTE_WRITE_TARGET_DEFAULTS, withDefaults, validatePipelineConfig, type PipelineConfig, type PipelineConfigInput, type ConfigError, type RemoteWriteTarget } from "./config.js";
+
+/** What the pipeline takes from its host process. */
+export interface PipelineDeps {
+  /** Self-metrics go here (never the global registry). */
+  registry: Registry;
+  clock?: Clock;
+  /** Needed when scrape.kubernetes.enabled and no podSource is given. */
+  kubeConfig?: KubeConfig;
+  /** Overrides the Kubernetes pod source (tests, or running outside a cluster). */
+  podSource?: PodSource;
+  /** Overrides the HTTP transport per remote-write target (tests). */
+  transportFor?: (target: RemoteWriteTargetConfig) => Transport;
+  /** Called with each joined batch before it is queued (diagnostics and tests). */
+  onBatch?: (series: WriteSeries[], result: ScrapeResult) => void;
+  log?: (msg: string) => void;
+}
+
+/** A running pipeline. */
+export interface RunningPipeline {
+  /** Stops scraping, flushes remote write for a bounded time; queued data stays on disk. */
+  stop(): Promise<void>;
+  registry: Registry;
+  metrics: PipelineMetrics & { remoteWrite: RemoteWriteMetrics };
+  scraper: Scraper;
+  writer: RemoteWriter;
+  joiner: Joiner;
+  /** The targets scraped now. */
+  targets(): ScrapeTarget[];
+}
+
+/** Validates `config` (throws with every {field, reason} when invalid) and starts the pipeline. */
+export async function startPipeline(config: PipelineConfig, deps: PipelineDeps): Promise<RunningPipeline> {
+  const errors = validatePipelineConfig(config);
+  if (errors.length > 0) throw new Error(`invalid pipeline config: ${errors.map((e) => `${e.field}: ${e.reason}`).join("; ")}`);
+  const clock = deps.clock ?? systemClock;
+  const metrics = createPipelineMetrics(deps.registry);
+  const rwMetrics = createRemoteWriteMetrics(deps.registry);
+  const writer = new RemoteWriter(
+    config.remoteWrite.targets.map((t) => ({ ...t, queueDir: joinPath(config.remoteWrite.queueDir, t.name) })),
+    { clock, metrics: rwMetrics, ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
+  );
+  const joiner = new Joiner(config.join.forward);
+  const limiter = new CardinalityLimiter(config.join.maxSeries);
+  const staleness = new StalenessTracker();
+
+  const ship = (source: string, series: WriteSeries[], ts: number): void => {
+    const admitted: WriteSeries[] = [];
+    const labelSets = [];
+    for (const s of series) {
+      const labels = normalizeLabels(s.labels);
+      if (typeof labels === "string") {
+        metrics.seriesDropped.inc({ reason: "invalid_labels" });
+        continue;
+      }
+      if (!limiter.admit(seriesKey(labels))) {
+        metrics.seriesDropped.inc({ reason: "cardinality_cap" });
+        continue;
+      }
+      admitted.push({ labels, samples: s.samples });
+      labelSets.push(labels);
+    }
+    for (const gone of staleness.update(source, labelSets)) {
+      limiter.release(seriesKey(gone));
+      admitted.push({ labels: gone, samples: [{ value: NaN, timestampMs: ts, stale: true }] });
+    }
+    metrics.activeSeries.set(limiter.size);
+    writer.write(admitted);
+  };
+
+  const onResult = (r: ScrapeResult): void => {
+    const kind = r.target.kind;
+    metrics.scrapeDuration.observe({ kind }, r.durationMs / 1000);
+    if (!r.ok) metrics.scrapeFailures.inc({ kind, reason: r.error ?? "unknown" });
+    if (r.parseErrors.length > 0) metrics.parseErrors.inc({ kind }, r.parseErrors.length);
+    const series = joiner.join(r);
+    deps.onBatch?.(series, r);
+    ship(r.target.id, series, r.timestampMs);
+  };
+
+  const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, onResult });
+  const fixed = staticTargets(config.scrape.static, config.scrape);
+  let discovered: ScrapeTarget[] = [];
+  const apply = (): void => {
+    const all = [...fixed, ...discovered];
+    for (const removed of scraper.setTargets(all)) {
+      joiner.removeTarget(removed.id);
+      const gone = staleness.remove(removed.id);
+      for (const l of gone) limiter.release(seriesKey(l));
+      writer.write(gone.map((labels) => ({ labels, samples: [{ value: NaN, timestampMs: clock.now(), stale: true }] })));
+    }
+    for (const kind of ["envoy", "dcgm", "vllm", "static"] as const) metrics.targets.set({ kind }, all.filter((t) => t.kind === kind).length);
+  };
+
+  let podSource: PodSource | undefined;
+  const k = config.scrape.kubernetes;
+  if (k.enabled || deps.podSource) {
+    podSource = deps.podSource;
+    if (!podSource) {
+      if (!deps.kubeConfig) throw new Error("invalid pipeline config: scrape.kubernetes.enabled: needs a kubeConfig");
+      podSource = new KubernetesPodSource({
+        kubeConfig: deps.kubeConfig,
+        clock,
+        ...(k.namespace ? { namespace: k.namespace } : {}),
+        ...(k.labelSelector ? { labelSelector: k.labelSelector } : {}),
+        onError: (err) => deps.log?.(`pod discovery: ${(err as Error).message ?? String(err)}`),
+      });
+    }
+    const discovery = new PodTargetDiscovery(
+      { envoy: k.envoy, dcgm: k.dcgm, vllm: k.vllm, intervalMs: config.scrape.intervalMs, timeoutMs: config.scrape.timeoutMs },
+      (targets) => {
+        discovered = targets;
+        apply();
+      },
+    );
+    await podSource.start(discovery);
+  }
+  apply();
+  writer.start();
+  scraper.start();
+
+  return {
+    registry: deps.registry,
+    metrics: { ...metrics, remoteWrite: rwMetrics },
+    scraper,
+    writer,
+    joiner,
+    targets: () => scraper.targets,
+    async stop(): Promise<void> {
+      await podSource?.stop();
+      await scraper.stop();
+      await writer.stop();
+    },
+  };
+}

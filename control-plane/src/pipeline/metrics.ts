@@ -1,0 +1,25 @@
+// Scrape and join self-metrics, on the explicit registry the pipeline is given.
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** Scrape and join metrics. */
+export interface PipelineMetrics {
+  scrapeDuration: Histogram<"kind">;
+  scrapeFailures: Counter<"kind" | "reason">;
+  parseErrors: Counter<"kind">;
+  targets: Gauge<"kind">;
+  seriesDropped: Counter<"reason">;
+  activeSeries: Gauge;
+}
+
+/** Creates them on `registry`. */
+export function createPipelineMetrics(registry: Registry): PipelineMetrics {
+  const registers = [registry];
+  return {
+    scrapeDuration: new Histogram({ name: "tokentrace_scrape_duration_seconds", help: "Wall time of one scrape, by target kind.", labelNames: ["kind"], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers }),
+    scrapeFailures: new Counter({ name: "tokentrace_scrape_failures_total", help: "Failed scrapes by target kind and reason (timeout, network, http_<status>, body_too_large).", labelNames: ["kind", "reason"], registers }),
+    parseErrors: new Counter({ name: "tokentrace_scrape_parse_errors_total", help: "Exposition lines skipped as malformed, by target kind.", labelNames: ["kind"], registers }),
+    targets: new Gauge({ name: "tokentrace_scrape_targets", help: "Targets being scraped, by kind.", labelNames: ["kind"], registers }),
+    seriesDropped: new Counter({ name: "tokentrace_join_series_dropped_total", help: "Joined series not shipped, by reason (cardinality_cap, invalid_labels).", labelNames: ["reason"], registers }),
+    activeSeries: new Gauge({ name: "tokentrace_join_active_series", help: "Distinct series admitted under the cardinality cap.", registers }),
+  };
+}

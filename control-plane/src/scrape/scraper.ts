@@ -1,0 +1,178 @@
+// Scrapes every target on its own interval with bounded concurrency. Each scrape has its own
+// timeout, so a slow or dead target holds at most one slot for at most its timeout and never
+// delays the schedule of the others. Results (success or failure) go to one callback.
+import type { Clock } from "../remote-write/retry.js";
+import type { FamilyMetadata, ParsedSample } from "./sample.js";
+import { TextParser, type ParseError } from "./text-parser.js";
+import type { ScrapeTarget } from "./targets.js";
+
+/** The outcome of one scrape. */
+export interface ScrapeResult {
+  target: ScrapeTarget;
+  /** Scrape start, ms since the epoch (the timestamp its samples get when they carry none). */
+  timestampMs: number;
+  durationMs: number;
+  ok: boolean;
+  /** Bounded reason when !ok: timeout, network, http_<status>, body_too_large. */
+  error?: string;
+  samples: ParsedSample[];
+  families: Map<string, FamilyMetadata>;
+  parseErrors: ParseError[];
+}
+
+/** Scraper settings. */
+export interface ScraperOptions {
+  clock: Clock;
+  concurrency: number;
+  onResult: (r: ScrapeResult) => void;
+  /** Largest body accepted, bytes. */
+  maxBodyBytes?: number;
+  /** Spread first scrapes over the interval by a stable hash of the target id (default true). */
+  spreadStart?: boolean;
+  /** Monotonic ms for durations (default performance.now). */
+  monotonicMs?: () => number;
+}
+
+interface Scheduled {
+  target: ScrapeTarget;
+  nextAt: number;
+  running: boolean;
+}
+
+function stableHash(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/** One scrape over HTTP, body streamed into the parser. */
+export async function scrapeOnce(target: ScrapeTarget, clock: Clock, maxBodyBytes = 64 << 20, monotonicMs: () => number = () => performance.now()): Promise<ScrapeResult> {
+  const timestampMs = clock.now();
+  const t0 = monotonicMs();
+  const samples: ParsedSample[] = [];
+  const parser = new TextParser((s) => samples.push(s));
+  const result = (ok: boolean, error?: string): ScrapeResult => {
+    const r: ScrapeResult = { target, timestampMs, durationMs: monotonicMs() - t0, ok, samples: ok ? samples : [], families: parser.families, parseErrors: parser.errors };
+    if (error !== undefined) r.error = error;
+    return r;
+  };
+  try {
+    const res = await fetch(target.url, {
+      headers: { Accept: "text/plain;version=0.0.4;q=1,*/*;q=0.1", "User-Agent": "tokentrace-control-plane/0.1.0" },
+      signal: AbortSignal.timeout(target.timeoutMs),
+    });
+    if (res.status !== 200 || !res.body) {
+      await res.body?.cancel();
+      return result(false, `http_${res.status}`);
+    }
+    const decoder = new TextDecoder();
+    let bytes = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      bytes += chunk.byteLength;
+      if (bytes > maxBodyBytes) return result(false, "body_too_large");
+      parser.push(decoder.decode(chunk, { stream: true }));
+    }
+    parser.push(decoder.decode());
+    parser.end();
+    return result(true);
+  } catch (err) {
+    const name = (err as { name?: string }).name;
+    return result(false, name === "TimeoutError" || name === "AbortError" ? "timeout" : "network");
+  }
+}
+
+/** Runs the scrape schedule. */
+export class Scraper {
+  private readonly scheduled = new Map<string, Scheduled>();
+  private inFlight = 0;
+  private stopped = true;
+  private wakeController = new AbortController();
+  private loopDone: Promise<void> | undefined;
+  private readonly active = new Set<Promise<void>>();
+
+  constructor(private readonly opts: ScraperOptions) {}
+
+  /** Replaces the target set; kept targets keep their schedule. Returns the removed targets. */
+  setTargets(targets: ScrapeTarget[]): ScrapeTarget[] {
+    const now = this.opts.clock.now();
+    const next = new Map(targets.map((t) => [t.id, t]));
+    const removed: ScrapeTarget[] = [];
+    for (const [id, s] of this.scheduled) {
+      if (!next.has(id)) {
+        this.scheduled.delete(id);
+        removed.push(s.target);
+      }
+    }
+    for (const t of targets) {
+      const cur = this.scheduled.get(t.id);
+      if (cur) {
+        cur.target = t;
+        continue;
+      }
+      const offset = this.opts.spreadStart === false ? 0 : stableHash(t.id) % t.intervalMs;
+      this.scheduled.set(t.id, { target: t, nextAt: now + offset, running: false });
+    }
+    this.wake();
+    return removed;
+  }
+
+  /** The targets currently scheduled. */
+  get targets(): ScrapeTarget[] {
+    return [...this.scheduled.values()].map((s) => s.target);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.loopDone = this.loop();
+  }
+
+  /** Stops scheduling and waits for scrapes in flight (each bounded by its timeout). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.loopDone;
+    await Promise.all([...this.active]);
+  }
+
+  private wake(): void {
+    this.wakeController.abort();
+  }
+
+  private async loop(): Promise<void> {
+    const { clock } = this.opts;
+    while (!this.stopped) {
+      this.wakeController = new AbortController();
+      const now = clock.now();
+      const due = [...this.scheduled.values()].filter((s) => !s.running && s.nextAt <= now).sort((a, b) => a.nextAt - b.nextAt);
+      for (const s of due) {
+        if (this.inFlight >= this.opts.concurrency) break;
+        this.launch(s, now);
+      }
+      let nextAt = Infinity;
+      for (const s of this.scheduled.values()) if (!s.running) nextAt = Math.min(nextAt, s.nextAt);
+      // When every slot is busy, wait for a completion (wake) rather than spinning on due targets.
+      const waitMs = this.inFlight >= this.opts.concurrency || nextAt === Infinity ? 3_600_000 : Math.max(0, nextAt - now);
+      if (waitMs > 0 || due.length === 0) await clock.sleep(waitMs, this.wakeController.signal);
+    }
+  }
+
+  private launch(s: Scheduled, now: number): void {
+    s.running = true;
+    this.inFlight++;
+    // Keep the phase; after a long stall skip missed slots instead of scraping in a burst.
+    s.nextAt += s.target.intervalMs;
+    if (s.nextAt <= now) s.nextAt = now + s.target.intervalMs;
+    const p = scrapeOnce(s.target, this.opts.clock, this.opts.maxBodyBytes, this.opts.monotonicMs)
+      .then((r) => {
+        if (this.scheduled.get(s.target.id) === s) this.opts.onResult(r);
+      })
+      .finally(() => {
+        s.running = false;
+        this.inFlight--;
+        this.active.delete(p);
+        this.wake();
+      });
+    this.active.add(p);
+  }
+}

@@ -1,0 +1,165 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { parseText } from "../../control-plane/src/scrape/text-parser.js";
+import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
+import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
+import { Joiner, counterDelta } from "../../control-plane/src/join/joiner.js";
+import { cleanLabels, sanitizeLabelName, CardinalityLimiter, MAX_LABEL_VALUE_LENGTH } from "../../control-plane/src/join/labels.js";
+import type { WriteSeries } from "../../control-plane/src/remote-write/series.js";
+
+const fixture = (name: string): string => readFileSync(new URL(`../fixtures/pipeline/${name}`, import.meta.url), "utf8");
+
+const CHAT: ScrapeTarget = { id: "envoy/llm/chat-7d9f-abcde", kind: "envoy", url: "http://10.0.0.5:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: "llm", pod: "chat-7d9f-abcde", node: "gpu-node-a" };
+const DCGM: ScrapeTarget = { id: "dcgm/gpu-operator/dcgm-a", kind: "dcgm", url: "http://10.0.0.9:9400/metrics", intervalMs: 15000, timeoutMs: 5000, namespace: "gpu-operator", pod: "dcgm-a", node: "gpu-node-a" };
+const VLLM: ScrapeTarget = { ...CHAT, id: "vllm/llm/chat-7d9f-abcde", kind: "vllm", url: "http://10.0.0.5:8000/metrics" };
+const T0 = 1_800_000_000_000;
+
+function result(target: ScrapeTarget, text: string, ts: number): ScrapeResult {
+  const p = parseText(text);
+  return { target, timestampMs: ts, durationMs: 12, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors };
+}
+
+/** Replaces `name{...labels} value` lines' values by name and a label substring. */
+function edit(text: string, edits: [string, string, string][]): string {
+  return text.split("\n").map((line) => {
+    for (const [name, contains, value] of edits) {
+      if (line.startsWith(name + "{") && line.includes(contains)) return line.replace(/ [^ ]+$/, ` ${value}`);
+    }
+    return line;
+  }).join("\n");
+}
+
+const find = (out: WriteSeries[], name: string, ...pairs: string[]): WriteSeries[] =>
+  out.filter((s) => s.labels.includes(name) && pairs.every((p, i) => i % 2 === 1 || s.labels.some((v, j) => j % 2 === 0 && v === p && s.labels[j + 1] === pairs[i + 1])));
+
+const labelsOf = (s: WriteSeries): Record<string, string> => Object.fromEntries(Array.from({ length: s.labels.length / 2 }, (_, i) => [s.labels[2 * i]!, s.labels[2 * i + 1]!]));
+
+describe("join", () => {
+  it("attaches the pod identity from the target and both GPUs of a two-GPU pod to the filter's series", () => {
+    const j = new Joiner();
+    j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
+    const out = j.join(result(CHAT, fixture("envoy-sidecar-chat.prom"), T0 + 1000));
+    const s = find(out, "tokentrace_requests_total", "response_code_class", "5xx");
+    assert.equal(s.length, 1);
+    assert.deepEqual(labelsOf(s[0]!), {
+      route: "chat", response_code_class: "5xx", namespace: "llm", pod: "chat-7d9f-abcde",
+      gpu: "0,1", gpu_uuid: "GPU-1111aaaa-0000-4000-8000-000000000000,GPU-2222bbbb-0000-4000-8000-000000000000",
+      gpu_model: "NVIDIA H100 80GB HBM3", hostname: "gpu-node-a", gpu_count: "2", gpu_attribution: "pod", __name__: "tokentrace_requests_total",
+    });
+    assert.deepEqual(s[0]!.samples, [{ value: 12, timestampMs: T0 + 1000 }]);
+    // Envoy's own stats are not forwarded by default; up and scrape_duration_seconds are.
+    assert.equal(find(out, "envoy_server_live").length, 0);
+    assert.deepEqual(find(out, "up").map((x) => [labelsOf(x), x.samples[0]!.value]), [[{ __name__: "up", job: "envoy", instance: "10.0.0.5:15090", namespace: "llm", pod: "chat-7d9f-abcde" }, 1]]);
+    assert.equal(find(out, "scrape_duration_seconds")[0]!.samples[0]!.value, 0.012);
+  });
+
+  it("reports the state of each (pod, GPU) link, with the number of pods sharing a time-sliced GPU", () => {
+    const j = new Joiner();
+    j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
+    const out = j.join(result(CHAT, fixture("envoy-sidecar-chat.prom"), T0 + 1000));
+    const util = find(out, "tokentrace_pod_gpu_utilization_percent").map((s) => [labelsOf(s).gpu, labelsOf(s).gpu_pods, s.samples[0]!.value]);
+    assert.deepEqual(util, [["0", "2", 87], ["1", "1", 64]]);
+    assert.deepEqual(find(out, "tokentrace_pod_gpu_memory_used_bytes").map((s) => s.samples[0]!.value), [61234 * 1048576, 40960 * 1048576]);
+    assert.deepEqual(find(out, "tokentrace_pod_gpu_power_watts").map((s) => s.samples[0]!.value), [512.25, 401.5]);
+    assert.deepEqual(find(out, "tokentrace_pod_gpu_sm_active_ratio").map((s) => s.samples[0]!.value), [0.812, 0.59]);
+    assert.deepEqual(j.gpuIndex.podsOfGpu("GPU-1111aaaa-0000-4000-8000-000000000000"), ["llm/chat-7d9f-abcde", "llm/embed-5c4b-fghij"]);
+  });
+
+  it("falls back to the node's unmapped GPUs for a pod dcgm-exporter did not map, and reads the lower-case hostname label", () => {
+    const j = new Joiner();
+    j.join(result(DCGM, fixture("dcgm-node-a.prom").replaceAll("Hostname=", "hostname="), T0));
+    const solo: ScrapeTarget = { ...CHAT, id: "envoy/llm/solo", pod: "solo" };
+    const out = j.join(result(solo, "tokentrace_requests_total{route=\"r\",response_code_class=\"2xx\"} 1\n", T0 + 1));
+    const l = labelsOf(find(out, "tokentrace_requests_total")[0]!);
+    assert.deepEqual([l.gpu, l.gpu_uuid, l.hostname, l.gpu_attribution, l.pod], ["2", "GPU-3333cccc-0000-4000-8000-000000000000", "gpu-node-a", "node", "solo"]);
+    const elsewhere: ScrapeTarget = { ...solo, id: "envoy/llm/far", pod: "far", node: "cpu-node-b" };
+    const l2 = labelsOf(find(j.join(result(elsewhere, "tokentrace_requests_total{route=\"r\"} 1\n", T0 + 2)), "tokentrace_requests_total")[0]!);
+    assert.deepEqual([l2.gpu, l2.hostname], [undefined, "cpu-node-b"]);
+  });
+
+  it("keeps MIG instances of one GPU apart", () => {
+    const j = new Joiner();
+    const mig = [
+      'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-m",modelName="A100",Hostname="n",GPU_I_PROFILE="1g.10gb",GPU_I_ID="1",namespace="a",pod="p1"} 10',
+      'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-m",modelName="A100",Hostname="n",GPU_I_PROFILE="1g.10gb",GPU_I_ID="2",namespace="a",pod="p2"} 20',
+    ].join("\n");
+    j.join(result(DCGM, mig, T0));
+    const p1 = j.join(result({ ...CHAT, namespace: "a", pod: "p1", id: "e/a/p1" }, "tokentrace_requests_total{route=\"r\"} 1\n", T0 + 1));
+    assert.deepEqual(find(p1, "tokentrace_pod_gpu_utilization_percent").map((s) => [labelsOf(s).gpu_uuid, labelsOf(s).gpu_pods, s.samples[0]!.value]), [["GPU-m/mig1", "1", 10]]);
+  });
+
+  it("derives tokens/s per GPU, GPU-seconds per 1k tokens and the latency attribution from consecutive scrapes", () => {
+    const j = new Joiner();
+    j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
+    j.join(result(VLLM, fixture("vllm-chat.prom"), T0));
+    const envoy = fixture("envoy-sidecar-chat.prom");
+    assert.equal(find(j.join(result(CHAT, envoy, T0)), "tokentrace_output_tokens_per_second_per_gpu").length, 0, "no rate from one scrape");
+    // 15 s later: +1500 output tokens, +100 requests with TTFT sum +12000 ms and duration sum +300000 ms.
+    j.join(result(VLLM, edit(fixture("vllm-chat.prom"), [
+      ["vllm:request_queue_time_seconds_sum", "", "13.0"], ["vllm:request_queue_time_seconds_count", "", "500.0"],
+      ["vllm:request_prefill_time_seconds_sum", "", "21.0"], ["vllm:request_prefill_time_seconds_count", "", "500.0"],
+    ]), T0 + 15000));
+    const out = j.join(result(CHAT, edit(envoy, [
+      ["tokentrace_llm_output_tokens_total", "", "121500"],
+      ["tokentrace_llm_ttft_ms_sum", "", "60000"], ["tokentrace_llm_ttft_ms_count", "", "500"],
+      ["tokentrace_llm_duration_ms_sum", "", "1100000"], ["tokentrace_llm_duration_ms_count", "", "500"],
+    ]), T0 + 15000));
+    // 1500 tokens / 15 s / 2 GPUs
+    assert.deepEqual(find(out, "tokentrace_output_tokens_per_second_per_gpu").map((s) => [labelsOf(s).route, labelsOf(s).model, s.samples[0]!.value]), [["chat", "llama-3-8b", 50]]);
+    // GPU share 1/2 (GPU 0 time-sliced with the embed pod) + 1 (GPU 1) = 1.5; 1.5 * 15 s / 1.5k tokens
+    assert.deepEqual(find(out, "tokentrace_gpu_seconds_per_1k_output_tokens").map((s) => s.samples[0]!.value), [15]);
+    const phases = Object.fromEntries(find(out, "tokentrace_route_latency_seconds").map((s) => [labelsOf(s).phase, s.samples[0]!.value]));
+    // TTFT 12000 ms / 100; decode = 300000/100 ms - TTFT; queue 5 s / 100; prefill 5 s / 100.
+    assert.deepEqual(phases, { ttft: 0.12, decode: 2.88, queue: 0.05, prefill: 0.05 });
+    assert.deepEqual(find(out, "tokentrace_route_gpu_utilization_percent").map((s) => s.samples[0]!.value), [75.5]);
+  });
+
+  it("derives tokens per joule per GPU from energy deltas, and reads a fallen energy counter as a reset", () => {
+    const j = new Joiner();
+    const dcgm = fixture("dcgm-node-a.prom");
+    const envoy = fixture("envoy-sidecar-chat.prom");
+    j.join(result(DCGM, dcgm, T0));
+    j.join(result(CHAT, envoy, T0));
+    j.join(result(CHAT, edit(envoy, [["tokentrace_llm_output_tokens_total", "", "123000"]]), T0 + 10000));
+    const out = j.join(result(DCGM, edit(dcgm, [["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", "7006000000"], ["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-1111", "9003000000"]]), T0 + 15000));
+    const tpj = Object.fromEntries(find(out, "tokentrace_gpu_tokens_per_joule").map((s) => [labelsOf(s).gpu, s.samples[0]!.value]));
+    // chat made 3000 tokens over 2 GPUs: 1500 per GPU. GPU 1: 1500 / 6000 J. GPU 0: 1500 (embed made none) / 3000 J.
+    // GPU 2 has no pod: no figure.
+    assert.deepEqual(tpj, { "0": 0.5, "1": 0.25 });
+    // The GPU rebooted: its counter restarted from 0 and now reads 3,000,000 mJ.
+    j.join(result(CHAT, edit(envoy, [["tokentrace_llm_output_tokens_total", "", "126000"]]), T0 + 25000));
+    const out2 = j.join(result(DCGM, edit(dcgm, [["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", "3000000"]]), T0 + 30000));
+    assert.equal(find(out2, "tokentrace_gpu_tokens_per_joule", "gpu", "1")[0]!.samples[0]!.value, 0.5);
+    assert.equal(counterDelta(10, 4), 4);
+    assert.equal(counterDelta(4, 10), 6);
+  });
+
+  it("passes dcgm-exporter series on with Hostname as hostname and empty labels dropped", () => {
+    const j = new Joiner();
+    const out = j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
+    const s = find(out, "DCGM_FI_DEV_GPU_UTIL", "pod", "embed-5c4b-fghij")[0]!;
+    const l = labelsOf(s);
+    assert.equal(l.hostname, "gpu-node-a");
+    assert.equal(l.Hostname, undefined);
+    assert.equal(l.pod_uid, undefined);
+    assert.equal(s.samples[0]!.value, 87);
+  });
+
+  it("sanitises label names, cuts long values and caps cardinality", () => {
+    assert.equal(sanitizeLabelName("model-name.v1"), "model_name_v1");
+    assert.equal(sanitizeLabelName("9lives"), "_lives");
+    assert.deepEqual(cleanLabels(["a", "", "b-c", "x", "Hostname", "h", "b_c", "dup"]), ["b_c", "x", "hostname", "h"]);
+    assert.equal(cleanLabels(["v", "z".repeat(1000)])[1]!.length, MAX_LABEL_VALUE_LENGTH);
+    const lim = new CardinalityLimiter(2);
+    assert.deepEqual(["a", "b", "c", "a"].map((k) => lim.admit(k)), [true, true, false, true]);
+    lim.release("a");
+    assert.equal(lim.admit("c"), true);
+  });
+
+  it("emits up=0 and nothing else for a failed scrape", () => {
+    const j = new Joiner();
+    const out = j.join({ target: CHAT, timestampMs: T0, durationMs: 5000, ok: false, error: "timeout", samples: [], families: new Map(), parseErrors: [] });
+    assert.deepEqual(out.map((s) => [s.labels[1], s.samples[0]!.value]), [["up", 0], ["scrape_duration_seconds", 5]]);
+  });
+});
