@@ -150,13 +150,47 @@ test("proxy_log below the log level is dropped, at or above it kept", async () =
   assert.deepEqual(vm.logs, [{ level: 3, message: "wrn" }]);
 });
 
-test("request and response statuses are recorded and a stop is visible", async () => {
+test("a headers stop is recorded and pauses the stream until the test resumes it", async () => {
   const vm = await load({ returns: { proxy_on_request_headers: 1 } });
   const s = vm.newStream();
   assert.equal(s.requestHeaders([]), 1);
   assert.equal(s.lastStatus, 1);
+  assert.deepEqual(s.paused, { request: "proxy_on_request_headers returned 1" });
+  assert.throws(() => s.requestBody("x", true), /requestBody: the stream is paused because proxy_on_request_headers returned 1/);
+  assert.throws(() => s.responseHeaders([[":status", "200"]]), /paused/);
+  s.resume();
   assert.equal(s.responseHeaders([[":status", "200"]]), 0);
   assert.deepEqual(s.stops, [{ callback: "proxy_on_request_headers", status: 1 }]);
+  s.end();
+});
+
+test("proxy_continue_stream in the stopping callback wins, as Envoy defers it until the callback returns", async () => {
+  const vm = await load({ imports: ["proxy_continue_stream"], callbacks: { proxy_on_request_headers: callStore(100, "env.proxy_continue_stream", i(0)) }, returns: { proxy_on_request_headers: 1 } });
+  const s = vm.newStream();
+  assert.equal(s.requestHeaders([]), 1);
+  assert.deepEqual([u32(vm, 100), ...s.continueCalls], [0, 0]);
+  assert.deepEqual(s.paused, {});
+});
+
+test("proxy_continue_stream from the root context is an ABI violation", async () => {
+  const vm = await load({ imports: ["proxy_continue_stream"], callbacks: { proxy_on_tick: callStore(100, "env.proxy_continue_stream", i(0)) } });
+  assert.throws(() => vm.tick(), violation(/proxy_continue_stream called from the root context/));
+});
+
+test("a local response is recorded, ends the request side and leaves the response path open", async () => {
+  const extra = encodePairs([["x-reason", "policy"]]);
+  const vm = await load({
+    imports: ["proxy_send_local_response"],
+    data: [text(1024, "denied"), text(1040, "no"), { offset: 1100, bytes: extra }],
+    callbacks: { proxy_on_request_headers: callStore(100, "env.proxy_send_local_response", i(403), i(1024), i(6), i(1040), i(2), i(1100), i(extra.length), i(-1)) },
+  });
+  const s = vm.newStream();
+  assert.equal(s.requestHeaders([]), 0);
+  assert.deepEqual(s.localResponse, { statusCode: 403, details: "denied", body: Buffer.from("no"), headers: [["x-reason", "policy"]], grpcStatus: -1 });
+  assert.deepEqual(s.stops, [{ callback: "proxy_on_request_headers", status: 0 }]);
+  assert.throws(() => s.requestBody("x", true), /sent a local response/);
+  assert.equal(s.responseHeaders([[":status", "403"]]), 0);
+  s.end();
 });
 
 // ---- properties ----

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { startLocalProxy, type ExchangeInfo, type LocalProxy, type LocalProxyOptions } from "./local-proxy.js";
 import { callDrop, callStore, proxyModule, seq, loadAt } from "./support/proxy-module.js";
 import { op } from "./support/wasm-writer.js";
+import { encodePairs } from "./pairs.js";
 
 const i = op.i32;
 const text = (offset: number, s: string): { offset: number; bytes: string } => ({ offset, bytes: s });
@@ -216,4 +217,33 @@ test("an unreachable upstream becomes Envoy's 503 local reply, through the filte
   } finally {
     await proxy.close();
   }
+});
+
+test("a filter stop cannot hold traffic in the local proxy: it is resumed and counted", async () => {
+  const stopping = proxyModule({ returns: { proxy_on_request_headers: 1 } });
+  const up = await startUpstream((res) => res.end("went through"));
+  await withProxy(up, { wasm: stopping }, async (proxy) => {
+    const res = await fetch(`${proxy.url}/v1/chat`);
+    assert.deepEqual([res.status, await res.text()], [200, "went through"]);
+    assert.equal(proxy.vm.stats.hostCounter("local_proxy.filter_stop_resumed"), 1);
+  });
+});
+
+test("a local response from the filter is sent to the client through the response path, the upstream untouched", async () => {
+  const extra = encodePairs([["x-reason", "policy"]]);
+  const denying = proxyModule({
+    imports: ["proxy_send_local_response", "proxy_add_header_map_value"],
+    data: [text(1024, "denied"), text(1040, "no"), { offset: 1100, bytes: extra }, text(1200, "x-resp"), text(1210, "1")],
+    callbacks: {
+      proxy_on_request_headers: callStore(100, "env.proxy_send_local_response", i(403), i(1024), i(6), i(1040), i(2), i(1100), i(extra.length), i(-1)),
+      proxy_on_response_headers: callDrop("env.proxy_add_header_map_value", i(2), i(1200), i(6), i(1210), i(1)),
+    },
+  });
+  const up = await startUpstream((res) => res.end("upstream"));
+  await withProxy(up, { wasm: denying }, async (proxy, ends) => {
+    const res = await fetch(`${proxy.url}/v1/chat`, { method: "POST", body: "{}" });
+    assert.deepEqual([res.status, await res.text(), res.headers.get("x-reason"), res.headers.get("x-resp")], [403, "no", "policy", "1"]);
+    assert.equal(up.seen.length, 0);
+    assert.deepEqual(ends, [{ route: "chat", failOpen: false, aborted: false }]);
+  });
 });

@@ -60,6 +60,8 @@ export interface LocalProxy {
 
 /** Host counter of requests that passed without the filter because its VM had failed. */
 export const FAIL_OPEN_COUNTER = "local_proxy.wasm_fail_open";
+/** Host counter of filter stops the proxy resumed (the filter is expected to always continue). */
+export const STOP_IGNORED_COUNTER = "local_proxy.filter_stop_resumed";
 /** The cluster name the proxy gives the upstream (xds.cluster_name). */
 export const UPSTREAM_CLUSTER = "upstream";
 
@@ -173,6 +175,13 @@ export async function startLocalProxy(opts: LocalProxyOptions): Promise<LocalPro
         fn(stream);
       } catch {
         failOpen();
+        return;
+      }
+      // A stop would hold the exchange in Envoy; here traffic must keep flowing, so it is counted and resumed.
+      const p = stream.paused;
+      if ((p.request !== undefined && stream.localResponse === undefined) || p.response !== undefined) {
+        vm.stats.incrementHostCounter(STOP_IGNORED_COUNTER);
+        stream.resume();
       }
     };
     let ended = false;

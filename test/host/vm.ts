@@ -159,6 +159,9 @@ interface StreamState extends StreamFacts {
   lastStatus: number | undefined;
   stops: StopRecord[];
   lastRequestChunk: Buffer;
+  /** Set when a headers/trailers callback stopped iteration; cleared by proxy_continue_stream or resume(). */
+  pausedBy: { request?: string; response?: string };
+  localResponseInCall: boolean;
   lastResponseChunk: Buffer;
 }
 
@@ -300,6 +303,8 @@ export class FilterVm {
       stops: [],
       lastRequestChunk: EMPTY,
       lastResponseChunk: EMPTY,
+      pausedBy: {},
+      localResponseInCall: false,
     };
     this.streams.set(id, state);
     this.call(id, "proxy_on_context_create", () => this.fn("proxy_on_context_create")(id, ROOT_CONTEXT_ID));
@@ -639,6 +644,7 @@ export class FilterVm {
         const headers = this.readPairs(u(headersPtr), u(headersSize), "proxy_send_local_response headers");
         const s = this.requireStream("proxy_send_local_response");
         s.localResponse = { statusCode: u(code), details, body, headers, grpcStatus: grpcStatus | 0 };
+        s.localResponseInCall = true;
         return WasmResult.Ok;
       },
       proxy_get_shared_data: (keyPtr: number, keySize: number, valuePtrPtr: number, valueSizePtr: number, casPtr: number): number => {
@@ -864,6 +870,8 @@ export class FilterVm {
         if (u(type) > STREAM_TYPE_MAX) return WasmResult.BadArgument;
         const s = this.requireStream("proxy_continue_stream");
         s.continueCalls.push(u(type));
+        if (u(type) === 0) delete s.pausedBy.request;
+        if (u(type) === 1) delete s.pausedBy.response;
         return WasmResult.Ok;
       },
       proxy_close_stream: (type: number): number => {
@@ -941,10 +949,21 @@ export class FilterVm {
     s.inCallback = callback;
     try {
       if (!this.hasExport(callback)) return 0;
+      const continuesBefore = s.continueCalls.length;
       const status = this.call(s.id, callback, () => this.fn(callback)(s.id, a, b)) >>> 0;
       if (!STATUS_CALLBACKS.has(callback)) return status;
       s.lastStatus = status;
-      if (status !== 0 || s.localResponse) s.stops.push({ callback, status });
+      const local = s.localResponseInCall;
+      s.localResponseInCall = false;
+      if (status === 0 && !local) return status;
+      s.stops.push({ callback, status });
+      // Envoy pauses the stream on a headers/trailers stop (StopIteration becomes StopAllIterationAndWatermark);
+      // a local response ends the request side and sends its reply down the response path.
+      const side = callback.includes("_request_") ? "request" : "response";
+      // proxy_continue_stream inside the same callback is deferred by Envoy until it returns, so it wins.
+      const continued = s.continueCalls.slice(continuesBefore).includes(side === "request" ? 0 : 1);
+      if (local) s.pausedBy.request = `${callback} sent a local response`;
+      else if (!callback.endsWith("_body") && !continued) s.pausedBy[side] = `${callback} returned ${status}`;
       return status;
     } finally {
       s.inCallback = undefined;
@@ -1108,9 +1127,26 @@ export class FilterStream {
     return this.s.phase === "ended";
   }
 
-  private expect(phases: Phase[], what: string): void {
+  /** Why the stream is paused (a headers/trailers callback did not continue), per direction. */
+  get paused(): { request?: string; response?: string } {
+    return { ...this.s.pausedBy };
+  }
+
+  /** Continues a paused stream as if the filter had called proxy_continue_stream for both directions. */
+  resume(): void {
+    this.s.pausedBy = {};
+  }
+
+  private expect(phases: Phase[], what: string, direction?: "request" | "response"): void {
     this.vm._assertAlive(what);
     if (!phases.includes(this.s.phase)) throw new Error(`${what} in stream phase "${this.s.phase}": Envoy never calls it there`);
+    const p = this.s.pausedBy;
+    let paused: string | undefined;
+    if (direction === "request") paused = p.request;
+    else if (direction === "response") paused = this.s.localResponse === undefined ? (p.request ?? p.response) : p.response;
+    if (paused !== undefined) {
+      throw new Error(`${what}: the stream is paused because ${paused}; Envoy would not call the filter again until proxy_continue_stream (a test can call stream.resume())`);
+    }
   }
 
   /** proxy_on_request_headers; returns the status. */
@@ -1123,21 +1159,21 @@ export class FilterStream {
 
   /** proxy_on_request_body with this chunk as the current body buffer. */
   requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["request"], "requestBody");
+    this.expect(["request"], "requestBody", "request");
     const b = toBuffer(chunk);
     return this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
   }
 
   /** proxy_on_request_trailers. */
   requestTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["request"], "requestTrailers");
+    this.expect(["request"], "requestTrailers", "request");
     this.s.requestTrailers = new HeaderList(trailers);
     return this.driver.call(this.vm, this.s, "proxy_on_request_trailers", this.s.requestTrailers.size, 0);
   }
 
   /** proxy_on_response_headers; response.code comes from :status. */
   responseHeaders(headers: Array<[string, string]>, endOfStream = false): number {
-    this.expect(["new", "request"], "responseHeaders");
+    this.expect(["new", "request"], "responseHeaders", "response");
     this.s.responseHeaders = new HeaderList(headers);
     const code = Number(this.s.responseHeaders.get(":status"));
     this.s.responseCode = Number.isInteger(code) ? code : undefined;
@@ -1147,14 +1183,14 @@ export class FilterStream {
 
   /** proxy_on_response_body with this chunk as the current body buffer. */
   responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["response"], "responseBody");
+    this.expect(["response"], "responseBody", "response");
     const b = toBuffer(chunk);
     return this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
   }
 
   /** proxy_on_response_trailers. */
   responseTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["response"], "responseTrailers");
+    this.expect(["response"], "responseTrailers", "response");
     this.s.responseTrailers = new HeaderList(trailers);
     return this.driver.call(this.vm, this.s, "proxy_on_response_trailers", this.s.responseTrailers.size, 0);
   }
