@@ -1,0 +1,91 @@
+// Kubernetes mode wiring: informer + reconciler over the policy store and adaptive overrides.
+// The file store stays the record of policies and history; the reconciler makes the cluster's
+// WasmPlugins (what Istio delivers to the filters over ECDS) follow it.
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { ReadinessCheck } from "../app.js";
+import type { ControlPlaneMetrics } from "../api/metrics.js";
+import type { Config } from "../config.js";
+import { configVersion, effectiveConfig, type OverrideSource } from "../policy/effective.js";
+import type { PolicyStore } from "../policy/store.js";
+import { Backoff, type Delay } from "./backoff.js";
+import { ClientNodeWasmPluginApi, type WasmPluginApi } from "./client.js";
+import { WasmPluginInformer } from "./informer.js";
+import { WasmPluginReconciler } from "./reconciler.js";
+import { desiredWasmPlugin, keyOf, ownedSelector, type WasmPlugin } from "./wasmplugin.js";
+
+/** What Kubernetes mode needs. */
+export interface KubernetesSyncDeps {
+  config: Config["kubernetes"];
+  store: PolicyStore;
+  overrides: OverrideSource;
+  metrics: ControlPlaneMetrics;
+  /** Either a ready API (tests may wrap one) or a KubeConfig to build the client-node one from. */
+  api?: WasmPluginApi;
+  kubeConfig?: KubeConfig;
+  delay: Delay;
+  now: () => number;
+  random?: () => number;
+  log?: (record: object) => void;
+}
+
+/** The running sync. */
+export interface KubernetesSync {
+  informer: WasmPluginInformer;
+  reconciler: WasmPluginReconciler;
+  readiness(): ReadinessCheck;
+  /** Compare everything again (policy or override change, periodic resync). */
+  resync(): void;
+  stop(): Promise<void>;
+}
+
+/** Desired WasmPlugins for every policy the sync manages. */
+export function desiredState(deps: Pick<KubernetesSyncDeps, "config" | "store" | "overrides">): Map<string, WasmPlugin> {
+  const out = new Map<string, WasmPlugin>();
+  for (const record of deps.store.list()) {
+    if (deps.config.namespace !== "" && record.policy.target.namespace !== deps.config.namespace) continue;
+    const config = effectiveConfig(record.policy, deps.overrides(record.policy.name));
+    const object = desiredWasmPlugin(record, config, configVersion(record.policy.name, config), deps.config.wasmPlugin);
+    out.set(keyOf(object.metadata.namespace, object.metadata.name), object);
+  }
+  return out;
+}
+
+/** Starts the informer and the reconciler, and subscribes to policy changes. */
+export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
+  const api = deps.api ?? new ClientNodeWasmPluginApi(deps.kubeConfig as KubeConfig);
+  const backoff = { initialMs: deps.config.backoff.initialMs, maxMs: deps.config.backoff.maxMs, random: deps.random };
+  const informer = new WasmPluginInformer({
+    api,
+    namespace: deps.config.namespace === "" ? undefined : deps.config.namespace,
+    labelSelector: ownedSelector,
+    backoff: new Backoff(backoff.initialMs, backoff.maxMs, deps.random),
+    delay: deps.delay,
+    onChange: (key) => reconciler.enqueue(key),
+    onSynced: () => reconciler.enqueueAll(),
+    log: deps.log,
+  });
+  const reconciler = new WasmPluginReconciler({
+    api,
+    informer,
+    desired: () => desiredState(deps),
+    metrics: deps.metrics,
+    delay: deps.delay,
+    backoff,
+    now: deps.now,
+    log: deps.log,
+  });
+  const unsubscribe = deps.store.onChange(() => reconciler.enqueueAll());
+  informer.start();
+  reconciler.start();
+  return {
+    informer,
+    reconciler,
+    readiness: () => reconciler.readiness(),
+    resync: () => reconciler.enqueueAll(),
+    async stop() {
+      unsubscribe();
+      await informer.stop();
+      await reconciler.stop();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+// The WasmPlugin the control plane wants for a policy: one per policy, named
+// tokentrace-<policy>, in the policy's namespace, marked as ours by labels, carrying the
+// effective pluginConfig, and the url/sha256/phase/failStrategy/pluginName from the config.
+import type { Config } from "../config.js";
+import type { PluginConfig, PolicyRecord } from "../policy/model.js";
+import { hasSelector } from "../policy/model.js";
+
+export const wasmPluginGroup = "extensions.istio.io";
+export const wasmPluginVersion = "v1alpha1";
+export const wasmPluginPlural = "wasmplugins";
+
+/** Label that marks WasmPlugins this control plane owns (the informer's selector). */
+export const managedByLabel = "app.kubernetes.io/managed-by";
+export const managedByValue = "tokentrace-control-plane";
+/** Label naming the policy a WasmPlugin belongs to. */
+export const policyLabel = "tokentrace.dev/policy";
+/** Annotations recording what was applied. */
+export const policyVersionAnnotation = "tokentrace.dev/policy-version";
+export const configVersionAnnotation = "tokentrace.dev/config-version";
+
+/** The selector that lists our WasmPlugins. */
+export const ownedSelector = `${managedByLabel}=${managedByValue}`;
+
+/** A WasmPlugin object as the API returns it (only the fields we read or write are typed). */
+export interface WasmPlugin {
+  apiVersion: string;
+  kind: "WasmPlugin";
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  spec: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** `namespace/name`, the cache and queue key. */
+export function keyOf(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** The WasmPlugin name for a policy. */
+export function wasmPluginName(policyName: string): string {
+  return `tokentrace-${policyName}`;
+}
+
+/** Builds the desired WasmPlugin. */
+export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, configVersion: string, plugin: Config["kubernetes"]["wasmPlugin"]): WasmPlugin {
+  const target = record.policy.target;
+  const spec: Record<string, unknown> = hasSelector(target)
+    ? { selector: { matchLabels: { ...target.selector.matchLabels } } }
+    : { targetRefs: target.targetRefs.map((r) => ({ ...r })) };
+  spec.url = plugin.url;
+  if (plugin.sha256 !== "") spec.sha256 = plugin.sha256;
+  spec.pluginName = plugin.pluginName;
+  spec.phase = plugin.phase;
+  spec.failStrategy = plugin.failStrategy;
+  spec.pluginConfig = config;
+  return {
+    apiVersion: `${wasmPluginGroup}/${wasmPluginVersion}`,
+    kind: "WasmPlugin",
+    metadata: {
+      name: wasmPluginName(record.policy.name),
+      namespace: target.namespace,
+      labels: { [managedByLabel]: managedByValue, [policyLabel]: record.policy.name },
+      annotations: { [policyVersionAnnotation]: record.version, [configVersionAnnotation]: configVersion },
+    },
+    spec,
+  };
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** True when `actual` has the desired spec and our labels/annotations (other metadata may differ). */
+export function matchesDesired(desired: WasmPlugin, actual: WasmPlugin): boolean {
+  if (canonical(desired.spec) !== canonical(actual.spec)) return false;
+  for (const field of ["labels", "annotations"] as const) {
+    const want = desired.metadata[field] ?? {};
+    const have = actual.metadata[field] ?? {};
+    for (const [k, v] of Object.entries(want)) if (have[k] !== v) return false;
+  }
+  return true;
+}
+
+/** `desired` written over `actual`: our spec, labels and annotations, their other metadata kept. */
+export function mergedForUpdate(desired: WasmPlugin, actual: WasmPlugin): WasmPlugin {
+  return {
+    ...actual,
+    metadata: {
+      ...actual.metadata,
+      labels: { ...(actual.metadata.labels ?? {}), ...(desired.metadata.labels ?? {}) },
+      annotations: { ...(actual.metadata.annotations ?? {}), ...(desired.metadata.annotations ?? {}) },
+    },
+    spec: desired.spec,
+  };
+}
