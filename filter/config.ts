@@ -6,6 +6,25 @@ import { JsonKind, JsonParser, JsonValue } from "./json";
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
 export const DEFAULT_MAX_ROUTES: i32 = 64;
+export const DEFAULT_MAX_MODELS: i32 = 32;
+export const DEFAULT_MAX_REQUEST_BODY_BYTES: i32 = 65536;
+const MAX_REQUEST_BODY_BYTES_LIMIT: i32 = 16777216;
+
+/** How LLM calls are recognised and read. */
+export class LlmConfig {
+  enabled: bool = true;
+  /** A request is an LLM call when its path (without query) ends with one of these. */
+  pathSuffixes: Array<ArrayBuffer> = [
+    String.UTF8.encode("/v1/chat/completions"),
+    String.UTF8.encode("/v1/completions"),
+    String.UTF8.encode("/v1/embeddings"),
+  ];
+  /** Response bodies are read only for these media types (lower-case, parameters ignored). */
+  contentTypes: Array<ArrayBuffer> = [String.UTF8.encode("application/json"), String.UTF8.encode("text/event-stream")];
+  maxRequestBodyBytes: i32 = DEFAULT_MAX_REQUEST_BODY_BYTES;
+  /** Add stream_options.include_usage to streaming requests so the last chunk carries usage. */
+  requestUsageInStream: bool = false;
+}
 
 /** A per-route sampling override; absent (null) matchers match anything. Matchers are UTF-8 bytes. */
 export class RouteRule {
@@ -28,6 +47,8 @@ export class Config {
   force: Array<ForceRule> = [];
   tokenTraceIdHeader: ArrayBuffer = String.UTF8.encode(DEFAULT_TOKEN_TRACE_ID_HEADER);
   maxRoutes: i32 = DEFAULT_MAX_ROUTES;
+  maxModels: i32 = DEFAULT_MAX_MODELS;
+  llm: LlmConfig = new LlmConfig();
   /** Whether some route rule matches on :path / :authority (so the stream reads them only then). */
   rulesUsePath: bool = false;
   rulesUseHost: bool = false;
@@ -111,7 +132,7 @@ class Validator {
 
   config(root: JsonValue): Config | null {
     const c = new Config();
-    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats"])) {
+    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats", "llm"])) {
       if (root.kind != JsonKind.Object) this.error = "(root): must be an object";
       return null;
     }
@@ -128,17 +149,89 @@ class Validator {
     }
     const stats = root.get("stats");
     if (stats !== null) {
-      if (!this.objectWithKeys(stats, "stats", ["maxRoutes"])) return null;
+      if (!this.objectWithKeys(stats, "stats", ["maxRoutes", "maxModels"])) return null;
       const maxRoutes = stats.get("maxRoutes");
       if (maxRoutes !== null) {
-        if (maxRoutes.kind != JsonKind.Number || maxRoutes.num != Math.floor(maxRoutes.num) || maxRoutes.num < 1 || maxRoutes.num > 1024) {
-          this.reject("stats.maxRoutes", "must be an integer between 1 and 1024");
-          return null;
-        }
+        if (!this.integer(maxRoutes, "stats.maxRoutes", 1, 1024)) return null;
         c.maxRoutes = <i32>maxRoutes.num;
       }
+      const maxModels = stats.get("maxModels");
+      if (maxModels !== null) {
+        if (!this.integer(maxModels, "stats.maxModels", 1, 1024)) return null;
+        c.maxModels = <i32>maxModels.num;
+      }
     }
+    const llm = root.get("llm");
+    if (llm !== null && !this.llm(llm, c.llm)) return null;
     return c;
+  }
+
+  private integer(v: JsonValue, field: string, min: i32, max: i32): bool {
+    if (v.kind != JsonKind.Number || v.num != Math.floor(v.num) || v.num < <f64>min || v.num > <f64>max) {
+      return this.reject(field, "must be an integer between " + min.toString() + " and " + max.toString());
+    }
+    return true;
+  }
+
+  private boolean(v: JsonValue, field: string): bool {
+    if (v.kind != JsonKind.Bool) return this.reject(field, "must be true or false");
+    return true;
+  }
+
+  /** A non-empty array of at most 16 strings, each checked by `str`; returns their UTF-8 bytes. */
+  private stringList(v: JsonValue, field: string, maxLength: i32, mustStartWithSlash: bool): Array<ArrayBuffer> | null {
+    if (v.kind != JsonKind.Array) {
+      this.reject(field, "must be an array");
+      return null;
+    }
+    if (v.items.length < 1 || v.items.length > 16) {
+      this.reject(field, "must have between 1 and 16 items");
+      return null;
+    }
+    const out = new Array<ArrayBuffer>();
+    for (let i = 0; i < v.items.length; i++) {
+      const item = v.items[i];
+      const name = field + "[" + i.toString() + "]";
+      if (!this.str(item, name, 1, maxLength)) return null;
+      if (mustStartWithSlash && item.str.charCodeAt(0) != 0x2f) {
+        this.reject(name, "must start with /");
+        return null;
+      }
+      out.push(String.UTF8.encode(mustStartWithSlash ? item.str : asciiLowerCase(item.str)));
+    }
+    return out;
+  }
+
+  private llm(v: JsonValue, llm: LlmConfig): bool {
+    if (!this.objectWithKeys(v, "llm", ["enabled", "pathSuffixes", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream"])) return false;
+    const enabled = v.get("enabled");
+    if (enabled !== null) {
+      if (!this.boolean(enabled, "llm.enabled")) return false;
+      llm.enabled = enabled.bool;
+    }
+    const suffixes = v.get("pathSuffixes");
+    if (suffixes !== null) {
+      const list = this.stringList(suffixes, "llm.pathSuffixes", 256, true);
+      if (list === null) return false;
+      llm.pathSuffixes = list;
+    }
+    const types = v.get("contentTypes");
+    if (types !== null) {
+      const list = this.stringList(types, "llm.contentTypes", 128, false);
+      if (list === null) return false;
+      llm.contentTypes = list;
+    }
+    const maxBody = v.get("maxRequestBodyBytes");
+    if (maxBody !== null) {
+      if (!this.integer(maxBody, "llm.maxRequestBodyBytes", 0, MAX_REQUEST_BODY_BYTES_LIMIT)) return false;
+      llm.maxRequestBodyBytes = <i32>maxBody.num;
+    }
+    const usage = v.get("requestUsageInStream");
+    if (usage !== null) {
+      if (!this.boolean(usage, "llm.requestUsageInStream")) return false;
+      llm.requestUsageInStream = usage.bool;
+    }
+    return true;
   }
 
   private sampling(s: JsonValue, c: Config): bool {

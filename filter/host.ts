@@ -159,3 +159,17 @@ export function log(level: LogLevel, message: string): void {
   const m = String.UTF8.encode(message);
   imports.proxy_log(level, changetype<usize>(m), m.byteLength);
 }
+
+export const enum BodyBuffer { Request = 0, Response = 1 }
+
+/** `length` bytes of the body chunk being processed, or null when the host has none. */
+export function getBodyBytes(which: BodyBuffer, length: i32): ArrayBuffer | null {
+  if (length <= 0) return null;
+  resetOut();
+  const status = imports.proxy_get_buffer_bytes(which, 0, length, OUT_PTR, OUT_SIZE);
+  if (status != OK) {
+    if (status != NOT_FOUND) failedCalls++;
+    return null;
+  }
+  return takeHostBuffer();
+}

@@ -2,8 +2,11 @@
 //
 // Envoy stats have no labels; Istio turns `TAG=.=VALUE;.;` segments of a stat name into Prometheus
 // labels for every TAG listed in extraStatTags (REFERENCE section 3). A stat defined as
-// `route=.=chat;.;response_code_class=.=2xx;.;tokentrace_requests_total` is exported from
-// /stats/prometheus as `tokentrace_requests_total{route="chat",response_code_class="2xx"}`.
+// `route=.=chat;.;status_class=.=2xx;.;tokentrace_requests_total` is exported from
+// /stats/prometheus as `tokentrace_requests_total{route="chat",status_class="2xx"}`.
+// Istio's tag regexes are unanchored (`TAG=\.=(.+?);\.;`), so no tag name may end with another
+// (`reason` would match inside `finish_reason`), and none may reuse a name Istio already extracts
+// with its own regex (`response_code_class`).
 
 export const REQUESTS_TOTAL = "tokentrace_requests_total";
 export const REQUEST_DURATION_MS = "tokentrace_request_duration_ms";
@@ -11,9 +14,22 @@ export const TRACES_STARTED_TOTAL = "tokentrace_traces_started_total";
 export const TRACES_SAMPLED_TOTAL = "tokentrace_traces_sampled_total";
 export const FILTER_ERRORS_TOTAL = "tokentrace_filter_errors_total";
 
+export const LLM_REQUESTS_TOTAL = "tokentrace_llm_requests_total";
+export const LLM_TTFT_MS = "tokentrace_llm_ttft_ms";
+export const LLM_TPOT_US = "tokentrace_llm_tpot_us";
+export const LLM_DURATION_MS = "tokentrace_llm_duration_ms";
+export const LLM_INPUT_TOKENS_TOTAL = "tokentrace_llm_input_tokens_total";
+export const LLM_OUTPUT_TOKENS_TOTAL = "tokentrace_llm_output_tokens_total";
+export const LLM_STREAM_CHUNKS_TOTAL = "tokentrace_llm_stream_chunks_total";
+export const LLM_USAGE_MISSING_TOTAL = "tokentrace_llm_usage_missing_total";
+export const LLM_BODY_LIMIT_EXCEEDED_TOTAL = "tokentrace_llm_body_limit_exceeded_total";
+
 export const TAG_ROUTE = "route";
-export const TAG_RESPONSE_CODE_CLASS = "response_code_class";
-export const TAG_REASON = "reason";
+export const TAG_MODEL = "model";
+export const TAG_STREAM = "stream";
+export const TAG_FINISH_REASON = "finish_reason";
+export const TAG_STATUS_CLASS = "status_class";
+export const TAG_ERROR = "error";
 
 /** Label value for requests whose route name is empty (Istio's unnamed routes). */
 export const ROUTE_DEFAULT = "default";
@@ -29,6 +45,10 @@ export const enum ErrorReason {
   ConfigRejected,
   RouteOverflow,
   RandomUnavailable,
+  BodyNotJson,
+  BodyEncoded,
+  SseMalformed,
+  ModelOverflow,
   COUNT,
 }
 
@@ -41,6 +61,10 @@ export function errorReasonName(reason: ErrorReason): string {
     case ErrorReason.ConfigRejected: return "config_rejected";
     case ErrorReason.RouteOverflow: return "route_overflow";
     case ErrorReason.RandomUnavailable: return "random_unavailable";
+    case ErrorReason.BodyNotJson: return "body_not_json";
+    case ErrorReason.BodyEncoded: return "body_encoded";
+    case ErrorReason.SseMalformed: return "sse_malformed";
+    case ErrorReason.ModelOverflow: return "model_overflow";
     default: return "unknown";
   }
 }
@@ -91,3 +115,32 @@ function isLabelChar(c: i32): bool {
 export function tagSegment(tag: string, value: string): string {
   return tag + "=.=" + value + ";.;";
 }
+
+/** finish_reason label values: OpenAI's set; anything else is "other", absent is "none". */
+export const FINISH_REASON_COUNT: i32 = 7;
+
+export function finishReasonIndex(reason: string): i32 {
+  if (reason.length == 0) return 0;
+  if (reason == "stop") return 1;
+  if (reason == "length") return 2;
+  if (reason == "tool_calls") return 3;
+  if (reason == "content_filter") return 4;
+  if (reason == "function_call") return 5;
+  return 6;
+}
+
+export function finishReasonName(index: i32): string {
+  switch (index) {
+    case 0: return "none";
+    case 1: return "stop";
+    case 2: return "length";
+    case 3: return "tool_calls";
+    case 4: return "content_filter";
+    case 5: return "function_call";
+    default: return "other";
+  }
+}
+
+/** Model label for requests whose model is not known. */
+export const MODEL_UNKNOWN = "unknown";
+export const MODEL_OTHER = "other";

@@ -19,7 +19,7 @@ export class TokentraceRoot extends RootContext {
   statsOrInit(): Stats {
     let stats = this.stats;
     if (stats === null) {
-      stats = new Stats(this.active.config.maxRoutes);
+      stats = new Stats(this.active.config.maxRoutes, this.active.config.maxModels);
       this.stats = stats;
     }
     return stats;
@@ -44,7 +44,10 @@ export class TokentraceRoot extends RootContext {
     }
     this.active.config = config;
     stats.maxRoutes = config.maxRoutes;
+    stats.maxModels = config.maxModels;
     host.log(host.LogLevel.Info, "tokentrace: configuration applied");
+    // Parsing left a JSON tree behind; nothing below uses a local after this point.
+    __collect();
     return true;
   }
 }

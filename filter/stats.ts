@@ -3,8 +3,11 @@
 import { equalBuffers } from "./bytes";
 import * as host from "./host";
 import {
+  FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
+  LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
+  MODEL_OTHER, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
-  REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_REASON, TAG_RESPONSE_CODE_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
+  REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL,
 } from "./metrics";
 
@@ -16,6 +19,8 @@ export class RouteStats {
   durationMs: u32;
   tracesStarted: u32;
   tracesSampled: u32;
+  /** Defined on the route's first LLM request whose body was too large to read. */
+  private bodyLimitExceeded: u32 = host.NO_METRIC;
 
   constructor(label: string) {
     this.label = label;
@@ -26,15 +31,62 @@ export class RouteStats {
     this.tracesSampled = host.defineMetric(host.MetricKind.Counter, this.prefix + TRACES_SAMPLED_TOTAL);
   }
 
+  bodyLimitExceededCounter(): u32 {
+    if (this.bodyLimitExceeded == host.NO_METRIC) {
+      this.bodyLimitExceeded = host.defineMetric(host.MetricKind.Counter, this.prefix + LLM_BODY_LIMIT_EXCEEDED_TOTAL);
+    }
+    return this.bodyLimitExceeded;
+  }
+
   /** The request counter of one response code class, defined on first use. */
   requestsFor(codeClass: i32): u32 {
     let id = this.requests[codeClass];
     if (id == host.NO_METRIC) {
       id = host.defineMetric(
         host.MetricKind.Counter,
-        this.prefix + tagSegment(TAG_RESPONSE_CODE_CLASS, codeClassName(codeClass)) + REQUESTS_TOTAL,
+        this.prefix + tagSegment(TAG_STATUS_CLASS, codeClassName(codeClass)) + REQUESTS_TOTAL,
       );
       this.requests[codeClass] = id;
+    }
+    return id;
+  }
+}
+
+/** The LLM stat ids of one (route, model) pair. */
+export class LlmStats {
+  private prefix: string;
+  /** [stream 0/1][finish reason] request counters, defined on first use. */
+  private requests: StaticArray<u32> = new StaticArray<u32>(2 * FINISH_REASON_COUNT);
+  ttftMs: u32;
+  tpotUs: u32;
+  durationMs: u32;
+  inputTokens: u32;
+  outputTokens: u32;
+  streamChunks: u32;
+  usageMissing: u32;
+
+  constructor(route: string, model: string) {
+    const prefix = tagSegment(TAG_ROUTE, route) + tagSegment(TAG_MODEL, model);
+    this.prefix = prefix;
+    for (let i = 0; i < 2 * FINISH_REASON_COUNT; i++) this.requests[i] = host.NO_METRIC;
+    this.ttftMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TTFT_MS);
+    this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
+    this.durationMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DURATION_MS);
+    this.inputTokens = host.defineMetric(host.MetricKind.Counter, prefix + LLM_INPUT_TOKENS_TOTAL);
+    this.outputTokens = host.defineMetric(host.MetricKind.Counter, prefix + LLM_OUTPUT_TOKENS_TOTAL);
+    this.streamChunks = host.defineMetric(host.MetricKind.Counter, prefix + LLM_STREAM_CHUNKS_TOTAL);
+    this.usageMissing = host.defineMetric(host.MetricKind.Counter, prefix + LLM_USAGE_MISSING_TOTAL);
+  }
+
+  requestsFor(stream: bool, finishReason: i32): u32 {
+    const index = (stream ? FINISH_REASON_COUNT : 0) + finishReason;
+    let id = this.requests[index];
+    if (id == host.NO_METRIC) {
+      id = host.defineMetric(
+        host.MetricKind.Counter,
+        this.prefix + tagSegment(TAG_STREAM, stream ? "true" : "false") + tagSegment(TAG_FINISH_REASON, finishReasonName(finishReason)) + LLM_REQUESTS_TOTAL,
+      );
+      this.requests[index] = id;
     }
     return id;
   }
@@ -45,13 +97,17 @@ export class Stats {
   private other: RouteStats | null = null;
   private errors: StaticArray<u32> = new StaticArray<u32>(ErrorReason.COUNT);
   maxRoutes: i32;
+  maxModels: i32;
+  private models: Set<string> = new Set();
+  private llm: Map<string, LlmStats> = new Map();
 
-  constructor(maxRoutes: i32) {
+  constructor(maxRoutes: i32, maxModels: i32) {
     this.maxRoutes = maxRoutes;
+    this.maxModels = maxModels;
     for (let i = 0; i < ErrorReason.COUNT; i++) {
       this.errors[i] = host.defineMetric(
         host.MetricKind.Counter,
-        tagSegment(TAG_REASON, errorReasonName(<ErrorReason>i)) + FILTER_ERRORS_TOTAL,
+        tagSegment(TAG_ERROR, errorReasonName(<ErrorReason>i)) + FILTER_ERRORS_TOTAL,
       );
     }
   }
@@ -88,6 +144,23 @@ export class Stats {
     }
     const stats = new RouteStats(label);
     this.routes.set(label, stats);
+    return stats;
+  }
+
+  /** LLM stats of a route and a sanitised model label; models past the cap count as "other". */
+  forLlm(route: RouteStats, model: string): LlmStats {
+    if (!this.models.has(model)) {
+      if (this.models.size >= this.maxModels) {
+        this.error(ErrorReason.ModelOverflow);
+        model = MODEL_OTHER;
+      } else {
+        this.models.add(model);
+      }
+    }
+    const key = route.label + "\0" + model;
+    if (this.llm.has(key)) return this.llm.get(key);
+    const stats = new LlmStats(route.label, model);
+    this.llm.set(key, stats);
     return stats;
   }
 

@@ -40,7 +40,7 @@ describe("plugin configuration (emulated Envoy host)", () => {
       assert.equal(vm.configure(text), false);
       const message = vm.logs.map((l) => l.message).find((m) => m.includes("configuration rejected"));
       assert.ok(message?.includes(reason), `log names the reason: ${message}`);
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "config_rejected" }), 1);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "config_rejected" }), 1);
       // 0.5 is still in force: maximum randomness is sampled, and the rejected text changed nothing.
       assert.equal(sampledBit(exchange(vm, { headers: baseRequest(), status: 200 }).request.get("traceparent")), 1);
     });

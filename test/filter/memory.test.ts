@@ -19,5 +19,5 @@ it("100k requests through one VM: linear memory stops growing after warm-up (emu
   const afterWarmUp = vm.memoryBytes();
   for (let i = 10_000; i < 100_000; i++) request(i);
   assert.equal(vm.memoryBytes(), afterWarmUp, `linear memory grew from ${afterWarmUp} to ${vm.memoryBytes()} bytes`);
-  assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", response_code_class: "2xx" })! + vm.stats.value("tokentrace_requests_total", { route: "chat", response_code_class: "5xx" })!, 25_000);
+  assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" })! + vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "5xx" })!, 25_000);
 });

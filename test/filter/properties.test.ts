@@ -52,7 +52,7 @@ describe("filter properties (emulated Envoy host)", () => {
           for (const [name, value] of others) assert.ok(s.request.getAll(name).includes(value), `${name} passes untouched`);
           const out = s.request.get("traceparent");
           assert.ok(out !== undefined && traceparentIsValid(out) && out.startsWith("00-") && out.length === 55, `a valid version-00 traceparent always goes upstream: ${out}`);
-          assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_traceparent" }), expectedInvalid);
+          assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_traceparent" }), expectedInvalid);
           assert.ok(s.response.get("x-token-trace-id") !== undefined || status === undefined);
         },
       ),

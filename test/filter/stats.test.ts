@@ -20,12 +20,12 @@ describe("per-route stats (emulated Envoy host)", () => {
     for (const [route, status, durationMs] of plan) exchange(vm, { headers: baseRequest(), route, status, durationMs, clock });
 
     const v = (labels: Record<string, string>): number | undefined => vm.stats.value("tokentrace_requests_total", labels);
-    assert.equal(v({ route: "chat", response_code_class: "2xx" }), 2);
-    assert.equal(v({ route: "chat", response_code_class: "5xx" }), 1);
-    assert.equal(v({ route: "chat", response_code_class: "none" }), 1);
-    assert.equal(v({ route: "embed", response_code_class: "4xx" }), 1);
-    assert.equal(v({ route: "default", response_code_class: "2xx" }), 1);
-    assert.equal(v({ route: "embed", response_code_class: "2xx" }), undefined, "stats are defined only when used");
+    assert.equal(v({ route: "chat", status_class: "2xx" }), 2);
+    assert.equal(v({ route: "chat", status_class: "5xx" }), 1);
+    assert.equal(v({ route: "chat", status_class: "none" }), 1);
+    assert.equal(v({ route: "embed", status_class: "4xx" }), 1);
+    assert.equal(v({ route: "default", status_class: "2xx" }), 1);
+    assert.equal(v({ route: "embed", status_class: "2xx" }), undefined, "stats are defined only when used");
     assert.deepEqual(vm.stats.samples("tokentrace_request_duration_ms", { route: "chat" }), [120, 80, 5, 7]);
     assert.deepEqual(vm.stats.samples("tokentrace_request_duration_ms", { route: "embed" }), [2]);
     assert.equal(vm.stats.value("tokentrace_traces_started_total", { route: "chat" }), 4);
@@ -34,11 +34,11 @@ describe("per-route stats (emulated Envoy host)", () => {
   it("names stats with Istio's TAG=.=VALUE;.; convention", async () => {
     const vm = await loadFilter({ random: countingRandom() });
     exchange(vm, { headers: baseRequest(), route: "chat", status: 200 });
-    assert.ok(vm.stats.names().includes("route=.=chat;.;response_code_class=.=2xx;.;tokentrace_requests_total"));
+    assert.ok(vm.stats.names().includes("route=.=chat;.;status_class=.=2xx;.;tokentrace_requests_total"));
     assert.ok(vm.stats.names().includes("route=.=chat;.;tokentrace_request_duration_ms"));
-    assert.ok(vm.stats.names().includes("reason=.=invalid_traceparent;.;tokentrace_filter_errors_total"));
+    assert.ok(vm.stats.names().includes("error=.=invalid_traceparent;.;tokentrace_filter_errors_total"));
     const text = vm.stats.prometheus();
-    assert.match(text, /^tokentrace_requests_total\{route="chat",response_code_class="2xx"\} 1$/m);
+    assert.match(text, /^tokentrace_requests_total\{route="chat",status_class="2xx"\} 1$/m);
     assert.match(text, /^# TYPE tokentrace_request_duration_ms histogram$/m);
   });
 
@@ -52,30 +52,30 @@ describe("per-route stats (emulated Envoy host)", () => {
     ];
     for (const [route] of cases) exchange(vm, { headers: baseRequest(), route, status: 200 });
     for (const [, label] of cases) {
-      assert.equal(vm.stats.value("tokentrace_requests_total", { route: label, response_code_class: "2xx" }), 1, label);
+      assert.equal(vm.stats.value("tokentrace_requests_total", { route: label, status_class: "2xx" }), 1, label);
     }
   });
 
   it("caps distinct routes and counts the rest under route=\"other\"", async () => {
     const vm = await loadFilter({ random: countingRandom(), config: { stats: { maxRoutes: 3 } } });
     for (const route of ["a", "b", "c", "d", "e", "a", "d"]) exchange(vm, { headers: baseRequest(), route, status: 200 });
-    const v = (route: string): number | undefined => vm.stats.value("tokentrace_requests_total", { route, response_code_class: "2xx" });
+    const v = (route: string): number | undefined => vm.stats.value("tokentrace_requests_total", { route, status_class: "2xx" });
     assert.deepEqual([v("a"), v("b"), v("c"), v("d"), v("e"), v("other")], [2, 1, 1, undefined, undefined, 3]);
-    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "route_overflow" }), 3);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "route_overflow" }), 3);
   });
 
   it("caps routes at 64 by default", async () => {
     const vm = await loadFilter({ random: countingRandom() });
     for (let i = 0; i < 66; i++) exchange(vm, { headers: baseRequest(), route: `r${i}`, status: 200 });
-    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "r63", response_code_class: "2xx" }), 1);
-    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "r64", response_code_class: "2xx" }), undefined);
-    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "other", response_code_class: "2xx" }), 2);
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "r63", status_class: "2xx" }), 1);
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "r64", status_class: "2xx" }), undefined);
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "other", status_class: "2xx" }), 2);
   });
 
   it("defines every error reason up front, at zero", async () => {
     const vm = await loadFilter({ random: countingRandom() });
     exchange(vm, { headers: baseRequest(), status: 200 });
     const reasons = ["invalid_traceparent", "invalid_tracestate", "invalid_token_trace_id", "host_call_failed", "config_rejected", "route_overflow", "random_unavailable"];
-    for (const reason of reasons) assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason }), 0, reason);
+    for (const reason of reasons) assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: reason }), 0, reason);
   });
 });

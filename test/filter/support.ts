@@ -2,6 +2,7 @@
 // strict proxy-wasm test host, and fail (never skip) when it has not been built.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { FILTER_STAT_TAGS } from "./catalogue.js";
 import { FilterVm, ManualClock, type FilterStream, type FilterVmOptions, type StreamProperties } from "../host/index.js";
 
 export const FILTER_WASM = fileURLToPath(new URL("../../build/filter.wasm", import.meta.url));
@@ -40,7 +41,7 @@ export function scriptedRandom(blocks: Uint8Array[]): (out: Uint8Array) => void 
 export async function loadFilter(options: Partial<FilterVmOptions> & { config?: unknown } = {}): Promise<FilterVm> {
   const { config, ...rest } = options;
   const pluginConfig = config === undefined ? rest.pluginConfig : typeof config === "string" ? config : JSON.stringify(config);
-  return FilterVm.load({ wasm: requireArtifact(FILTER_WASM), clock: new ManualClock(1_700_000_000_000_000_000n), ...rest, pluginConfig });
+  return FilterVm.load({ wasm: requireArtifact(FILTER_WASM), clock: new ManualClock(1_700_000_000_000_000_000n), statTags: [...FILTER_STAT_TAGS], ...rest, pluginConfig });
 }
 
 export interface Exchange {

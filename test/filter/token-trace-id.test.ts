@@ -16,7 +16,7 @@ describe("x-token-trace-id (emulated Envoy host)", () => {
       const s = exchange(vm, { headers: baseRequest([["traceparent", VALID_TRACEPARENT], ["x-token-trace-id", id]]), status: 200 });
       assert.equal(s.request.get("x-token-trace-id"), id);
       assert.deepEqual(s.response.getAll("x-token-trace-id"), [id]);
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_token_trace_id" }), 0);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_token_trace_id" }), 0);
     });
   }
 
@@ -27,7 +27,7 @@ describe("x-token-trace-id (emulated Envoy host)", () => {
       const s = exchange(vm, { headers: baseRequest([["traceparent", VALID_TRACEPARENT], ["x-token-trace-id", id]]), status: 200 });
       assert.equal(s.request.get("x-token-trace-id"), EXPECTED_UUID);
       assert.deepEqual(s.response.getAll("x-token-trace-id"), [EXPECTED_UUID]);
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_token_trace_id" }), 1);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_token_trace_id" }), 1);
     });
   }
 
@@ -36,7 +36,7 @@ describe("x-token-trace-id (emulated Envoy host)", () => {
     const s = exchange(vm, { headers: baseRequest([["traceparent", VALID_TRACEPARENT]]), status: 200 });
     assert.equal(s.request.get("x-token-trace-id"), EXPECTED_UUID);
     assert.match(EXPECTED_UUID, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_token_trace_id" }), 0);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_token_trace_id" }), 0);
   });
 
   it("replaces an id the upstream sent back with the request's own id", async () => {

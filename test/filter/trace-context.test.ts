@@ -29,7 +29,7 @@ describe("traceparent through filter.wasm (emulated Envoy host)", () => {
       const s = exchange(vm, { headers: baseRequest([["traceparent", incoming]]), route: "chat", status: 200 });
       assert.equal(s.request.get("traceparent"), outgoing);
       assert.equal(vm.stats.value("tokentrace_traces_started_total", { route: "chat" }), 0);
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_traceparent" }), 0);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_traceparent" }), 0);
     });
   }
 
@@ -54,7 +54,7 @@ describe("traceparent through filter.wasm (emulated Envoy host)", () => {
       const s = exchange(vm, { headers: baseRequest([["traceparent", incoming], ["tracestate", "vendor=abc"]]), route: "chat", status: 200 });
       assert.equal(s.request.get("traceparent"), `00-${NEW_TRACE_ID}-${NEW_SPAN_ID}-03`);
       assert.equal(s.request.get("tracestate"), "ot=th:0", "the incoming tracestate belongs to no valid trace and is dropped");
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_traceparent" }), 1);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_traceparent" }), 1);
       assert.equal(vm.stats.value("tokentrace_traces_started_total", { route: "chat" }), 1);
     });
   }
@@ -66,7 +66,7 @@ describe("traceparent through filter.wasm (emulated Envoy host)", () => {
     assert.equal(s.request.get("tracestate"), undefined);
     assert.equal(vm.stats.value("tokentrace_traces_started_total", { route: "chat" }), 1);
     assert.equal(vm.stats.value("tokentrace_traces_sampled_total", { route: "chat" }), 0);
-    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_traceparent" }), 0);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_traceparent" }), 0);
   });
 
   it("never emits an all-zero id even when the random source returns zeros", async () => {
@@ -91,7 +91,7 @@ describe("tracestate through filter.wasm (emulated Envoy host)", () => {
       const vm = await loadFilter({ random: scriptedRandom([uuidBytes]) });
       const s = exchange(vm, { headers: baseRequest([["traceparent", VALID], ["tracestate", state]]), status: 200 });
       assert.equal(s.request.get("tracestate"), state);
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_tracestate" }), 0);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_tracestate" }), 0);
     });
   }
 
@@ -114,7 +114,7 @@ describe("tracestate through filter.wasm (emulated Envoy host)", () => {
       const s = exchange(vm, { headers: baseRequest([["traceparent", VALID], ["tracestate", state]]), status: 200 });
       assert.equal(s.request.get("tracestate"), undefined);
       assert.equal(s.request.get("traceparent"), VALID);
-      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { reason: "invalid_tracestate" }), 1);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "invalid_tracestate" }), 1);
     });
   }
 });

@@ -1,0 +1,342 @@
+// An incremental JSON scanner over raw bytes, fed chunk by chunk as a body passes. It keeps only
+// the few fields of OpenAI-compatible requests and responses that the filter measures (model,
+// stream, usage, finish reason) and, for text, only whether it was non-empty: prompt and
+// completion text is never stored. Pure logic: no host calls.
+
+/** Keys the scanner recognises; any other key is Other. */
+export const enum Key { Other, Model, Stream, StreamOptions, IncludeUsage, Usage, PromptTokens, CompletionTokens, Choices, FinishReason, Delta, Content, Text }
+
+const enum Field { None, Model, Stream, IncludeUsage, PromptTokens, CompletionTokens, FinishReason, Content }
+
+const enum State { Value, ArrayStart, Key, Colon, AfterValue, String, Number, Literal, Done, Error }
+
+const MAX_DEPTH: i32 = 64;
+/** Longest key recognised; longer keys are Other. */
+const MAX_KEY: i32 = 20;
+/** Longest model / finish_reason value kept (bytes); longer values are cut. */
+export const MAX_CAPTURE: i32 = 128;
+
+/** Interns a key from its bytes. */
+function keyOf(p: usize, n: i32): Key {
+  switch (n) {
+    case 4: if (bytesAre4(p, 0x74786574)) return Key.Text; break; // "text"
+    case 5:
+      if (bytesAre4(p, 0x65646f6d) && load<u8>(p + 4) == 0x6c) return Key.Model; // "model"
+      if (bytesAre4(p, 0x67617375) && load<u8>(p + 4) == 0x65) return Key.Usage; // "usage"
+      if (bytesAre4(p, 0x746c6564) && load<u8>(p + 4) == 0x61) return Key.Delta; // "delta"
+      break;
+    case 6: if (bytesAre4(p, 0x65727473) && load<u16>(p + 4) == 0x6d61) return Key.Stream; break; // "stream"
+    case 7:
+      if (bytesAre4(p, 0x696f6863) && load<u16>(p + 4) == 0x6563 && load<u8>(p + 6) == 0x73) return Key.Choices; // "choices"
+      if (bytesAre4(p, 0x746e6f63) && load<u16>(p + 4) == 0x6e65 && load<u8>(p + 6) == 0x74) return Key.Content; // "content"
+      break;
+  }
+  return keyOfLong(p, n);
+}
+
+function keyOfLong(p: usize, n: i32): Key {
+  if (n == 13 && equalsAscii(p, n, "finish_reason")) return Key.FinishReason;
+  if (n == 13 && equalsAscii(p, n, "include_usage")) return Key.IncludeUsage;
+  if (n == 13 && equalsAscii(p, n, "prompt_tokens")) return Key.PromptTokens;
+  if (n == 14 && equalsAscii(p, n, "stream_options")) return Key.StreamOptions;
+  if (n == 17 && equalsAscii(p, n, "completion_tokens")) return Key.CompletionTokens;
+  return Key.Other;
+}
+
+function bytesAre4(p: usize, littleEndian: u32): bool {
+  return load<u32>(p) == littleEndian;
+}
+
+function equalsAscii(p: usize, n: i32, s: string): bool {
+  for (let i = 0; i < n; i++) if (<i32>load<u8>(p + i) != s.charCodeAt(i)) return false;
+  return true;
+}
+
+function isSpace(c: u32): bool {
+  return c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09;
+}
+
+/** Scans one JSON document; `reset` makes it ready for the next (e.g. the next SSE event). */
+export class JsonScanner {
+  private state: State = State.Value;
+  private depth: i32 = 0;
+  private isArray: StaticArray<bool> = new StaticArray<bool>(MAX_DEPTH + 1);
+  private keyAt: StaticArray<u8> = new StaticArray<u8>(MAX_DEPTH + 1);
+  // The string or scalar being read.
+  private inKey: bool = false;
+  private escaped: bool = false;
+  private field: Field = Field.None;
+  private length: i32 = 0;
+  private number: i64 = 0;
+  private numberValid: bool = true;
+  private keyBytes: StaticArray<u8> = new StaticArray<u8>(MAX_KEY);
+  private captureBytes: StaticArray<u8> = new StaticArray<u8>(MAX_CAPTURE);
+
+  // What was found. -1 means absent.
+  model: string = "";
+  finishReason: string = "";
+  stream: i8 = -1;
+  includeUsage: i8 = -1;
+  hasStreamOptions: bool = false;
+  promptTokens: i64 = -1;
+  completionTokens: i64 = -1;
+  /** Some choices[].delta.content or choices[].text string was non-empty. */
+  sawContent: bool = false;
+  /** Bytes fed since the last reset. */
+  bytes: i64 = 0;
+
+  reset(): void {
+    this.state = State.Value;
+    this.depth = 0;
+    this.model = "";
+    this.finishReason = "";
+    this.stream = -1;
+    this.includeUsage = -1;
+    this.hasStreamOptions = false;
+    this.promptTokens = -1;
+    this.completionTokens = -1;
+    this.sawContent = false;
+    this.bytes = 0;
+  }
+
+  /** The document is complete and well-formed so far. */
+  get done(): bool {
+    return this.state == State.Done;
+  }
+
+  get failed(): bool {
+    return this.state == State.Error;
+  }
+
+  /** Consumes `n` bytes at `p`. Stops early (and stays failed) on malformed input. */
+  feed(p: usize, n: i32): void {
+    this.bytes += n;
+    let i = 0;
+    while (i < n) {
+      const state = this.state;
+      if (state == State.String) {
+        i = this.string(p, i, n);
+        continue;
+      }
+      const c = <u32>load<u8>(p + i);
+      switch (state) {
+        case State.Number: {
+          if (c - 0x30 < 10) {
+            if (this.number < 1_000_000_000_000) this.number = this.number * 10 + <i64>(c - 0x30);
+            i++;
+            continue;
+          }
+          if (c == 0x2d || c == 0x2b || c == 0x2e || c == 0x65 || c == 0x45) {
+            this.numberValid = false; // not a token count
+            i++;
+            continue;
+          }
+          this.endNumber();
+          continue; // this byte belongs to what follows
+        }
+        case State.Literal: {
+          if (c - 0x61 < 26) {
+            i++;
+            continue;
+          }
+          this.endValue();
+          continue;
+        }
+        case State.Value:
+        case State.ArrayStart: {
+          if (isSpace(c)) break;
+          if (state == State.ArrayStart && c == 0x5d) {
+            this.close(true);
+            break;
+          }
+          this.value(c);
+          break;
+        }
+        case State.Key: {
+          if (isSpace(c)) break;
+          if (c == 0x22) {
+            this.inKey = true;
+            this.escaped = false;
+            this.length = 0;
+            this.state = State.String;
+          } else if (c == 0x7d) {
+            this.close(false);
+          } else {
+            this.state = State.Error;
+          }
+          break;
+        }
+        case State.Colon: {
+          if (isSpace(c)) break;
+          this.state = c == 0x3a ? State.Value : State.Error;
+          break;
+        }
+        case State.AfterValue: {
+          if (isSpace(c)) break;
+          if (c == 0x2c) {
+            this.state = unchecked(this.isArray[this.depth]) ? State.Value : State.Key;
+          } else if (c == 0x7d) {
+            this.close(false);
+          } else if (c == 0x5d) {
+            this.close(true);
+          } else {
+            this.state = State.Error;
+          }
+          break;
+        }
+        case State.Done: {
+          if (!isSpace(c)) this.state = State.Error;
+          break;
+        }
+        default:
+          return; // Error: the rest is not looked at
+      }
+      i++;
+    }
+  }
+
+  /** Ends the document at end of input: a pending top-level scalar completes it. */
+  finish(): void {
+    if (this.state == State.Number) this.endNumber();
+    else if (this.state == State.Literal) this.endValue();
+  }
+
+  private value(c: u32): void {
+    const field = this.fieldHere();
+    if (c == 0x7b || c == 0x5b) {
+      if (this.depth == MAX_DEPTH) {
+        this.state = State.Error;
+        return;
+      }
+      this.depth++;
+      const isArray = c == 0x5b;
+      unchecked((this.isArray[this.depth] = isArray));
+      unchecked((this.keyAt[this.depth] = <u8>Key.Other));
+      this.state = isArray ? State.ArrayStart : State.Key;
+    } else if (c == 0x22) {
+      this.inKey = false;
+      this.escaped = false;
+      this.length = 0;
+      this.field = field;
+      this.state = State.String;
+    } else if (c - 0x30 < 10 || c == 0x2d) {
+      this.field = field;
+      this.number = c == 0x2d ? 0 : <i64>(c - 0x30);
+      this.numberValid = c != 0x2d;
+      this.state = State.Number;
+    } else if (c == 0x74 || c == 0x66 || c == 0x6e) {
+      // true / false / null: the first letter decides
+      if (field == Field.Stream) this.stream = c == 0x74 ? 1 : 0;
+      else if (field == Field.IncludeUsage) this.includeUsage = c == 0x74 ? 1 : 0;
+      this.state = State.Literal;
+    } else {
+      this.state = State.Error;
+    }
+  }
+
+  /** Reads string bytes from index i; returns the index after what it consumed. */
+  private string(p: usize, i: i32, n: i32): i32 {
+    const inKey = this.inKey;
+    const capture = !inKey && (this.field == Field.Model || this.field == Field.FinishReason);
+    let length = this.length;
+    let escaped = this.escaped;
+    while (i < n) {
+      const c = load<u8>(p + i);
+      i++;
+      if (escaped) {
+        escaped = false;
+      } else if (c == 0x5c) {
+        escaped = true;
+        continue; // the escape byte itself is not part of the value
+      } else if (c == 0x22) {
+        this.length = length;
+        this.endString();
+        return i;
+      }
+      if (inKey) {
+        if (length < MAX_KEY) unchecked((this.keyBytes[length] = c));
+      } else if (capture && length < MAX_CAPTURE) {
+        unchecked((this.captureBytes[length] = c));
+      }
+      length++;
+    }
+    this.length = length;
+    this.escaped = escaped;
+    return i;
+  }
+
+  private endString(): void {
+    if (this.inKey) {
+      const key = this.length <= MAX_KEY ? keyOf(changetype<usize>(this.keyBytes), this.length) : Key.Other;
+      unchecked((this.keyAt[this.depth] = <u8>key));
+      if (this.depth == 1 && key == Key.StreamOptions) this.hasStreamOptions = true;
+      this.state = State.Colon;
+      return;
+    }
+    const field = this.field;
+    if (field == Field.Model || field == Field.FinishReason) {
+      const n = this.length < MAX_CAPTURE ? this.length : MAX_CAPTURE;
+      const value = String.UTF8.decodeUnsafe(changetype<usize>(this.captureBytes), n);
+      if (field == Field.Model) this.model = value;
+      else this.finishReason = value;
+    } else if (field == Field.Content && this.length > 0) {
+      this.sawContent = true;
+    }
+    this.endValue();
+  }
+
+  private endNumber(): void {
+    if (this.numberValid) {
+      if (this.field == Field.PromptTokens) this.promptTokens = this.number;
+      else if (this.field == Field.CompletionTokens) this.completionTokens = this.number;
+    }
+    this.endValue();
+  }
+
+  private endValue(): void {
+    this.field = Field.None;
+    this.state = this.depth == 0 ? State.Done : State.AfterValue;
+  }
+
+  private close(isArray: bool): void {
+    if (this.depth == 0 || unchecked(this.isArray[this.depth]) != isArray) {
+      this.state = State.Error;
+      return;
+    }
+    this.depth--;
+    this.endValue();
+  }
+
+  /** Which measured field a value starting here is, from the keys on the path. */
+  private fieldHere(): Field {
+    const d = this.depth;
+    if (d == 0 || d > 4 || unchecked(this.isArray[1])) return Field.None;
+    const k1 = <Key>unchecked(this.keyAt[1]);
+    if (d == 1) {
+      if (k1 == Key.Model) return Field.Model;
+      if (k1 == Key.Stream) return Field.Stream;
+      return Field.None;
+    }
+    if (k1 == Key.Choices) {
+      // choices: [ { finish_reason, text, delta: { content } } ]
+      if (!unchecked(this.isArray[2]) || unchecked(this.isArray[3])) return Field.None;
+      const k3 = <Key>unchecked(this.keyAt[3]);
+      if (d == 3) {
+        if (k3 == Key.FinishReason) return Field.FinishReason;
+        if (k3 == Key.Text) return Field.Content;
+        return Field.None;
+      }
+      if (k3 == Key.Delta && !unchecked(this.isArray[4]) && <Key>unchecked(this.keyAt[4]) == Key.Content) return Field.Content;
+      return Field.None;
+    }
+    if (d != 2 || unchecked(this.isArray[2])) return Field.None;
+    const k2 = <Key>unchecked(this.keyAt[2]);
+    if (k1 == Key.Usage) {
+      if (k2 == Key.PromptTokens) return Field.PromptTokens;
+      if (k2 == Key.CompletionTokens) return Field.CompletionTokens;
+    } else if (k1 == Key.StreamOptions && k2 == Key.IncludeUsage) {
+      return Field.IncludeUsage;
+    }
+    return Field.None;
+  }
+}

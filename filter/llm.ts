@@ -1,0 +1,189 @@
+// One LLM call (OpenAI-compatible) as it passes: the request's model and stream flag, the
+// response's usage, finish reason and content chunks, and the times of the first and last byte.
+// Bodies are observed chunk by chunk and never held back or stored.
+import { equalAsciiLowerCase, startsWith } from "./bytes";
+import { LlmConfig } from "./config";
+import * as host from "./host";
+import { JsonScanner } from "./json-scan";
+import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "./metrics";
+import { SseScanner } from "./sse";
+import { RouteStats, Stats } from "./stats";
+
+const NS_PER_MS: i64 = 1_000_000;
+const NS_PER_US: i64 = 1_000;
+const EVENT_STREAM = String.UTF8.encode("text/event-stream");
+const CONTENT_TYPE = String.UTF8.encode("content-type");
+const CONTENT_ENCODING = String.UTF8.encode("content-encoding");
+const IDENTITY = String.UTF8.encode("identity");
+
+/** True when the :path (query ignored) ends with one of the configured suffixes. */
+export function isLlmPath(path: ArrayBuffer, suffixes: Array<ArrayBuffer>): bool {
+  const p = changetype<usize>(path);
+  let end = path.byteLength;
+  for (let i = 0; i < end; i++) {
+    if (load<u8>(p + i) == 0x3f) {
+      end = i;
+      break;
+    }
+  }
+  for (let i = 0; i < suffixes.length; i++) {
+    const suffix = suffixes[i];
+    const n = suffix.byteLength;
+    if (end >= n && startsWith(p + end - n, n, suffix)) return true;
+  }
+  return false;
+}
+
+/** The media type of a content-type value: up to ";", without surrounding spaces. */
+function mediaTypeLength(value: ArrayBuffer): i32 {
+  const p = changetype<usize>(value);
+  let n = value.byteLength;
+  for (let i = 0; i < n; i++) {
+    if (load<u8>(p + i) == 0x3b) {
+      n = i;
+      break;
+    }
+  }
+  while (n > 0 && load<u8>(p + n - 1) == 0x20) n--;
+  return n;
+}
+
+const enum ResponseKind { NotRead, Json, EventStream }
+
+export class LlmExchange {
+  private config: LlmConfig;
+  private stats: Stats;
+  private route: RouteStats;
+  private request: JsonScanner = new JsonScanner();
+  private requestBytes: i32 = 0;
+  private requestReadable: bool = true;
+  private responseKind: ResponseKind = ResponseKind.NotRead;
+  private json: JsonScanner | null = null;
+  private sse: SseScanner | null = null;
+  /** Wall-clock ns of the first response body byte; 0 until then. */
+  firstByteNs: i64 = 0;
+
+  constructor(config: LlmConfig, stats: Stats, route: RouteStats) {
+    this.config = config;
+    this.stats = stats;
+    this.route = route;
+  }
+
+  onRequestBody(length: i32): void {
+    if (!this.requestReadable || length <= 0) return;
+    if (this.requestBytes + length > this.config.maxRequestBodyBytes) {
+      // Too large to look into: the body passes untouched and the model stays unknown.
+      this.requestReadable = false;
+      host.incrementCounter(this.route.bodyLimitExceededCounter(), 1);
+      return;
+    }
+    const bytes = host.getBodyBytes(host.BodyBuffer.Request, length);
+    if (bytes === null) return;
+    this.requestBytes += length;
+    this.request.feed(changetype<usize>(bytes), bytes.byteLength);
+    if (this.request.failed) {
+      this.requestReadable = false;
+      this.stats.error(ErrorReason.BodyNotJson);
+    }
+  }
+
+  onResponseHeaders(): void {
+    const encoding = host.getHeader(host.HeaderMap.Response, CONTENT_ENCODING);
+    if (encoding !== null && !equalAsciiLowerCase(changetype<usize>(encoding), encoding.byteLength, IDENTITY)) {
+      this.stats.error(ErrorReason.BodyEncoded); // gzip etc.: counted, not decoded
+      return;
+    }
+    const contentType = host.getHeader(host.HeaderMap.Response, CONTENT_TYPE);
+    if (contentType === null) return;
+    const n = mediaTypeLength(contentType);
+    const types = this.config.contentTypes;
+    for (let i = 0; i < types.length; i++) {
+      if (!equalAsciiLowerCase(changetype<usize>(contentType), n, types[i])) continue;
+      if (equalAsciiLowerCase(changetype<usize>(contentType), n, EVENT_STREAM)) {
+        this.responseKind = ResponseKind.EventStream;
+        this.sse = new SseScanner();
+      } else {
+        this.responseKind = ResponseKind.Json;
+        this.json = new JsonScanner();
+      }
+      return;
+    }
+  }
+
+  onResponseBody(length: i32, endOfStream: bool): void {
+    if (length > 0 && this.firstByteNs == 0) this.firstByteNs = <i64>host.nowNs();
+    if (this.responseKind == ResponseKind.NotRead) return;
+    if (length > 0) {
+      const bytes = host.getBodyBytes(host.BodyBuffer.Response, length);
+      if (bytes !== null) {
+        const sse = this.sse;
+        if (sse !== null) {
+          sse.feed(changetype<usize>(bytes), bytes.byteLength);
+        } else {
+          const json = this.json!;
+          if (!json.failed) json.feed(changetype<usize>(bytes), bytes.byteLength);
+        }
+      }
+    }
+    if (endOfStream) this.endResponse();
+  }
+
+  private responseEnded: bool = false;
+
+  private endResponse(): void {
+    if (this.responseEnded) return;
+    this.responseEnded = true;
+    const sse = this.sse;
+    if (sse !== null) sse.finish();
+    const json = this.json;
+    if (json !== null) json.finish();
+  }
+
+  /** Records the request's LLM stats; `startNs` and `endNs` are wall-clock request start and end. */
+  record(startNs: i64, endNs: i64): void {
+    this.endResponse();
+    const request = this.request;
+    request.finish();
+    let model = request.model;
+    let stream = request.stream == 1;
+    let finishReason = "";
+    let promptTokens: i64 = -1;
+    let completionTokens: i64 = -1;
+    let chunks = 0;
+    const sse = this.sse;
+    const json = this.json;
+    if (sse !== null) {
+      stream = true;
+      if (model.length == 0) model = sse.model;
+      finishReason = sse.finishReason;
+      promptTokens = sse.promptTokens;
+      completionTokens = sse.completionTokens;
+      chunks = sse.contentChunks;
+      if (sse.malformedEvents > 0) this.stats.error(ErrorReason.SseMalformed);
+    } else if (json !== null) {
+      if (json.done) {
+        if (model.length == 0) model = json.model;
+        finishReason = json.finishReason;
+        promptTokens = json.promptTokens;
+        completionTokens = json.completionTokens;
+      } else if (json.failed) {
+        this.stats.error(ErrorReason.BodyNotJson);
+      }
+    }
+    const llm = this.stats.forLlm(this.route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
+    host.incrementCounter(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
+    const durationNs = endNs - startNs;
+    if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));
+    const firstByteNs = this.firstByteNs;
+    if (firstByteNs > 0 && firstByteNs >= startNs) host.recordHistogram(llm.ttftMs, <u64>((firstByteNs - startNs) / NS_PER_MS));
+    if (promptTokens > 0) host.incrementCounter(llm.inputTokens, promptTokens);
+    if (completionTokens > 0) host.incrementCounter(llm.outputTokens, completionTokens);
+    if (chunks > 0) host.incrementCounter(llm.streamChunks, chunks);
+    const usageSeen = promptTokens >= 0 || completionTokens >= 0;
+    if (!usageSeen && this.responseKind != ResponseKind.NotRead) host.incrementCounter(llm.usageMissing, 1);
+    // Time per output token: streaming only, after the first token.
+    if (stream && completionTokens > 1 && firstByteNs > 0 && endNs >= firstByteNs) {
+      host.recordHistogram(llm.tpotUs, <u64>((endNs - firstByteNs) / NS_PER_US / (completionTokens - 1)));
+    }
+  }
+}

@@ -1,0 +1,149 @@
+// A Server-Sent Events scanner over raw bytes, fed chunk by chunk as a streamed response passes:
+// events may be split anywhere, including inside a line ending. Each event's `data` is scanned
+// as JSON (OpenAI-compatible stream chunks) and folded into totals; `data: [DONE]` ends the
+// stream. Nothing is buffered beyond the scanner state. Pure logic: no host calls.
+import { JsonScanner } from "./json-scan";
+
+const enum Line { Start, Field, DataSpace, Data, Skip }
+
+/** "data" as the field-name bytes must read. */
+const DATA: u32 = 0x61746164; // "data" little-endian
+const DONE_LENGTH: i32 = 6; // "[DONE]"
+
+export class SseScanner {
+  private line: Line = Line.Start;
+  private lastWasCr: bool = false;
+  private fieldLength: i32 = 0;
+  private fieldBytes: u32 = 0;
+  private json: JsonScanner = new JsonScanner();
+  private eventHasData: bool = false;
+  /** The first bytes of the event's data, to recognise [DONE]. */
+  private dataPrefix: u64 = 0;
+  private dataLength: i32 = 0;
+
+  // Totals over the stream.
+  events: i32 = 0;
+  contentChunks: i32 = 0;
+  malformedEvents: i32 = 0;
+  sawDone: bool = false;
+  model: string = "";
+  finishReason: string = "";
+  promptTokens: i64 = -1;
+  completionTokens: i64 = -1;
+
+  feed(p: usize, n: i32): void {
+    let i = 0;
+    while (i < n) {
+      const c = <u32>load<u8>(p + i);
+      if (this.lastWasCr) {
+        this.lastWasCr = false;
+        if (c == 0x0a) {
+          i++; // the LF of a CRLF pair: the line already ended at the CR
+          continue;
+        }
+      }
+      if (c == 0x0d || c == 0x0a) {
+        this.endLine();
+        this.lastWasCr = c == 0x0d;
+        i++;
+        continue;
+      }
+      switch (this.line) {
+        case Line.Start:
+        case Line.Field: {
+          if (c == 0x3a) {
+            // "data:" starts the data; other fields and comments (":...") are skipped
+            this.line = this.fieldLength == 4 && this.fieldBytes == DATA ? Line.DataSpace : Line.Skip;
+          } else {
+            if (this.fieldLength < 4) this.fieldBytes |= c << (8 * this.fieldLength);
+            this.fieldLength++;
+            this.line = Line.Field;
+          }
+          i++;
+          break;
+        }
+        case Line.DataSpace: {
+          this.line = Line.Data;
+          this.beginDataLine();
+          if (c == 0x20) i++; // one space after the colon is not part of the data
+          break;
+        }
+        case Line.Data: {
+          // Hand the rest of the line to the JSON scanner in one piece.
+          let end = i;
+          while (end < n) {
+            const d = load<u8>(p + end);
+            if (d == 0x0d || d == 0x0a) break;
+            end++;
+          }
+          this.data(p + i, end - i);
+          i = end;
+          break;
+        }
+        default:
+          i++; // Skip
+      }
+    }
+  }
+
+  /** The stream ended: an event not yet terminated by a blank line still counts. */
+  finish(): void {
+    if (this.line != Line.Start) this.endLine();
+    this.dispatch();
+  }
+
+  private beginDataLine(): void {
+    if (!this.eventHasData) {
+      this.eventHasData = true;
+      this.json.reset();
+      this.dataPrefix = 0;
+      this.dataLength = 0;
+    } else {
+      // Several data lines of one event join with a newline (JSON whitespace).
+      const nl = memory.data(1);
+      store<u8>(nl, 0x0a);
+      this.data(nl, 1);
+    }
+  }
+
+  private data(p: usize, n: i32): void {
+    for (let k = 0; k < n && this.dataLength < 8; k++) {
+      this.dataPrefix |= (<u64>load<u8>(p + k)) << (8 * <u64>this.dataLength);
+      this.dataLength++;
+    }
+    if (this.dataLength > 8) this.dataLength = 8;
+    this.json.feed(p, n);
+  }
+
+  private endLine(): void {
+    if (this.line == Line.Start) {
+      this.dispatch(); // a blank line ends the event
+    } else if (this.line == Line.DataSpace) {
+      this.beginDataLine(); // "data:" with nothing after it
+    }
+    this.line = Line.Start;
+    this.fieldLength = 0;
+    this.fieldBytes = 0;
+  }
+
+  private dispatch(): void {
+    if (!this.eventHasData) return;
+    this.eventHasData = false;
+    this.events++;
+    if (this.json.bytes == DONE_LENGTH && this.dataPrefix == 0x5d454e4f445b) { // "[DONE]"
+      this.sawDone = true;
+      return;
+    }
+    const json = this.json;
+    json.finish();
+    if (!json.done) {
+      this.malformedEvents++;
+      return;
+    }
+    if (json.sawContent) this.contentChunks++;
+    if (this.model.length == 0 && json.model.length > 0) this.model = json.model;
+    if (json.finishReason.length > 0) this.finishReason = json.finishReason;
+    if (json.promptTokens >= 0) this.promptTokens = json.promptTokens;
+    if (json.completionTokens >= 0) this.completionTokens = json.completionTokens;
+  }
+}

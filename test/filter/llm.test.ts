@@ -1,0 +1,230 @@
+// Token-flow telemetry of the real filter.wasm (emulated Envoy host): OpenAI-compatible requests and
+// responses, streaming (SSE) and not, with exact token counts, TTFT, TPOT and durations.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { ManualClock, type FilterVm } from "../host/index.js";
+import { countingRandom, loadFilter } from "./support.js";
+
+const T0 = 1_700_000_000_000_000_000n;
+
+interface Call {
+  path?: string;
+  route?: string;
+  requestBody?: string | string[];
+  status?: number;
+  contentType?: string;
+  responseHeaders?: Array<[string, string]>;
+  /** Response body chunks, each sent `gapMs` after the previous (the first `ttftMs` after the request). */
+  chunks?: string[];
+  ttftMs?: number;
+  gapMs?: number;
+  /** Stop before the response ends (a client cancel): no end_of_stream. */
+  cancel?: boolean;
+}
+
+async function setup(config: unknown = {}): Promise<{ vm: FilterVm; clock: ManualClock }> {
+  const clock = new ManualClock(T0);
+  const vm = await loadFilter({ clock, random: countingRandom(), config });
+  return { vm, clock };
+}
+
+/** Drives one LLM call through the filter, asserting every callback continues. */
+function call(vm: FilterVm, clock: ManualClock, c: Call): void {
+  const s = vm.newStream({ routeName: c.route ?? "chat" });
+  const body = c.requestBody === undefined ? [] : Array.isArray(c.requestBody) ? c.requestBody : [c.requestBody];
+  const ok = (status: number, what: string): void => assert.equal(status, 0, `${what} must continue`);
+  ok(s.requestHeaders([[":method", "POST"], [":path", c.path ?? "/v1/chat/completions"], [":authority", "llm.svc"], ["content-type", "application/json"]], body.length === 0), "request headers");
+  body.forEach((chunk, i) => ok(s.requestBody(chunk, i === body.length - 1), "request body"));
+  clock.advanceMs(c.ttftMs ?? 0);
+  const chunks = c.chunks ?? [];
+  ok(s.responseHeaders([[":status", String(c.status ?? 200)], ["content-type", c.contentType ?? "application/json"], ...(c.responseHeaders ?? [])], chunks.length === 0), "response headers");
+  chunks.forEach((chunk, i) => {
+    if (i > 0) clock.advanceMs(c.gapMs ?? 0);
+    ok(s.responseBody(chunk, !c.cancel && i === chunks.length - 1), "response body");
+  });
+  s.end();
+}
+
+const sse = (events: unknown[], done = true): string =>
+  events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + (done ? "data: [DONE]\n\n" : "");
+const chunk = (content: string | null, finish: string | null = null, model = "llama-3.1-8b-instruct"): unknown => ({
+  id: "cmpl-1", object: "chat.completion.chunk", model,
+  choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }],
+});
+const usageChunk = (prompt: number, completion: number): unknown => ({
+  id: "cmpl-1", object: "chat.completion.chunk", model: "llama-3.1-8b-instruct", choices: [],
+  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+});
+const chatRequest = (extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ model: "llama-3.1-8b", messages: [{ role: "user", content: "a secret prompt" }], ...extra });
+const completionResponse = JSON.stringify({
+  id: "chatcmpl-1", object: "chat.completion", model: "llama-3.1-8b-instruct",
+  choices: [{ index: 0, message: { role: "assistant", content: "a secret completion" }, finish_reason: "stop" }],
+  usage: { prompt_tokens: 12, completion_tokens: 34, total_tokens: 46 },
+});
+
+const L = { route: "chat", model: "llama-3.1-8b" };
+
+describe("LLM telemetry, non-streaming (emulated Envoy host)", () => {
+  it("records model, tokens, finish reason, TTFT and duration of a chat completion", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: chatRequest(), ttftMs: 150, chunks: [completionResponse.slice(0, 40), completionResponse.slice(40)], gapMs: 50 });
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "stop" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 12);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 34);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [150]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [200]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [], "TPOT is for streams only");
+    assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
+  });
+
+  it("reads an embeddings call (input tokens only)", async () => {
+    const { vm, clock } = await setup();
+    const response = JSON.stringify({ object: "list", model: "bge-m3", data: [{ object: "embedding", index: 0, embedding: [0.1, -0.2] }], usage: { prompt_tokens: 7, total_tokens: 7 } });
+    call(vm, clock, { path: "/v1/embeddings", route: "embed", requestBody: JSON.stringify({ model: "bge-m3", input: "text" }), chunks: [response] });
+    const labels = { route: "embed", model: "bge-m3" };
+    assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", labels), 7);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", labels), 0);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: "false", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", labels), 0);
+  });
+
+  it("takes the model from the response when the request body was not readable", async () => {
+    const { vm, clock } = await setup({ llm: { maxRequestBodyBytes: 10 } });
+    call(vm, clock, { requestBody: chatRequest(), chunks: [completionResponse] });
+    const labels = { route: "chat", model: "llama-3.1-8b-instruct" };
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", labels), 34);
+    assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), 1);
+  });
+});
+
+describe("LLM telemetry, streaming (emulated Envoy host)", () => {
+  const stream = sse([chunk(""), chunk("Hel"), chunk("lo"), chunk(" wor"), chunk("ld"), chunk("!"), chunk(null, "length"), usageChunk(9, 5)]);
+
+  it("counts content chunks and takes usage from the final chunk: TTFT, TPOT, duration", async () => {
+    const { vm, clock } = await setup();
+    const events = stream.split(/(?<=\n\n)/);
+    call(vm, clock, { requestBody: chatRequest({ stream: true, stream_options: { include_usage: true } }), ttftMs: 100, chunks: events, gapMs: 10, contentType: "text/event-stream" });
+    // 9 events: the first byte at 100 ms, the end at 100 + 8 * 10 ms; TPOT = 80 ms / (5 - 1) tokens.
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 5);
+    assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 9);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 5);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [100]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [20_000]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [180]);
+    assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
+  });
+
+  it("still records TTFT, duration and chunks when usage is absent, and counts it missing", async () => {
+    const { vm, clock } = await setup();
+    const noUsage = sse([chunk("a"), chunk("b"), chunk(null, "stop")]);
+    call(vm, clock, { requestBody: chatRequest({ stream: true }), ttftMs: 40, chunks: [noUsage], contentType: "text/event-stream; charset=utf-8" });
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "stop" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
+    assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [40]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), []);
+  });
+
+  it("a stream cancelled midway ends with consistent stats (proxy_on_log)", async () => {
+    const { vm, clock } = await setup();
+    const events = stream.split(/(?<=\n\n)/).slice(0, 3);
+    call(vm, clock, { requestBody: chatRequest({ stream: true }), ttftMs: 30, chunks: events, gapMs: 5, cancel: true, contentType: "text/event-stream" });
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
+    assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [40]);
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 1);
+  });
+
+  it("handles CRLF line endings, multi-line data, comments and other fields", async () => {
+    const { vm, clock } = await setup();
+    const body = ": keep-alive\r\n\r\nevent: message\r\nid: 1\r\ndata: {\"model\":\"m2\",\"choices\":[{\"delta\":\r\ndata: {\"content\":\"x\"}}]}\r\n\r\n" +
+      "data:{\"choices\":[{\"delta\":{\"content\":\"y\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\r\n\r\ndata: [DONE]\r\n\r\n";
+    call(vm, clock, { requestBody: JSON.stringify({ stream: true }), chunks: [body], contentType: "text/event-stream" });
+    const labels = { route: "chat", model: "m2" };
+    assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", labels), 2);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", labels), 2);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: "true", finish_reason: "stop" }), 1);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "sse_malformed" }), 0);
+  });
+
+  it("gives the same figures whatever the chunk boundaries, down to single bytes", async () => {
+    const { vm, clock } = await setup();
+    const body = stream;
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: body.length - 1 }), { maxLength: 40 }), (cuts) => {
+        const points = [...new Set(cuts)].sort((a, b) => a - b);
+        const parts = [0, ...points].map((p, i) => body.slice(p, points[i] ?? body.length));
+        call(vm, clock, { requestBody: chatRequest({ stream: true }), chunks: parts, contentType: "text/event-stream" });
+      }),
+      { numRuns: 150, seed: 3 },
+    );
+    // Every byte boundary once, in one more run: each split point gets its own two-chunk call.
+    for (let p = 1; p < body.length; p++) call(vm, clock, { requestBody: chatRequest({ stream: true }), chunks: [body.slice(0, p), body.slice(p)], contentType: "text/event-stream" });
+    const runs = 150 + body.length - 1;
+    assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 5 * runs);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 5 * runs);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length" }), runs);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "sse_malformed" }), 0);
+  });
+});
+
+describe("LLM telemetry, what is not read (emulated Envoy host)", () => {
+  it("never reads bodies of other traffic", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { path: "/v1/models", requestBody: "{}", chunks: [completionResponse] });
+    call(vm, clock, { path: "/v1/chat/completions/other", requestBody: "{}", chunks: [completionResponse] });
+    assert.deepEqual(vm.stats.names().filter((n) => n.includes("tokentrace_llm_")), []);
+  });
+
+  it("matches the path without its query string", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { path: "/openai/v1/chat/completions?api-version=1", requestBody: chatRequest(), chunks: [completionResponse] });
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 34);
+  });
+
+  it("counts and skips a gzip-encoded response", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: chatRequest(), chunks: ["\x1f\x8b\x08binary"], responseHeaders: [["content-encoding", "gzip"]] });
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "body_encoded" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 0);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "none" }), 1);
+  });
+
+  it("counts a request body that is not JSON and leaves the model unknown", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: "model=llama&stream=true", chunks: [completionResponse] });
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "body_not_json" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", { route: "chat", model: "llama-3.1-8b-instruct" }), 34);
+  });
+
+  it("does not read a response whose content type is not configured", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: chatRequest(), chunks: ["plain text"], contentType: "text/plain" });
+    assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "body_not_json" }), 0);
+  });
+
+  it("caps distinct models and counts the rest as model=\"other\"", async () => {
+    const { vm, clock } = await setup({ stats: { maxModels: 2 } });
+    for (const model of ["a", "b", "c", "a", "d"]) call(vm, clock, { requestBody: JSON.stringify({ model }), chunks: [completionResponse] });
+    const out = (model: string): number | undefined => vm.stats.value("tokentrace_llm_output_tokens_total", { route: "chat", model });
+    assert.deepEqual([out("a"), out("b"), out("c"), out("other")], [68, 34, undefined, 68]);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "model_overflow" }), 2);
+  });
+
+  it("never records prompt or completion text in stats or logs", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: chatRequest(), chunks: [completionResponse] });
+    call(vm, clock, { requestBody: chatRequest({ stream: true }), chunks: [stream(["a secret completion"])], contentType: "text/event-stream" });
+    const everything = vm.stats.prometheus() + vm.logs.map((l) => l.message).join("\n");
+    assert.ok(!everything.includes("secret"), "no prompt or completion text");
+  });
+});
+
+function stream(contents: string[]): string {
+  return sse([...contents.map((c) => chunk(c)), chunk(null, "stop")]);
+}
