@@ -1,7 +1,8 @@
 // The proxy-wasm test host: everything the filter tests, the local proxy and the benchmarks use.
 export { ManualClock, realClock, type HostClock } from "./clock.js";
 export { AbiViolation, VmFailedError } from "./errors.js";
-export { FilterVm, FilterStream, type FilterVmOptions, type StreamProperties, type LocalResponse, type StopRecord, type LogEntry } from "./vm.js";
+export { FilterVm, type FilterVmOptions, type StreamProperties, type LogEntry } from "./vm.js";
+export { FilterStream, type LocalResponse, type StopRecord } from "./stream.js";
 export { HeaderList, type HeaderMap } from "./headers.js";
 export { StatsStore, extractTags, istioTagRegex, escapeLabelValue, prometheusMetricName, ENVOY_DEFAULT_BUCKETS, DEFAULT_STAT_TAGS, WASM_CUSTOM_PREFIX } from "./stats.js";
 export { encodePairs, decodePairs, pairsByteLength, PairsFormatError, type Pairs } from "./pairs.js";

@@ -5,7 +5,8 @@ import { Agent, createServer, request as httpRequest, type IncomingMessage, type
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import type { HostClock } from "./clock.js";
-import { FilterVm, type FilterStream, type FilterVmOptions } from "./vm.js";
+import type { FilterStream } from "./stream.js";
+import { FilterVm, type FilterVmOptions } from "./vm.js";
 
 /** A route: requests whose path starts with `prefix` get route name `name` (a VirtualService http route name). */
 export interface LocalRoute {

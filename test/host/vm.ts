@@ -1,7 +1,6 @@
 // The proxy-wasm host: runs a compiled filter in Node's WebAssembly (V8, Envoy's default runtime)
 // with Envoy's start-up sequence, callback order and host-call semantics. Any ABI misuse throws
 // AbiViolation; a trap or proc_exit fails the VM for good, as in Envoy.
-import { randomFillSync } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import {
   BUFFER_TYPE_MAX,
@@ -14,12 +13,14 @@ import {
 } from "./abi.js";
 import { realClock, type HostClock } from "./clock.js";
 import { AbiViolation, ProcExit, VmFailedError } from "./errors.js";
-import { HeaderList, type HeaderMap } from "./headers.js";
+import { HeaderList } from "./headers.js";
 import { startHttpCall, type HttpCallResponse } from "./http-call.js";
 import { decodePairs, pairsByteLength, PairsFormatError, writePairs, type Pairs } from "./pairs.js";
-import { resolveProperty, type StreamFacts } from "./properties.js";
+import { Memory } from "./memory.js";
+import { resolveProperty } from "./properties.js";
 import { StatsStore } from "./stats.js";
-import { buildWasi, WASI_INIT_ALLOWED } from "./wasi.js";
+import { FilterStream, type StreamDriver, type StreamState } from "./stream.js";
+import { buildWasi, pooledRandom, WASI_INIT_ALLOWED } from "./wasi.js";
 import { Wasm, type WasmInstance, type WasmMemory, type WasmModule } from "./wasm-api.js";
 
 /** Options of FilterVm.load. */
@@ -68,102 +69,14 @@ export interface StreamProperties {
   extra?: Record<string, Uint8Array>;
 }
 
-/** A local response the filter asked for with proxy_send_local_response. */
-export interface LocalResponse {
-  statusCode: number;
-  details: string;
-  body: Buffer;
-  headers: Pairs;
-  grpcStatus: number;
-}
-
-/** One non-Continue status a callback returned. */
-export interface StopRecord {
-  callback: string;
-  status: number;
-}
-
 /** One entry of FilterVm.logs. */
 export interface LogEntry {
   level: number;
   message: string;
 }
 
-type Phase = "new" | "request" | "response" | "log" | "ended";
-
 const DEFAULT_ROOT_ID = "tokentrace";
 const ROOT_CONTEXT_ID = 1;
-const utf8 = new TextEncoder();
-
-/** Linear-memory access with the bounds checks Envoy's getMemory/setMemory make. */
-class Memory {
-  private buf: Buffer;
-
-  constructor(private readonly memory: WasmMemory) {
-    this.buf = Buffer.from(memory.buffer);
-  }
-
-  /**
-   * A Buffer over the current memory. memory.grow detaches the old ArrayBuffer (its view drops to
-   * length 0), which is cheaper to test than reading memory.buffer on every host call.
-   */
-  view(): Buffer {
-    if (this.buf.length === 0) this.buf = Buffer.from(this.memory.buffer);
-    return this.buf;
-  }
-
-  get byteLength(): number {
-    return this.view().length;
-  }
-
-  check(ptr: number, len: number, what: string): void {
-    const size = this.view().length;
-    if (ptr + len > size) throw new AbiViolation(`${what}: pointer ${ptr} + length ${len} is outside linear memory (${size} bytes)`);
-  }
-
-  bytes(ptr: number, len: number, what: string): Buffer {
-    this.check(ptr, len, what);
-    return this.view().subarray(ptr, ptr + len);
-  }
-
-  string(ptr: number, len: number, what: string): string {
-    this.check(ptr, len, what);
-    return (this.buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(ptr, ptr + len);
-  }
-
-  u32(ptr: number, v: number, what: string): void {
-    this.check(ptr, 4, what);
-    this.view().writeUInt32LE(v >>> 0, ptr);
-  }
-
-  u64(ptr: number, v: bigint, what: string): void {
-    this.check(ptr, 8, what);
-    this.view().writeBigUInt64LE(BigInt.asUintN(64, v), ptr);
-  }
-}
-
-/** Internal state of a stream context, shared between FilterVm and FilterStream. */
-interface StreamState extends StreamFacts {
-  id: number;
-  phase: Phase;
-  extra: Record<string, Uint8Array> | undefined;
-  setProperties: Map<string, Buffer> | undefined;
-  monoStartNs: bigint;
-  requestTrailers?: HeaderList;
-  requestBody?: Buffer; // the current chunk, inside proxy_on_request_body only
-  responseBody?: Buffer;
-  inCallback: string | undefined;
-  localResponse?: LocalResponse;
-  continueCalls: number[];
-  closeCalls: number[];
-  lastStatus: number | undefined;
-  stops: StopRecord[];
-  lastRequestChunk: Buffer;
-  /** Set when a headers/trailers callback stopped iteration; cleared by proxy_continue_stream or resume(). */
-  pausedBy: { request?: string; response?: string };
-  localResponseInCall: boolean;
-  lastResponseChunk: Buffer;
-}
 
 interface PendingCall {
   token: number;
@@ -1013,38 +926,10 @@ const STATUS_CALLBACKS = new Set([
   "proxy_on_response_trailers",
 ]);
 
-/**
- * A CSPRNG source like Envoy's RAND_bytes: the kernel is asked for 64 KiB at a time, because a
- * crypto call per random_get would cost the filter several microseconds that Envoy never charges.
- */
-function pooledRandom(): (out: Uint8Array) => void {
-  const pool = Buffer.alloc(64 * 1024);
-  let at = pool.length;
-  return (out) => {
-    if (out.length > pool.length) {
-      randomFillSync(out);
-      return;
-    }
-    if (at + out.length > pool.length) {
-      randomFillSync(pool);
-      at = 0;
-    }
-    out.set(pool.subarray(at, at + out.length));
-    pool.fill(0, at, at + out.length);
-    at += out.length;
-  };
-}
-
 function loadBytes(wasm: string | Uint8Array): Uint8Array {
   if (typeof wasm !== "string") return wasm;
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run \`make build\` first`);
   return readFileSync(wasm);
-}
-
-/** How FilterStream reaches into its VM (kept off the public surface). */
-interface StreamDriver {
-  call(vm: FilterVm, s: StreamState, callback: string, a: number, b: number, body?: { which: "request" | "response"; chunk: Buffer }): number;
-  end(vm: FilterVm, s: StreamState): void;
 }
 
 const streamDriver: StreamDriver = {
@@ -1052,153 +937,3 @@ const streamDriver: StreamDriver = {
   end: (vm, s) => vm._streamEnd(s),
 };
 
-const toBuffer = (chunk: Uint8Array | string): Buffer =>
-  typeof chunk === "string" ? Buffer.from(utf8.encode(chunk)) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-
-/** One HTTP stream through the filter, driven in Envoy's callback order. */
-export class FilterStream {
-  constructor(
-    private readonly vm: FilterVm,
-    private readonly s: StreamState,
-    private readonly driver: StreamDriver,
-  ) {}
-
-  get contextId(): number {
-    return this.s.id;
-  }
-
-  /** The status the last callback returned (0 = Continue). */
-  get lastStatus(): number | undefined {
-    return this.s.lastStatus;
-  }
-
-  /** Every callback that did not return Continue (or sent a local response): the filter tests assert this stays empty. */
-  get stops(): ReadonlyArray<StopRecord> {
-    return this.s.stops;
-  }
-
-  /** proxy_continue_stream calls the filter made (stream types). */
-  get continueCalls(): ReadonlyArray<number> {
-    return this.s.continueCalls;
-  }
-
-  /** proxy_close_stream calls the filter made (stream types). */
-  get closeCalls(): ReadonlyArray<number> {
-    return this.s.closeCalls;
-  }
-
-  /** The local response the filter sent, if any. */
-  get localResponse(): LocalResponse | undefined {
-    return this.s.localResponse;
-  }
-
-  /** Request headers as the filter left them (what goes upstream). */
-  get request(): HeaderMap {
-    return this.s.requestHeaders ?? new HeaderList();
-  }
-
-  /** Response headers as the filter left them (what goes downstream). */
-  get response(): HeaderMap {
-    return this.s.responseHeaders ?? new HeaderList();
-  }
-
-  /** Request trailers as the filter left them. */
-  get requestTrailersMap(): HeaderMap {
-    return this.s.requestTrailers ?? new HeaderList();
-  }
-
-  /** Response trailers as the filter left them. */
-  get responseTrailersMap(): HeaderMap {
-    return this.s.responseTrailers ?? new HeaderList();
-  }
-
-  /** The last request body chunk as the filter left it (what goes upstream). */
-  get lastRequestChunk(): Buffer {
-    return this.s.lastRequestChunk;
-  }
-
-  /** The last response body chunk as the filter left it (what goes downstream). */
-  get lastResponseChunk(): Buffer {
-    return this.s.lastResponseChunk;
-  }
-
-  /** True once end() ran. */
-  get ended(): boolean {
-    return this.s.phase === "ended";
-  }
-
-  /** Why the stream is paused (a headers/trailers callback did not continue), per direction. */
-  get paused(): { request?: string; response?: string } {
-    return { ...this.s.pausedBy };
-  }
-
-  /** Continues a paused stream as if the filter had called proxy_continue_stream for both directions. */
-  resume(): void {
-    this.s.pausedBy = {};
-  }
-
-  private expect(phases: Phase[], what: string, direction?: "request" | "response"): void {
-    this.vm._assertAlive(what);
-    if (!phases.includes(this.s.phase)) throw new Error(`${what} in stream phase "${this.s.phase}": Envoy never calls it there`);
-    const p = this.s.pausedBy;
-    let paused: string | undefined;
-    if (direction === "request") paused = p.request;
-    else if (direction === "response") paused = this.s.localResponse === undefined ? (p.request ?? p.response) : p.response;
-    if (paused !== undefined) {
-      throw new Error(`${what}: the stream is paused because ${paused}; Envoy would not call the filter again until proxy_continue_stream (a test can call stream.resume())`);
-    }
-  }
-
-  /** proxy_on_request_headers; returns the status. */
-  requestHeaders(headers: Array<[string, string]>, endOfStream = false): number {
-    this.expect(["new"], "requestHeaders");
-    this.s.requestHeaders = new HeaderList(headers);
-    this.s.phase = "request";
-    return this.driver.call(this.vm, this.s, "proxy_on_request_headers", this.s.requestHeaders.size, endOfStream ? 1 : 0);
-  }
-
-  /** proxy_on_request_body with this chunk as the current body buffer. */
-  requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["request"], "requestBody", "request");
-    const b = toBuffer(chunk);
-    return this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
-  }
-
-  /** proxy_on_request_trailers. */
-  requestTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["request"], "requestTrailers", "request");
-    this.s.requestTrailers = new HeaderList(trailers);
-    return this.driver.call(this.vm, this.s, "proxy_on_request_trailers", this.s.requestTrailers.size, 0);
-  }
-
-  /** proxy_on_response_headers; response.code comes from :status. */
-  responseHeaders(headers: Array<[string, string]>, endOfStream = false): number {
-    this.expect(["new", "request"], "responseHeaders", "response");
-    this.s.responseHeaders = new HeaderList(headers);
-    const code = Number(this.s.responseHeaders.get(":status"));
-    this.s.responseCode = Number.isInteger(code) ? code : undefined;
-    this.s.phase = "response";
-    return this.driver.call(this.vm, this.s, "proxy_on_response_headers", this.s.responseHeaders.size, endOfStream ? 1 : 0);
-  }
-
-  /** proxy_on_response_body with this chunk as the current body buffer. */
-  responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["response"], "responseBody", "response");
-    const b = toBuffer(chunk);
-    return this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
-  }
-
-  /** proxy_on_response_trailers. */
-  responseTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["response"], "responseTrailers", "response");
-    this.s.responseTrailers = new HeaderList(trailers);
-    return this.driver.call(this.vm, this.s, "proxy_on_response_trailers", this.s.responseTrailers.size, 0);
-  }
-
-  /** request.duration from the clock, then proxy_on_log, proxy_on_done, proxy_on_delete (Envoy's order). Idempotent. */
-  end(): void {
-    if (this.s.phase === "ended") return;
-    this.vm._assertAlive("end");
-    this.driver.end(this.vm, this.s);
-  }
-}

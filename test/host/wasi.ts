@@ -1,6 +1,7 @@
 // The WASI preview1 calls Envoy registers (under wasi_snapshot_preview1 and wasi_unstable), with the
 // answers Envoy's host gives: stdout/stderr go to the log, clocks and random are real (or injected),
 // environ comes from vmConfig.env, the file system and sockets are absent.
+import { randomFillSync } from "node:crypto";
 import { Errno, RANDOM_GET_MAX_BYTES } from "./abi.js";
 import type { HostClock } from "./clock.js";
 import { ProcExit } from "./errors.js";
@@ -196,5 +197,27 @@ export function buildWasi(deps: WasiDeps): Record<string, (...args: never[]) => 
       return Errno.Notsup;
     },
     sock_shutdown: (): number => Errno.Notsup,
+  };
+}
+
+/**
+ * A CSPRNG source like Envoy's RAND_bytes: the kernel is asked for 64 KiB at a time, because a
+ * crypto call per random_get would cost the filter several microseconds that Envoy never charges.
+ */
+export function pooledRandom(): (out: Uint8Array) => void {
+  const pool = Buffer.alloc(64 * 1024);
+  let at = pool.length;
+  return (out) => {
+    if (out.length > pool.length) {
+      randomFillSync(out);
+      return;
+    }
+    if (at + out.length > pool.length) {
+      randomFillSync(pool);
+      at = 0;
+    }
+    out.set(pool.subarray(at, at + out.length));
+    pool.fill(0, at, at + out.length);
+    at += out.length;
   };
 }
