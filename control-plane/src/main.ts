@@ -1,6 +1,157 @@
-// Entry point of the control plane. The policy API (issue 4) and the metrics pipeline (issue 5)
-// are wired here as they land; until then it only reports its version.
+// Entry point of the control plane: load and validate the configuration, open the policy store,
+// start the API (and in Kubernetes mode the WasmPlugin sync), run adaptive sampling, and shut
+// down gracefully on SIGTERM/SIGINT. Logs are JSON lines on stdout; config errors go to stderr
+// with exit code 2.
 import { readFileSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import { AdaptiveSampler } from "./adaptive/sampler.js";
+import { noRates, type RateSource } from "./adaptive/rates.js";
+import { createApp, type ReadinessCheck } from "./app.js";
+import { jsonLineAudit } from "./api/audit.js";
+import { loadTokens } from "./api/auth.js";
+import { createMetrics } from "./api/metrics.js";
+import { loadConfig, type Config } from "./config.js";
+import { realDelay } from "./k8s/backoff.js";
+import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
+import { FilePersistence } from "./policy/file-persistence.js";
+import { PolicyStore } from "./policy/store.js";
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
-console.log(`tokentrace control plane ${manifest.version}`);
+
+function log(record: object): void {
+  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: "info", ...record })}\n`);
+}
+
+/** A running control plane. */
+export interface RunningControlPlane {
+  url: string;
+  /** Stops accepting requests, lets in-flight ones finish (up to the grace time), stops the sync. */
+  stop(): Promise<void>;
+}
+
+/** Starts everything from a validated config; throws only for start-up failures (bad store file, bad tokens). */
+export async function startControlPlane(config: Config, rates: RateSource = noRates): Promise<RunningControlPlane> {
+  const tokens = loadTokens(config.api.tokensFile, config.api.tokens);
+  if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
+  if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
+
+  const store = new PolicyStore(new FilePersistence(config.store.path));
+  const metrics = createMetrics(true);
+  let sync: KubernetesSync | undefined;
+
+  const sampler = new AdaptiveSampler({
+    source: rates,
+    policies: () => store.list(),
+    now: () => Date.now(),
+    minPushIntervalMs: config.adaptive.minPushIntervalSeconds * 1000,
+    onChange: (name) => {
+      metrics.adaptiveUpdates.inc({ policy: name });
+      sync?.resync();
+    },
+    onError: (name, error) => log({ level: "warn", msg: "adaptive sampling could not read rates", policy: name, error: String(error) }),
+  });
+  const timers: NodeJS.Timeout[] = [];
+  if (config.adaptive.enabled) {
+    timers.push(setInterval(() => void sampler.step(), config.adaptive.intervalSeconds * 1000));
+  }
+
+  if (config.store.mode === "kubernetes") {
+    const kubeConfig = new KubeConfig();
+    if (config.kubernetes.kubeconfig !== "") kubeConfig.loadFromFile(config.kubernetes.kubeconfig);
+    else kubeConfig.loadFromDefault();
+    sync = startKubernetesSync({
+      config: config.kubernetes,
+      store,
+      overrides: (name) => sampler.overrides(name),
+      metrics,
+      kubeConfig,
+      delay: realDelay,
+      now: () => Date.now(),
+      log,
+    });
+    const running = sync;
+    timers.push(setInterval(() => running.resync(), config.kubernetes.resyncSeconds * 1000));
+    timers.push(setInterval(() => running.reconciler.lagSeconds(), 1000));
+  }
+
+  // The metrics pipeline (issue 5: control-plane/src/pipeline/index.ts, startPipeline(config, deps))
+  // starts here once it lands; its scraper is also meant to become `rates` for adaptive sampling.
+
+  const app = createApp({
+    store,
+    tokens: tokens.tokens,
+    reads: config.api.reads,
+    bodyLimitBytes: config.api.bodyLimitBytes,
+    metrics,
+    audit: jsonLineAudit((line) => process.stdout.write(line)),
+    overrides: (name) => sampler.overrides(name),
+    readiness: () => {
+      const checks: Record<string, ReadinessCheck> = { store: { ok: true, detail: `${store.list().length} policies` } };
+      if (sync !== undefined) checks.kubernetes = sync.readiness();
+      return checks;
+    },
+    log,
+  });
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.listen.port, config.listen.host, () => resolve(s));
+    s.once("error", reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.listen.host}:${port}`;
+  log({ msg: "listening", url, mode: config.store.mode, version: manifest.version });
+
+  return {
+    url,
+    async stop() {
+      for (const timer of timers) clearInterval(timer);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+      grace.unref();
+      await closed;
+      clearTimeout(grace);
+      await sync?.stop();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const loaded = loadConfig(process.argv.slice(2), process.env);
+  if (!loaded.ok) {
+    for (const error of loaded.errors) process.stderr.write(`config error: ${error}\n`);
+    process.exit(2);
+  }
+  let running: RunningControlPlane;
+  try {
+    running = await startControlPlane(loaded.config);
+  } catch (error) {
+    process.stderr.write(`start-up failed: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log({ msg: "shutting down", signal });
+    running.stop().then(
+      () => {
+        log({ msg: "stopped" });
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log({ level: "error", msg: "shutdown failed", error: String(error) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+// Run only as the entry point, so tests can import startControlPlane.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await main();
+}

@@ -1,0 +1,91 @@
+// The control plane as a process: `node --import tsx control-plane/src/main.ts` starts on
+// 127.0.0.1 with embedded defaults, serves the API, writes audit lines without tokens, stops
+// cleanly on SIGTERM, keeps its policies across a restart, and refuses a bad config naming the key.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { call, samplePolicy } from "./helpers.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const token = "deploy-bot-token-0123456789";
+
+interface Proc {
+  child: ChildProcess;
+  lines: string[];
+  stderr: string[];
+  exited: Promise<number | null>;
+}
+
+function spawnControlPlane(env: Record<string, string>, args: string[] = []): Proc {
+  const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/main.ts", ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const stderr: string[] = [];
+  let buffered = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString("utf8");
+    const parts = buffered.split("\n");
+    buffered = parts.pop() ?? "";
+    lines.push(...parts);
+  });
+  child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, lines, stderr, exited };
+}
+
+async function waitForLine(proc: Proc, match: (record: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    for (const line of proc.lines) {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      if (match(record)) return record;
+    }
+    if (Date.now() > deadline) assert.fail(`no matching log line; stdout: ${proc.lines.join("\n")} stderr: ${proc.stderr.join("")}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("control plane process", () => {
+  it("starts on 127.0.0.1, serves and audits, stops on SIGTERM with exit 0, and keeps policies across a restart", async () => {
+    const storePath = join(mkdtempSync(join(tmpdir(), "tt-main-")), "policies.json");
+    const env = { TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_STORE_PATH: storePath, TOKENTRACE_API_TOKENS: `deploy-bot:${token}`, TOKENTRACE_ADAPTIVE_ENABLED: "false" };
+    const first = spawnControlPlane(env);
+    const listening = await waitForLine(first, (r) => r.msg === "listening");
+    const url = listening.url as string;
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(listening.mode, "embedded");
+    const put = await call(url, "PUT", "/v1/policies/chat", { body: samplePolicy(), token });
+    assert.equal(put.status, 201);
+    const audit = await waitForLine(first, (r) => r.msg === "audit");
+    assert.deepEqual({ ...audit, time: undefined }, { time: undefined, level: "info", msg: "audit", who: "deploy-bot", action: "create", policy: "chat", oldVersion: null, newVersion: "1" });
+    assert.ok(!first.lines.join("\n").includes(token));
+    assert.equal((await call(url, "GET", "/v1/filters/llm.chat/config")).status, 200);
+    assert.equal((await call(url, "GET", "/readyz")).status, 200);
+
+    first.child.kill("SIGTERM");
+    assert.equal(await first.exited, 0);
+    await waitForLine(first, (r) => r.msg === "stopped");
+    await assert.rejects(fetch(`${url}/healthz`));
+
+    const second = spawnControlPlane(env);
+    const url2 = (await waitForLine(second, (r) => r.msg === "listening")).url as string;
+    const got = await call(url2, "GET", "/v1/policies/chat");
+    assert.equal(got.status, 200);
+    assert.equal(got.headers.get("etag"), '"1"');
+    second.child.kill("SIGTERM");
+    assert.equal(await second.exited, 0);
+  });
+
+  it("exits with code 2 and names the key when the config is invalid", async () => {
+    const proc = spawnControlPlane({ TOKENTRACE_LISTEN_PORT: "99999", TOKENTRACE_STORE_MODE: "etcd" });
+    assert.equal(await proc.exited, 2);
+    assert.equal(proc.stderr.join(""), 'config error: listen.port: must be <= 65535, got 99999\nconfig error: store.mode: must be one of "embedded", "kubernetes", got "etcd"\n');
+  });
+});
