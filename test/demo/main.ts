@@ -1,6 +1,7 @@
 // `make demo`: the simulated OpenAI-compatible server behind the local proxy running build/filter.wasm.
 // Ports and the simulation come from the environment (defaults below); SIGINT/SIGTERM stop it cleanly.
 import { fileURLToPath } from "node:url";
+import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { startLocalProxy } from "../host/local-proxy.js";
 import { startLlmUpstream } from "./llm-upstream.js";
 
@@ -38,6 +39,8 @@ export function demoConfig(): DemoConfig {
   };
 }
 
+const LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "critical"];
+
 const ROUTES = [
   { prefix: "/v1/chat/completions", name: "chat" },
   { prefix: "/v1/completions", name: "completions" },
@@ -48,7 +51,18 @@ const ROUTES = [
 async function main(): Promise<void> {
   const cfg = demoConfig();
   const upstream = await startLlmUpstream({ port: cfg.upstreamPort, ttftMs: cfg.ttftMs, tokensPerSecond: cfg.tokensPerSecond, errorRate: cfg.errorRate });
-  const proxy = await startLocalProxy({ wasm: cfg.wasm, pluginConfig: cfg.pluginConfig, upstream: upstream.url, routes: ROUTES, listenPort: cfg.proxyPort, adminPort: cfg.adminPort });
+  const proxy = await startLocalProxy({
+    wasm: cfg.wasm,
+    pluginConfig: cfg.pluginConfig,
+    upstream: upstream.url,
+    routes: ROUTES,
+    listenPort: cfg.proxyPort,
+    adminPort: cfg.adminPort,
+    // The extraStatTags Istio needs for the filter's catalogue, so the stats show labels.
+    statTags: [...FILTER_STAT_TAGS],
+    // The filter's log lines go to stderr the way Envoy prints "wasm log" lines.
+    vm: { onLog: (e) => console.error(`[wasm ${LEVEL_NAMES[e.level] ?? e.level}] ${e.message}`) },
+  });
   const body = (stream: boolean): string =>
     JSON.stringify({ model: "tokentrace-sim-1", ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}), messages: [{ role: "user", content: "Say hello" }] });
   console.log(`tokentrace demo: ${cfg.wasm} in front of a simulated OpenAI-compatible server`);

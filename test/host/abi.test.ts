@@ -509,3 +509,14 @@ test("proxy_http_call to an unknown cluster or without :authority answers BadArg
     assert.equal(vm.pendingHttpCalls(), 0);
   }
 });
+
+test("the log keeps the newest entries past maxLogEntries and reports each to onLog", async () => {
+  const seen: string[] = [];
+  const vm = await load(
+    { imports: ["proxy_log"], data: [text(1024, "abcd")], callbacks: { proxy_on_tick: callDrop("env.proxy_log", i(2), i(1024), i(1)) } },
+    { maxLogEntries: 4, onLog: (e) => seen.push(e.message) },
+  );
+  for (let n = 0; n < 5; n++) vm.tick();
+  assert.equal(seen.length, 5);
+  assert.equal(vm.logs.length, 3, "half of the full log dropped once, then one more kept");
+});

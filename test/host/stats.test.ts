@@ -113,3 +113,10 @@ test("histograms past the retained-sample cap still count in the rendering, and 
   assert.equal(s.prometheus(), '# TYPE d_ms histogram\nd_ms_bucket{le="10"} 2\nd_ms_bucket{le="+Inf"} 3\nd_ms_sum{} 26\nd_ms_count{} 3\n\n');
   assert.throws(() => s.histogram("d_ms"), /kept only its first 2 samples \(1 more recorded\)/);
 });
+
+test("overlapping tag names collide exactly as Istio's regexes do in Envoy: `reason` also matches inside `finish_reason`", () => {
+  assert.deepEqual(extractTags("wasmcustom.finish_reason=.=stop;.;llm_requests_total", tagsOf(["reason", "finish_reason"])), {
+    extractedName: "wasmcustom.llm_requests_total",
+    tags: [["reason", "stop"], ["finish_reason", "stop"]],
+  });
+});

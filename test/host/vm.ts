@@ -47,6 +47,10 @@ export interface FilterVmOptions {
   histogramBuckets?: number[];
   /** proxy_get_log_level answer and the level below which logs are dropped, default 2 (info). */
   logLevel?: number;
+  /** Called with every log entry kept (the local proxy prints them like Envoy's log). */
+  onLog?: (entry: LogEntry) => void;
+  /** Log entries kept in FilterVm.logs (oldest dropped first), default 100,000. */
+  maxLogEntries?: number;
   /** plugin_name property (Istio: the WasmPlugin's namespace.name), default the root id. */
   pluginName?: string;
   /** plugin_vm_id property, default "". */
@@ -401,7 +405,12 @@ export class FilterVm {
   }
 
   private log(level: number, message: string): void {
-    if (level >= (this.opts.logLevel ?? 2)) this.logList.push({ level, message });
+    if (level < (this.opts.logLevel ?? 2)) return;
+    const entry = { level, message };
+    // A long-running proxy logs without end; keep the newest entries only.
+    if (this.logList.length >= (this.opts.maxLogEntries ?? 100_000)) this.logList.splice(0, Math.max(1, this.logList.length >> 1));
+    this.logList.push(entry);
+    this.opts.onLog?.(entry);
   }
 
   /** Envoy's copyToPointerSize: malloc in the module, copy, write pointer and size (0/0 for empty). */
