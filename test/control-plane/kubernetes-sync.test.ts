@@ -9,6 +9,8 @@ import { defaultConfig, type Config } from "../../control-plane/src/config.js";
 import type { Delay } from "../../control-plane/src/k8s/backoff.js";
 import { ClientNodeWasmPluginApi } from "../../control-plane/src/k8s/client.js";
 import { startKubernetesSync, type KubernetesSync } from "../../control-plane/src/k8s/sync.js";
+import { desiredWasmPlugin } from "../../control-plane/src/k8s/wasmplugin.js";
+import { configVersion } from "../../control-plane/src/policy/effective.js";
 import type { RateOverrides } from "../../control-plane/src/policy/effective.js";
 import { MemoryPersistence } from "../../control-plane/src/policy/file-persistence.js";
 import { PolicyStore } from "../../control-plane/src/policy/store.js";
@@ -60,10 +62,10 @@ interface Harness {
 
 const running: Harness[] = [];
 
-async function setUp(options: { delay?: Delay; before?: (emulator: KubeEmulator) => Promise<void> | void } = {}): Promise<Harness> {
+async function setUp(options: { delay?: Delay; before?: (emulator: KubeEmulator) => Promise<void> | void; store?: PolicyStore } = {}): Promise<Harness> {
   const emulator = await startKubeEmulator();
   await options.before?.(emulator);
-  const store = new PolicyStore(new MemoryPersistence(), () => new Date("2026-12-02T12:00:00.000Z"));
+  const store = options.store ?? new PolicyStore(new MemoryPersistence(), () => new Date("2026-12-02T12:00:00.000Z"));
   const metrics = createMetrics();
   const overrides = new Map<string, RateOverrides>();
   const clock = { ms: 1_000_000 };
@@ -171,6 +173,29 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
     });
     await eventually(() => h.plugins().length === 1, "orphan removed");
     assert.equal(h.plugins()[0]?.metadata?.name, "not-ours");
+  });
+
+  it("emulated: adopts policies that only the WasmPlugins still carry (control plane lost its disk) instead of deleting them", async () => {
+    const policy = samplePolicy("chat", { adaptive: { targetTracesPerSecond: 3 } });
+    const wasm = desiredWasmPlugin({ policy, version: "7", updatedAt: "2026-12-01T00:00:00.000Z", updatedBy: "admin" }, policy.pluginConfig, configVersion("chat", policy.pluginConfig), { ...defaultConfig.kubernetes.wasmPlugin, url: "oci://registry.example/tokentrace/filter:0.1.0", sha256: sha });
+    const h = await setUp({ before: (emulator) => request(emulator, "POST", wpPath("llm"), wasm, "application/json") });
+    await eventually(() => h.store.get("chat") !== undefined, "adopted");
+    assert.deepEqual(h.store.get("chat"), { policy, version: "1", updatedAt: "2026-12-02T12:00:00.000Z", updatedBy: "kubernetes-import" });
+    await eventually(() => h.plugins()[0]?.metadata?.annotations?.["tokentrace.dev/policy-version"] === "1", "annotation follows the store");
+    await h.sync.reconciler.whenIdle();
+    assert.equal(h.plugins().length, 1);
+    assert.deepEqual((h.plugins()[0] as { spec: unknown }).spec, wasm.spec);
+  });
+
+  it("emulated: deletes a WasmPlugin whose policy the store knows was deleted (while the API was unreachable) rather than re-importing it", async () => {
+    const store = new PolicyStore(new MemoryPersistence(), () => new Date("2026-12-02T12:00:00.000Z"));
+    const policy = samplePolicy("gone");
+    await store.create(policy, { by: "admin" });
+    await store.delete("gone", { by: "admin" });
+    const wasm = desiredWasmPlugin({ policy, version: "1", updatedAt: "2026-12-02T12:00:00.000Z", updatedBy: "admin" }, policy.pluginConfig, configVersion("gone", policy.pluginConfig), defaultConfig.kubernetes.wasmPlugin);
+    const h = await setUp({ store, before: (emulator) => request(emulator, "POST", wpPath("llm"), wasm, "application/json") });
+    await eventually(() => h.plugins().length === 0, "deleted");
+    assert.equal(h.store.get("gone"), undefined);
   });
 
   it("emulated: while the API is down, reports not ready, backs off 100/200/400/400 ms, keeps the policy, and applies it when the API returns", async () => {

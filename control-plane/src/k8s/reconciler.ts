@@ -20,6 +20,8 @@ export interface ReconcilerOptions {
   backoff: { initialMs: number; maxMs: number; random?: () => number };
   /** Milliseconds clock for reconcile lag. */
   now: () => number;
+  /** Whether writes may start; defaults to "the informer has listed once". */
+  canWrite?: () => boolean;
   log?: (record: object) => void;
 }
 
@@ -51,6 +53,15 @@ export class WasmPluginReconciler {
     this.abort.abort();
     this.wake?.();
     await this.running;
+  }
+
+  private writable(): boolean {
+    return this.options.canWrite ? this.options.canWrite() : this.options.informer.hasSynced;
+  }
+
+  /** Wakes the worker (after `canWrite` became true). */
+  poke(): void {
+    this.wake?.();
   }
 
   /** Queues a key for comparison. */
@@ -99,7 +110,7 @@ export class WasmPluginReconciler {
     while (!this.abort.signal.aborted) {
       const next = this.queue.values().next();
       // Nothing is written before the first list: we must know what exists to avoid blind creates.
-      if (next.done || !this.options.informer.hasSynced) {
+      if (next.done || !this.writable()) {
         this.busy = false;
         for (const resolve of this.idleWaiters.splice(0)) resolve();
         await new Promise<void>((resolve) => (this.wake = resolve));

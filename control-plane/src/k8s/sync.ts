@@ -11,7 +11,8 @@ import { Backoff, type Delay } from "./backoff.js";
 import { ClientNodeWasmPluginApi, type WasmPluginApi } from "./client.js";
 import { WasmPluginInformer } from "./informer.js";
 import { WasmPluginReconciler } from "./reconciler.js";
-import { desiredWasmPlugin, keyOf, ownedSelector, type WasmPlugin } from "./wasmplugin.js";
+import { validatePolicy } from "../policy/validate.js";
+import { desiredWasmPlugin, keyOf, ownedSelector, policyAnnotation, type WasmPlugin } from "./wasmplugin.js";
 
 /** What Kubernetes mode needs. */
 export interface KubernetesSyncDeps {
@@ -50,10 +51,43 @@ export function desiredState(deps: Pick<KubernetesSyncDeps, "config" | "store" |
   return out;
 }
 
+/** Who imported policies found only in the cluster, in audit lines and history. */
+export const importPrincipal = "kubernetes-import";
+
+/**
+ * Adds to the store every policy carried by an owned WasmPlugin that the store has never known
+ * (no history): the cluster is the source of truth when the control plane lost its disk.
+ * Policies the store knows it deleted are not re-imported; the reconciler removes them.
+ */
+export async function adoptFromCluster(store: PolicyStore, objects: Iterable<WasmPlugin>, log?: (record: object) => void): Promise<string[]> {
+  const adopted: string[] = [];
+  for (const object of objects) {
+    const text = object.metadata.annotations?.[policyAnnotation];
+    if (text === undefined) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    const result = validatePolicy(parsed);
+    if (!result.ok) {
+      log?.({ level: "warn", msg: "owned WasmPlugin carries an invalid policy; it will be removed", wasmplugin: keyOf(object.metadata.namespace, object.metadata.name) });
+      continue;
+    }
+    if (store.history(result.policy.name) !== undefined) continue;
+    const written = await store.create(result.policy, { by: importPrincipal });
+    if (written.ok) adopted.push(result.policy.name);
+  }
+  if (adopted.length > 0) log?.({ msg: "adopted policies from WasmPlugins", policies: adopted });
+  return adopted;
+}
+
 /** Starts the informer and the reconciler, and subscribes to policy changes. */
 export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
   const api = deps.api ?? new ClientNodeWasmPluginApi(deps.kubeConfig as KubeConfig);
   const backoff = { initialMs: deps.config.backoff.initialMs, maxMs: deps.config.backoff.maxMs, random: deps.random };
+  let adoption: "pending" | "running" | "done" = "pending";
   const informer = new WasmPluginInformer({
     api,
     namespace: deps.config.namespace === "" ? undefined : deps.config.namespace,
@@ -61,7 +95,10 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
     backoff: new Backoff(backoff.initialMs, backoff.maxMs, deps.random),
     delay: deps.delay,
     onChange: (key) => reconciler.enqueue(key),
-    onSynced: () => reconciler.enqueueAll(),
+    onSynced: () => {
+      if (adoption === "done") reconciler.enqueueAll();
+      else if (adoption === "pending") adopt();
+    },
     log: deps.log,
   });
   const reconciler = new WasmPluginReconciler({
@@ -73,7 +110,25 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
     backoff,
     now: deps.now,
     log: deps.log,
+    canWrite: () => informer.hasSynced && adoption === "done",
   });
+  // Until adoption finished, owned WasmPlugins unknown to the store would look like orphans, so
+  // the reconciler does not write; a failed adoption (store write error) is retried, never skipped.
+  const adopt = (): void => {
+    adoption = "running";
+    adoptFromCluster(deps.store, [...informer.cache.values()], deps.log).then(
+      () => {
+        adoption = "done";
+        reconciler.enqueueAll();
+        reconciler.poke();
+      },
+      (error: unknown) => {
+        adoption = "pending";
+        deps.log?.({ level: "error", msg: "adopting policies failed; retrying", error: String(error) });
+        void deps.delay(deps.config.backoff.maxMs).then(() => (adoption === "pending" ? adopt() : undefined));
+      },
+    );
+  };
   const unsubscribe = deps.store.onChange(() => reconciler.enqueueAll());
   informer.start();
   reconciler.start();

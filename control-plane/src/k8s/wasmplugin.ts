@@ -17,6 +17,11 @@ export const policyLabel = "tokentrace.dev/policy";
 /** Annotations recording what was applied. */
 export const policyVersionAnnotation = "tokentrace.dev/policy-version";
 export const configVersionAnnotation = "tokentrace.dev/config-version";
+/**
+ * The whole policy as JSON (base pluginConfig, target, adaptive settings), so the WasmPlugins
+ * alone can rebuild the policy store when the control plane lost its disk.
+ */
+export const policyAnnotation = "tokentrace.dev/policy";
 
 /** The selector that lists our WasmPlugins. */
 export const ownedSelector = `${managedByLabel}=${managedByValue}`;
@@ -66,7 +71,11 @@ export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, co
       name: wasmPluginName(record.policy.name),
       namespace: target.namespace,
       labels: { [managedByLabel]: managedByValue, [policyLabel]: record.policy.name },
-      annotations: { [policyVersionAnnotation]: record.version, [configVersionAnnotation]: configVersion },
+      annotations: {
+        [policyVersionAnnotation]: record.version,
+        [configVersionAnnotation]: configVersion,
+        [policyAnnotation]: JSON.stringify(record.policy),
+      },
     },
     spec,
   };
