@@ -41,6 +41,19 @@ export class ForceRule {
   valueBytes: ArrayBuffer | null = null;
 }
 
+/** Export of one OTLP span per sampled LLM request; present only when configured. */
+export class SpanConfig {
+  cluster: ArrayBuffer = new ArrayBuffer(0);
+  path: ArrayBuffer = String.UTF8.encode("/v1/traces");
+  authority: ArrayBuffer = new ArrayBuffer(0);
+  serviceName: string = "tokentrace";
+  providerName: string = "vllm";
+  batchSize: i32 = 32;
+  maxBufferedSpans: i32 = 1024;
+  flushIntervalMs: i32 = 1000;
+  timeoutMs: i32 = 5000;
+}
+
 export class Config {
   defaultRate: f64 = DEFAULT_SAMPLE_RATE;
   routes: Array<RouteRule> = [];
@@ -49,6 +62,7 @@ export class Config {
   maxRoutes: i32 = DEFAULT_MAX_ROUTES;
   maxModels: i32 = DEFAULT_MAX_MODELS;
   llm: LlmConfig = new LlmConfig();
+  spans: SpanConfig | null = null;
   /** Whether some route rule matches on :path / :authority (so the stream reads them only then). */
   rulesUsePath: bool = false;
   rulesUseHost: bool = false;
@@ -132,7 +146,7 @@ class Validator {
 
   config(root: JsonValue): Config | null {
     const c = new Config();
-    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats", "llm"])) {
+    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats", "llm", "spans"])) {
       if (root.kind != JsonKind.Object) this.error = "(root): must be an object";
       return null;
     }
@@ -163,6 +177,12 @@ class Validator {
     }
     const llm = root.get("llm");
     if (llm !== null && !this.llm(llm, c.llm)) return null;
+    const spans = root.get("spans");
+    if (spans !== null) {
+      const sc = this.spans(spans);
+      if (sc === null) return null;
+      c.spans = sc;
+    }
     return c;
   }
 
@@ -200,6 +220,65 @@ class Validator {
       out.push(String.UTF8.encode(mustStartWithSlash ? item.str : asciiLowerCase(item.str)));
     }
     return out;
+  }
+
+  private spans(v: JsonValue): SpanConfig | null {
+    const keys = ["cluster", "path", "authority", "serviceName", "providerName", "batchSize", "maxBufferedSpans", "flushIntervalMs", "timeoutMs"];
+    if (!this.objectWithKeys(v, "spans", keys)) return null;
+    const sc = new SpanConfig();
+    const cluster = v.get("cluster");
+    if (cluster === null) {
+      this.reject("spans.cluster", "is required");
+      return null;
+    }
+    if (!this.str(cluster, "spans.cluster", 1, 256)) return null;
+    sc.cluster = String.UTF8.encode(cluster.str);
+    sc.authority = sc.cluster;
+    const path = v.get("path");
+    if (path !== null) {
+      if (!this.str(path, "spans.path", 1, 1024)) return null;
+      if (path.str.charCodeAt(0) != 0x2f) {
+        this.reject("spans.path", "must start with /");
+        return null;
+      }
+      sc.path = String.UTF8.encode(path.str);
+    }
+    const authority = v.get("authority");
+    if (authority !== null) {
+      if (!this.str(authority, "spans.authority", 1, 256)) return null;
+      sc.authority = String.UTF8.encode(authority.str);
+    }
+    const service = v.get("serviceName");
+    if (service !== null) {
+      if (!this.str(service, "spans.serviceName", 1, 128)) return null;
+      sc.serviceName = service.str;
+    }
+    const provider = v.get("providerName");
+    if (provider !== null) {
+      if (!this.str(provider, "spans.providerName", 1, 64)) return null;
+      sc.providerName = provider.str;
+    }
+    const batch = v.get("batchSize");
+    if (batch !== null) {
+      if (!this.integer(batch, "spans.batchSize", 1, 1000)) return null;
+      sc.batchSize = <i32>batch.num;
+    }
+    const buffered = v.get("maxBufferedSpans");
+    if (buffered !== null) {
+      if (!this.integer(buffered, "spans.maxBufferedSpans", 1, 100000)) return null;
+      sc.maxBufferedSpans = <i32>buffered.num;
+    }
+    const interval = v.get("flushIntervalMs");
+    if (interval !== null) {
+      if (!this.integer(interval, "spans.flushIntervalMs", 100, 60000)) return null;
+      sc.flushIntervalMs = <i32>interval.num;
+    }
+    const timeout = v.get("timeoutMs");
+    if (timeout !== null) {
+      if (!this.integer(timeout, "spans.timeoutMs", 100, 60000)) return null;
+      sc.timeoutMs = <i32>timeout.num;
+    }
+    return sc;
   }
 
   private llm(v: JsonValue, llm: LlmConfig): bool {

@@ -173,3 +173,55 @@ export function getBodyBytes(which: BodyBuffer, length: i32): ArrayBuffer | null
   }
   return takeHostBuffer();
 }
+
+/** Header map of an HTTP call's response (readable in proxy_on_http_call_response). */
+export const HTTP_CALL_RESPONSE_HEADERS: i32 = 6;
+
+/**
+ * Starts an HTTP call to a cluster (proxy_http_call); returns its token, or -1 when the host
+ * refused it (unknown cluster, bad headers). `headerPairs` is in the pairs format.
+ */
+export function httpCall(cluster: ArrayBuffer, headerPairs: ArrayBuffer, body: ArrayBuffer, timeoutMs: u32): i64 {
+  const status = imports.proxy_http_call(
+    changetype<usize>(cluster), cluster.byteLength,
+    changetype<usize>(headerPairs), headerPairs.byteLength,
+    changetype<usize>(body), body.byteLength,
+    0, 0, timeoutMs, OUT_PTR,
+  );
+  if (status != OK) {
+    failedCalls++;
+    return -1;
+  }
+  return <i64>load<u32>(OUT_PTR);
+}
+
+/** A header of the HTTP call response being delivered, or null. */
+export function getHttpCallResponseHeader(name: ArrayBuffer): ArrayBuffer | null {
+  return getHeader(<HeaderMap>HTTP_CALL_RESPONSE_HEADERS, name);
+}
+
+export function setTickPeriodMs(ms: u32): void {
+  if (imports.proxy_set_tick_period_milliseconds(ms) != OK) failedCalls++;
+}
+
+/** Encodes header pairs in the proxy-wasm pairs format (count, sizes, then NUL-terminated bytes). */
+export function encodePairs(names: Array<ArrayBuffer>, values: Array<ArrayBuffer>): ArrayBuffer {
+  const n = names.length;
+  let size = 4 + 8 * n;
+  for (let i = 0; i < n; i++) size += names[i].byteLength + 1 + values[i].byteLength + 1;
+  const out = new ArrayBuffer(size);
+  const p = changetype<usize>(out);
+  store<u32>(p, n);
+  let at = p + 4 + 8 * n;
+  for (let i = 0; i < n; i++) {
+    const k = names[i];
+    const v = values[i];
+    store<u32>(p + 4 + 8 * i, k.byteLength);
+    store<u32>(p + 8 + 8 * i, v.byteLength);
+    memory.copy(at, changetype<usize>(k), k.byteLength);
+    at += k.byteLength + 1; // the NUL is already zero
+    memory.copy(at, changetype<usize>(v), v.byteLength);
+    at += v.byteLength + 1;
+  }
+  return out;
+}

@@ -62,6 +62,12 @@ export class LlmExchange {
   private sse: SseScanner | null = null;
   /** Wall-clock ns of the first response body byte; 0 until then. */
   firstByteNs: i64 = 0;
+  // What record() found, for the request's span.
+  requestModel: string = "";
+  responseModel: string = "";
+  finishReason: string = "";
+  inputTokens: i64 = -1;
+  outputTokens: i64 = -1;
 
   constructor(config: LlmConfig, stats: Stats, route: RouteStats) {
     this.config = config;
@@ -170,6 +176,11 @@ export class LlmExchange {
         this.stats.error(ErrorReason.BodyNotJson);
       }
     }
+    this.requestModel = request.model;
+    this.responseModel = sse !== null ? sse.model : json !== null && json.done ? json.model : "";
+    this.finishReason = finishReason;
+    this.inputTokens = promptTokens;
+    this.outputTokens = completionTokens;
     const llm = this.stats.forLlm(this.route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
     host.incrementCounter(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
     const durationNs = endNs - startNs;

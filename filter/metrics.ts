@@ -24,6 +24,10 @@ export const LLM_STREAM_CHUNKS_TOTAL = "tokentrace_llm_stream_chunks_total";
 export const LLM_USAGE_MISSING_TOTAL = "tokentrace_llm_usage_missing_total";
 export const LLM_BODY_LIMIT_EXCEEDED_TOTAL = "tokentrace_llm_body_limit_exceeded_total";
 
+export const SPANS_EXPORTED_TOTAL = "tokentrace_spans_exported_total";
+export const SPANS_DROPPED_TOTAL = "tokentrace_spans_dropped_total";
+export const SPAN_EXPORT_FAILURES_TOTAL = "tokentrace_span_export_failures_total";
+
 export const TAG_ROUTE = "route";
 export const TAG_MODEL = "model";
 export const TAG_STREAM = "stream";

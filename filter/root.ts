@@ -5,15 +5,39 @@ import { Context, RootContext } from "@solo-io/proxy-runtime/assembly";
 import { ActiveConfig, parseConfig } from "./config";
 import * as host from "./host";
 import { ErrorReason } from "./metrics";
+import { SpanExporter } from "./spans";
 import { Stats } from "./stats";
 import { TokentraceStream } from "./stream";
 
 export class TokentraceRoot extends RootContext {
   active: ActiveConfig = new ActiveConfig();
   stats: Stats | null = null;
+  exporter: SpanExporter | null = null;
 
   createContext(context_id: u32): Context {
-    return new TokentraceStream(context_id, this, this.statsOrInit(), this.active);
+    return new TokentraceStream(context_id, this, this.statsOrInit(), this.active, this.exporterOrInit());
+  }
+
+  exporterOrInit(): SpanExporter {
+    let exporter = this.exporter;
+    if (exporter === null) {
+      exporter = new SpanExporter(this.statsOrInit());
+      this.exporter = exporter;
+    }
+    return exporter;
+  }
+
+  onTick(): void {
+    const spans = this.active.config.spans;
+    if (spans !== null) this.exporterOrInit().flush(spans);
+    this.statsOrInit().flushHostFailures();
+  }
+
+  // Replaces the SDK's callback registry (closures do not exist in AssemblyScript): the exporter
+  // owns the only HTTP calls this filter makes.
+  onHttpCallResponse(token: u32, headers: u32, body_size: u32, trailers: u32): void {
+    this.exporterOrInit().onResponse(token, headers);
+    this.statsOrInit().flushHostFailures();
   }
 
   statsOrInit(): Stats {
@@ -43,6 +67,9 @@ export class TokentraceRoot extends RootContext {
       return false;
     }
     this.active.config = config;
+    const spans = config.spans;
+    // Ticks flush partial span batches; without export there is nothing to tick for.
+    host.setTickPeriodMs(spans === null ? 0 : <u32>spans.flushIntervalMs);
     stats.maxRoutes = config.maxRoutes;
     stats.maxModels = config.maxModels;
     host.log(host.LogLevel.Info, "tokentrace: configuration applied");

@@ -5,7 +5,7 @@ import * as host from "./host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
-  MODEL_OTHER, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
+  MODEL_OTHER, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL,
@@ -100,10 +100,16 @@ export class Stats {
   maxModels: i32;
   private models: Set<string> = new Set();
   private llm: Map<string, LlmStats> = new Map();
+  spansExported: u32;
+  spansDropped: u32;
+  spanExportFailures: u32;
 
   constructor(maxRoutes: i32, maxModels: i32) {
     this.maxRoutes = maxRoutes;
     this.maxModels = maxModels;
+    this.spansExported = host.defineMetric(host.MetricKind.Counter, SPANS_EXPORTED_TOTAL);
+    this.spansDropped = host.defineMetric(host.MetricKind.Counter, SPANS_DROPPED_TOTAL);
+    this.spanExportFailures = host.defineMetric(host.MetricKind.Counter, SPAN_EXPORT_FAILURES_TOTAL);
     for (let i = 0; i < ErrorReason.COUNT; i++) {
       this.errors[i] = host.defineMetric(
         host.MetricKind.Counter,

@@ -2,17 +2,18 @@
 // counted, and nothing here can throw on the request path. Host calls are few and header values
 // are handled as bytes, because this code runs on every request.
 import { Context, FilterDataStatusValues, FilterHeadersStatusValues, RootContext } from "@solo-io/proxy-runtime/assembly";
-import { isAllZero } from "./bytes";
+import { isAllZero, writeHex } from "./bytes";
 import { ActiveConfig, Config } from "./config";
 import * as host from "./host";
 import { isLlmPath, LlmExchange } from "./llm";
 import { codeClassIndex, ErrorReason } from "./metrics";
 import { forceRuleMatches, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
+import { encodeSpan, operationOf, SpanExporter, SpanRecord } from "./spans";
 import { RouteStats, Stats } from "./stats";
 import { isValidTokenTraceId, uuidV4 } from "./token-trace-id";
 import {
-  FLAG_RANDOM, FLAG_SAMPLED, isValidTraceState, parseTraceParent, TRACEPARENT_INVALID, TRACEPARENT_LENGTH,
-  TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
+  FLAG_RANDOM, FLAG_SAMPLED, isValidTraceState, PARENT_ID_OFFSET, parseTraceParent, TRACE_ID_OFFSET, TRACEPARENT_INVALID,
+  TRACEPARENT_LENGTH, TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
 } from "./traceparent";
 
 const TRACEPARENT = host.utf8("traceparent");
@@ -25,11 +26,14 @@ const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
 const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
 const NS_PER_MS: u64 = 1_000_000;
 
-// Random bytes for new ids, drawn in one host call: 16 trace-id, 8 span-id, 16 token trace id.
-const RANDOM_BYTES: usize = memory.data(40);
+// Random bytes for new ids, drawn in one host call: 16 trace-id, 8 span-id, 16 token trace id, and
+// 8 for this proxy's own span when it continues a trace and exports a span for it.
+const RANDOM_BYTES: usize = memory.data(48);
 const TRACE_ID_BYTES: usize = RANDOM_BYTES;
 const SPAN_ID_BYTES: usize = RANDOM_BYTES + 16;
 const TOKEN_ID_BYTES: usize = RANDOM_BYTES + 24;
+const OWN_SPAN_BYTES: usize = RANDOM_BYTES + 40;
+const RANDOM_END: usize = RANDOM_BYTES + 48;
 // The outgoing traceparent and tracestate are written here; the host copies them on set.
 const TRACEPARENT_OUT: usize = memory.data(TRACEPARENT_LENGTH);
 const TRACESTATE_OUT: usize = memory.data(32);
@@ -48,11 +52,15 @@ export class TokentraceStream extends Context {
   /** Set for LLM calls only; other traffic never has its bodies read. */
   private llm: LlmExchange | null = null;
   private path: ArrayBuffer | null = null;
+  private exporter: SpanExporter;
+  /** Set when this request gets a span: its ids, filled in at proxy_on_log. */
+  private span: SpanRecord | null = null;
 
-  constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig) {
+  constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig, exporter: SpanExporter) {
     super(context_id, root);
     this.stats = stats;
     this.active = active;
+    this.exporter = exporter;
   }
 
   onRequestHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
@@ -79,18 +87,24 @@ export class TokentraceStream extends Context {
       : parseTraceParent(changetype<usize>(incomingParent), incomingParent.byteLength, TRACEPARENT_OUT);
     if (incomingParent !== null && parsed == TRACEPARENT_INVALID) this.stats.error(ErrorReason.InvalidTraceParent);
 
-    // One draw covers the new trace ids and the new token trace id, whichever are needed.
-    const randomFrom = parsed == TRACEPARENT_INVALID ? TRACE_ID_BYTES : TOKEN_ID_BYTES;
-    const randomTo = keepTokenId ? TOKEN_ID_BYTES : TOKEN_ID_BYTES + 16;
+    const forced = this.isForced(config);
+    // With span export on, this proxy is a hop for sampled LLM requests: it sends its own span id
+    // upstream as the parent-id, so the model server's spans nest under it.
+    const exportsSpan = config.spans !== null && this.llm !== null;
+    const ownSpan = exportsSpan && parsed != TRACEPARENT_INVALID && (forced || (parsed & FLAG_SAMPLED) != 0);
+
+    // One draw covers whichever new ids are needed (see RANDOM_BYTES).
+    const randomFrom = parsed == TRACEPARENT_INVALID ? TRACE_ID_BYTES : keepTokenId ? OWN_SPAN_BYTES : TOKEN_ID_BYTES;
+    const randomTo = ownSpan ? RANDOM_END : keepTokenId ? TOKEN_ID_BYTES : OWN_SPAN_BYTES;
     const haveRandom = randomTo <= randomFrom || host.fillRandom(randomFrom, <i32>(randomTo - randomFrom));
     if (!haveRandom) this.stats.error(ErrorReason.RandomUnavailable);
 
-    const forced = this.isForced(config);
     let sampled = false;
     if (parsed != TRACEPARENT_INVALID) {
-      sampled = this.continueTrace(parsed, forced);
+      sampled = this.continueTrace(parsed, forced, ownSpan && haveRandom);
     } else if (haveRandom) {
       sampled = this.startTrace(config, routeName, route, forced);
+      if (sampled && exportsSpan) this.span = spanFromTraceParent(false);
     }
     // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) host.incrementCounter(route.tracesSampled, 1);
@@ -108,13 +122,23 @@ export class TokentraceStream extends Context {
     return FilterHeadersStatusValues.Continue;
   }
 
-  /** Keeps a valid incoming trace context (canonical form in TRACEPARENT_OUT); returns whether it leaves sampled. */
-  private continueTrace(parsed: i32, forced: bool): bool {
+  /**
+   * Keeps a valid incoming trace context (canonical form in TRACEPARENT_OUT); with `ownSpan`, this
+   * proxy's span id (OWN_SPAN_BYTES) replaces the parent-id. Returns whether it leaves sampled.
+   */
+  private continueTrace(parsed: i32, forced: bool, ownSpan: bool): bool {
     let flags = <u8>(parsed & 0xff);
     let rewrite = (parsed & TRACEPARENT_REWRITE) != 0;
     if (forced && (flags & FLAG_SAMPLED) == 0) {
       flags |= FLAG_SAMPLED;
       writeFlags(TRACEPARENT_OUT, flags);
+      rewrite = true;
+    }
+    if (ownSpan) {
+      if (isAllZero(OWN_SPAN_BYTES, 8)) store<u8>(OWN_SPAN_BYTES + 7, 1);
+      this.span = spanFromTraceParent(true);
+      writeHex(TRACEPARENT_OUT + PARENT_ID_OFFSET, OWN_SPAN_BYTES, 8);
+      this.span!.spanId = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       rewrite = true;
     }
     if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
@@ -220,8 +244,38 @@ export class TokentraceStream extends Context {
       const nowNs = <i64>host.nowNs();
       durationNs = startNs > 0 && nowNs > startNs ? nowNs - startNs : 0;
     }
-    if (llm !== null) llm.record(startNs, startNs + durationNs);
+    if (llm !== null) {
+      llm.record(startNs, startNs + durationNs);
+      const span = this.span;
+      const spans = this.active.config.spans;
+      if (span !== null && spans !== null) {
+        span.operation = operationOf(this.path);
+        span.requestModel = llm.requestModel;
+        span.responseModel = llm.responseModel;
+        span.finishReason = llm.finishReason;
+        span.inputTokens = llm.inputTokens;
+        span.outputTokens = llm.outputTokens;
+        span.firstTokenNs = llm.firstByteNs;
+        const id = this.tokenTraceId;
+        span.tokenTraceId = id === null ? "" : String.UTF8.decode(id);
+        span.route = route.label;
+        span.statusCode = code;
+        span.startNs = startNs;
+        span.endNs = startNs + durationNs;
+        this.exporter.add(encodeSpan(span, spans.providerName), spans);
+      }
+    }
     host.recordHistogram(route.durationMs, <u64>durationNs / NS_PER_MS);
     this.stats.flushHostFailures();
   }
+}
+
+/** A span record carrying the trace-id (and, when continuing, the incoming parent-id) in TRACEPARENT_OUT. */
+function spanFromTraceParent(continuing: bool): SpanRecord {
+  const span = new SpanRecord();
+  span.traceId = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
+  const parentOrOwn = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+  if (continuing) span.parentSpanId = parentOrOwn;
+  else span.spanId = parentOrOwn; // a trace this proxy starts: its span is the root
+  return span;
 }
