@@ -54,6 +54,13 @@ describe("service endpoints", () => {
     const described = Object.entries(doc.paths)
       .flatMap(([path, item]) => Object.keys(item).filter((k) => k !== "parameters").map((m) => `${m.toUpperCase()} ${path}`))
       .sort();
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
+    const components = (doc as unknown as { components: { schemas: Record<string, unknown> } }).components.schemas;
+    for (const ref of refs) {
+      const name = ref.replace(/^"\$ref":"#\/components\/schemas\//, "").replace(/"$/, "");
+      assert.ok(Object.hasOwn(components, name), `unresolved ${ref}`);
+    }
+    assert.ok(refs.length >= 10);
     const served = servedRoutes();
     assert.equal(served.length, 14);
     assert.deepEqual(described, served);
