@@ -6,7 +6,8 @@
 import { existsSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FilterVm, ManualClock } from "../host/index.js";
-import { proxyModule } from "../host/support/proxy-module.js";
+import { callDrop, HEAP_PTR_ADDR, HEAP_START, proxyModule, seq } from "../host/support/proxy-module.js";
+import { op } from "../host/support/wasm-writer.js";
 import type { BenchRow } from "./table.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -62,12 +63,29 @@ function median(xs: number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+// The empty module plus ten proxy_get_header_map_value(":path") calls in proxy_on_request_headers:
+// the difference to the empty module, divided by ten, is what one typical host call costs here.
+const LOOKUPS = 10;
+const lookupModule = (): Uint8Array =>
+  proxyModule({
+    imports: ["proxy_get_header_map_value"],
+    data: [{ offset: 1024, bytes: ":path" }],
+    callbacks: {
+      proxy_on_request_headers: seq(
+        // The test modules' bump allocator never frees: start each request with an empty heap.
+        () => [...op.i32(HEAP_PTR_ADDR), ...op.i32(HEAP_START), ...op.store],
+        ...Array.from({ length: LOOKUPS }, () => callDrop("env.proxy_get_header_map_value", op.i32(0), op.i32(1024), op.i32(5), op.i32(16), op.i32(20))),
+      ),
+    },
+  });
+
 /** Measures and returns the rows for `make bench`. */
 export async function run(): Promise<BenchRow[]> {
   const sides = [
     { name: "filter.wasm", wasm: wasmPath("filter.wasm") as string | Uint8Array },
     { name: "noop.wasm", wasm: wasmPath("noop.wasm") as string | Uint8Array },
     { name: "empty hand-built module", wasm: proxyModule() as string | Uint8Array },
+    { name: "ten header lookups", wasm: lookupModule() as string | Uint8Array },
   ];
   const vms = await Promise.all(
     sides.map(async (side) => {
@@ -77,6 +95,7 @@ export async function run(): Promise<BenchRow[]> {
       return { ...side, vm, clock, rounds: [] as number[] };
     }),
   );
+  const filterCallsBefore = vms[0]!.vm.hostCalls;
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < vms.length; k++) {
       const side = vms[(r + k) % vms.length]!;
@@ -88,7 +107,9 @@ export async function run(): Promise<BenchRow[]> {
   for (const side of vms) {
     if (side.vm.failed) throw new Error(`${side.name} failed during the benchmark: ${side.vm.failureReason}`);
   }
-  const [filter, noop, empty] = vms.map((v) => median(v.rounds)) as [number, number, number];
+  const [filter, noop, empty, lookups] = vms.map((v) => median(v.rounds)) as [number, number, number, number];
+  const filterCallsPerRequest = (vms[0]!.vm.hostCalls - filterCallsBefore) / (ROUNDS * REQUESTS_PER_ROUND);
+  const perCall = (lookups - empty) / LOOKUPS;
   const ratio = filter / noop;
   const sizeKiB = statSync(wasmPath("filter.wasm")).size / 1024;
   return [
@@ -107,6 +128,21 @@ export async function run(): Promise<BenchRow[]> {
       unit: "µs",
       baseline: { name: "noop.wasm", value: noop },
       ratio: empty / noop,
+    },
+    {
+      figure: "test host cost of one host call (proxy_get_header_map_value, from 10 per request)",
+      value: perCall,
+      unit: "µs",
+    },
+    {
+      figure: "filter.wasm host calls per request",
+      value: filterCallsPerRequest,
+      unit: "calls",
+    },
+    {
+      figure: "filter.wasm minus noop minus its host calls at that per-call cost (estimate of the module's own work)",
+      value: Math.max(0, filter - noop - filterCallsPerRequest * perCall),
+      unit: "µs",
     },
     {
       figure: "filter.wasm release size",

@@ -1,13 +1,25 @@
 // Linear-memory access for host calls, with the bounds checks Envoy's getMemory/setMemory make.
+// Host calls are the hot path of every request, so the views are cached and short ASCII strings
+// (header names and values, property values) are copied byte by byte instead of through a codec.
 import { AbiViolation } from "./errors.js";
 import type { WasmMemory } from "./wasm-api.js";
+
+interface NodeUtf8 {
+  utf8Slice(start: number, end: number): string;
+  utf8Write(s: string, offset: number, length: number): number;
+}
+
+/** Below this length a string is checked and copied by hand; above it Node's UTF-8 codec is faster. */
+const SHORT_STRING = 64;
 
 /** Linear-memory access with the bounds checks Envoy's getMemory/setMemory make. */
 export class Memory {
   private buf: Buffer;
+  private dv: DataView;
 
   constructor(private readonly memory: WasmMemory) {
     this.buf = Buffer.from(memory.buffer);
+    this.dv = new DataView(memory.buffer);
   }
 
   /**
@@ -15,8 +27,13 @@ export class Memory {
    * length 0), which is cheaper to test than reading memory.buffer on every host call.
    */
   view(): Buffer {
-    if (this.buf.length === 0) this.buf = Buffer.from(this.memory.buffer);
+    if (this.buf.length === 0) this.refresh();
     return this.buf;
+  }
+
+  private refresh(): void {
+    this.buf = Buffer.from(this.memory.buffer);
+    this.dv = new DataView(this.memory.buffer);
   }
 
   get byteLength(): number {
@@ -30,21 +47,47 @@ export class Memory {
 
   bytes(ptr: number, len: number, what: string): Buffer {
     this.check(ptr, len, what);
-    return this.view().subarray(ptr, ptr + len);
+    return this.buf.subarray(ptr, ptr + len);
   }
 
   string(ptr: number, len: number, what: string): string {
     this.check(ptr, len, what);
-    return (this.buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(ptr, ptr + len);
+    return (this.buf as unknown as NodeUtf8).utf8Slice(ptr, ptr + len);
+  }
+
+  /** UTF-8 byte length of `s`. */
+  static byteLength(s: string): number {
+    if (s.length <= SHORT_STRING) {
+      let ascii = true;
+      for (let i = 0; i < s.length; i++) {
+        if (s.charCodeAt(i) > 0x7f) {
+          ascii = false;
+          break;
+        }
+      }
+      if (ascii) return s.length;
+    }
+    return Buffer.byteLength(s, "utf8");
+  }
+
+  /** Writes `s` as UTF-8 at `ptr`; `size` is its byte length (from byteLength). */
+  writeString(ptr: number, s: string, size: number, what: string): void {
+    this.check(ptr, size, what);
+    if (size === s.length && size <= SHORT_STRING) {
+      const b = this.buf;
+      for (let i = 0; i < size; i++) b[ptr + i] = s.charCodeAt(i);
+      return;
+    }
+    (this.buf as unknown as NodeUtf8).utf8Write(s, ptr, size);
   }
 
   u32(ptr: number, v: number, what: string): void {
     this.check(ptr, 4, what);
-    this.view().writeUInt32LE(v >>> 0, ptr);
+    this.dv.setUint32(ptr, v >>> 0, true);
   }
 
   u64(ptr: number, v: bigint, what: string): void {
     this.check(ptr, 8, what);
-    this.view().writeBigUInt64LE(BigInt.asUintN(64, v), ptr);
+    this.dv.setBigUint64(ptr, BigInt.asUintN(64, v), true);
   }
 }

@@ -125,6 +125,7 @@ export class FilterVm {
   private readonly queues = new Map<number, { name: string; items: Buffer[] }>();
   private readonly queueByName = new Map<string, number>();
   private configureResult = false;
+  private hostCallCount = 0;
 
   private constructor(opts: FilterVmOptions) {
     this.opts = opts;
@@ -177,6 +178,11 @@ export class FilterVm {
   /** Current size of linear memory in bytes. */
   memoryBytes(): number {
     return this.mem.byteLength;
+  }
+
+  /** How many host calls (env and WASI imports) the module has made so far. */
+  get hostCalls(): number {
+    return this.hostCallCount;
   }
 
   /** A copy of `length` bytes of linear memory at `ptr` (for tests of the host itself). */
@@ -415,12 +421,12 @@ export class FilterVm {
 
   /** Envoy's copyToPointerSize: malloc in the module, copy, write pointer and size (0/0 for empty). */
   private copyOut(data: Buffer | string | bigint, ptrPtr: number, sizePtr: number, what: string): void {
-    const size = typeof data === "string" ? Buffer.byteLength(data) : typeof data === "bigint" ? 8 : data.length;
+    const size = typeof data === "string" ? Memory.byteLength(data) : typeof data === "bigint" ? 8 : data.length;
     let ptr = 0;
     if (size > 0) {
       ptr = this.alloc(size, what);
-      if (typeof data === "string") this.mem.view().write(data, ptr, "utf8");
-      else if (typeof data === "bigint") this.mem.view().writeBigInt64LE(BigInt.asIntN(64, data), ptr);
+      if (typeof data === "string") this.mem.writeString(ptr, data, size, what);
+      else if (typeof data === "bigint") this.mem.u64(ptr, data, what);
       else data.copy(this.mem.view(), ptr);
     }
     this.mem.u32(ptrPtr, ptr, what);
@@ -508,10 +514,11 @@ export class FilterVm {
     const m = (): Memory => this.mem;
     // Fixed-arity wrappers (no rest/spread) keep the per-call cost of the start-up check negligible.
     const guard = (name: string, f: (...a: never[]) => unknown): ((...a: never[]) => unknown) => {
-      if (WASI_INIT_ALLOWED.has(name)) return f;
+      const allowedAtStart = WASI_INIT_ALLOWED.has(name);
       const g = f as (...a: unknown[]) => unknown;
       const check = (): void => {
-        if (this.initializing) {
+        this.hostCallCount++;
+        if (this.initializing && !allowedAtStart) {
           throw new VmFailedError(`${name} called during _initialize/_start, where Envoy allows only logging, clocks, random, args and environ (restricted_callback trap)`);
         }
       };
