@@ -521,3 +521,87 @@ test("the log keeps the newest entries past maxLogEntries and reports each to on
   assert.equal(seen.length, 5);
   assert.equal(vm.logs.length, 3, "half of the full log dropped once, then one more kept");
 });
+
+test("proxy_set_effective_context lets a root callback act on a stream; an unknown id is BadArgument", async () => {
+  const vm = await load({
+    imports: ["proxy_set_effective_context", "proxy_add_header_map_value"],
+    data: [text(1024, "x-eff"), text(1030, "1")],
+    callbacks: {
+      proxy_on_tick: seq(
+        callStore(100, "env.proxy_set_effective_context", i(99)),
+        callStore(104, "env.proxy_set_effective_context", i(2)),
+        callStore(108, "env.proxy_add_header_map_value", i(0), i(1024), i(5), i(1030), i(1)),
+      ),
+    },
+  });
+  const s = vm.newStream();
+  s.requestHeaders([[":path", "/"]]);
+  vm.tick();
+  assert.deepEqual([u32(vm, 100), u32(vm, 104), u32(vm, 108)], [2, 0, 0]);
+  assert.deepEqual(s.request.entries(), [[":path", "/"], ["x-eff", "1"]]);
+});
+
+test("proxy_http_call timing out gets Envoy's local 504 reply", async () => {
+  const server: Server = createServer(() => {
+    // never answers
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const headers = encodePairs([[":method", "GET"], [":path", "/slow"], [":authority", "up"]]);
+    const vm = await FilterVm.load({
+      wasm: proxyModule({
+        imports: ["proxy_http_call", "proxy_get_buffer_bytes", "proxy_get_header_map_value", "proxy_log"],
+        data: [text(1024, "up"), text(1040, ":status"), { offset: 1100, bytes: headers }],
+        callbacks: {
+          proxy_on_tick: callStore(74, "env.proxy_http_call", i(1024), i(2), i(1100), i(headers.length), i(0), i(0), i(0), i(0), i(20), i(70)),
+          proxy_on_http_call_response: seq(
+            callStore(100, "env.proxy_get_buffer_bytes", i(4), i(0), op.get(3), i(80), i(84)),
+            callDrop("env.proxy_log", i(2), loadAt(80), loadAt(84)),
+            callStore(104, "env.proxy_get_header_map_value", i(6), i(1040), i(7), i(88), i(92)),
+            callDrop("env.proxy_log", i(2), loadAt(88), loadAt(92)),
+          ),
+        },
+      }),
+      clusters: { up: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    });
+    vm.tick();
+    await vm.settle();
+    assert.deepEqual(vm.logs.map((l) => l.message), ["upstream request timeout", "504"]);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
+
+test("proxy_http_call reset after the response started: no headers, and proxy_get_status says BrokenConnection", async () => {
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { "content-length": "100" });
+    res.write("partial");
+    setImmediate(() => res.socket?.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const headers = encodePairs([[":method", "GET"], [":path", "/x"], [":authority", "up"]]);
+    const vm = await FilterVm.load({
+      wasm: proxyModule({
+        imports: ["proxy_http_call", "proxy_get_status"],
+        data: [text(1024, "up"), { offset: 1100, bytes: headers }],
+        callbacks: {
+          proxy_on_tick: callStore(74, "env.proxy_http_call", i(1024), i(2), i(1100), i(headers.length), i(0), i(0), i(0), i(0), i(0), i(70)),
+          proxy_on_http_call_response: seq(
+            () => [...i(140), ...op.get(2), ...op.store, ...i(144), ...op.get(3), ...op.store],
+            callStore(100, "env.proxy_get_status", i(120), i(124), i(128)),
+          ),
+        },
+      }),
+      clusters: { up: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    });
+    vm.tick();
+    await vm.settle();
+    assert.deepEqual([u32(vm, 140), u32(vm, 144), u32(vm, 100), u32(vm, 120)], [0, 0, 0, 11]);
+    assert.equal(outBytes(vm, 124, 128).toString(), "reset");
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
