@@ -108,10 +108,14 @@ export async function startControlPlane(config: Config, rates: RateSource = noRa
     async stop() {
       for (const timer of timers) clearInterval(timer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections become idle when their in-flight response ends; close them then
+      // rather than waiting for the keep-alive timeout. Past the grace time, close everything.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
       grace.unref();
       await closed;
+      clearInterval(sweep);
       clearTimeout(grace);
       await sync?.stop();
     },

@@ -4,6 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -81,6 +82,41 @@ describe("control plane process", () => {
     assert.equal(got.headers.get("etag"), '"1"');
     second.child.kill("SIGTERM");
     assert.equal(await second.exited, 0);
+  });
+
+  it("finishes a request that is in flight when SIGTERM arrives, then exits 0", async () => {
+    const storePath = join(mkdtempSync(join(tmpdir(), "tt-main-")), "policies.json");
+    const proc = spawnControlPlane({ TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_STORE_PATH: storePath, TOKENTRACE_API_TOKENS: `deploy-bot:${token}`, TOKENTRACE_ADAPTIVE_ENABLED: "false" });
+    const url = new URL((await waitForLine(proc, (r) => r.msg === "listening")).url as string);
+    const body = Buffer.from(JSON.stringify(samplePolicy()));
+    // Expect: 100-continue makes the server confirm it is handling the request before the body is
+    // sent; only then does the signal go out, and the body follows once shutdown has begun.
+    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest({
+        host: url.hostname,
+        port: url.port,
+        method: "POST",
+        path: "/v1/policies",
+        headers: { "content-type": "application/json", "content-length": String(body.length), authorization: `Bearer ${token}`, expect: "100-continue" },
+      }, (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => (text += c.toString("utf8")));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on("error", reject);
+      req.on("continue", () => {
+        proc.child.kill("SIGTERM");
+        void waitForLine(proc, (r) => r.msg === "shutting down").then(() => req.end(body));
+      });
+      req.flushHeaders();
+    });
+    const done = await response;
+    assert.equal(done.status, 201);
+    assert.equal((JSON.parse(done.body) as { version: string }).version, "1");
+    assert.equal(await proc.exited, 0);
+    // Idle keep-alive connections are closed as soon as their response ends, not after the 5 s keep-alive timeout.
+    const at = (msg: string) => Date.parse((proc.lines.map((l) => JSON.parse(l) as { msg: string; time: string }).find((r) => r.msg === msg) as { time: string }).time);
+    assert.ok(at("stopped") - at("shutting down") < 4000, `shutdown took ${at("stopped") - at("shutting down")} ms`);
   });
 
   it("exits with code 2 and names the key when the config is invalid", async () => {
