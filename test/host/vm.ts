@@ -202,7 +202,8 @@ export class FilterVm {
 
   /** proxy_on_tick on the root context. */
   tick(): void {
-    this.call(ROOT_CONTEXT_ID, "proxy_on_tick", () => this.fn("proxy_on_tick")(ROOT_CONTEXT_ID));
+    this.assertAlive("tick");
+    if (this.hasExport("proxy_on_tick")) this.invoke(ROOT_CONTEXT_ID, "proxy_on_tick", ROOT_CONTEXT_ID, 0, 0);
   }
 
   /** A new stream context (proxy_on_context_create with the root as parent). */
@@ -230,7 +231,7 @@ export class FilterVm {
       localResponseInCall: false,
     };
     this.streams.set(id, state);
-    this.call(id, "proxy_on_context_create", () => this.fn("proxy_on_context_create")(id, ROOT_CONTEXT_ID));
+    if (this.hasExport("proxy_on_context_create")) this.invoke(id, "proxy_on_context_create", id, ROOT_CONTEXT_ID, 0);
     return new FilterStream(this, state, streamDriver);
   }
 
@@ -249,7 +250,7 @@ export class FilterVm {
   /** proxy_on_done on the root context, then proxy_on_delete (at once, or after the module calls proxy_done). */
   shutdown(): void {
     if (this.rootDeleted || this.rootPendingDone) return;
-    const done = this.call(ROOT_CONTEXT_ID, "proxy_on_done", () => this.fn("proxy_on_done")(ROOT_CONTEXT_ID));
+    const done = this.hasExport("proxy_on_done") ? this.invoke(ROOT_CONTEXT_ID, "proxy_on_done", ROOT_CONTEXT_ID, 0, 0) : 1;
     if (done !== 0) this.deleteRoot();
     else this.rootPendingDone = true;
   }
@@ -300,8 +301,9 @@ export class FilterVm {
     } finally {
       this.initializing = false;
     }
-    this.call(ROOT_CONTEXT_ID, "proxy_on_context_create", () => this.fn("proxy_on_context_create")(ROOT_CONTEXT_ID, 0));
-    const started = this.call(ROOT_CONTEXT_ID, "proxy_on_vm_start", () => this.fn("proxy_on_vm_start")(ROOT_CONTEXT_ID, this.vmConfigBuffer.length));
+    // Envoy skips any callback the module does not export (the SDK then manages its own state).
+    if (this.hasExport("proxy_on_context_create")) this.invoke(ROOT_CONTEXT_ID, "proxy_on_context_create", ROOT_CONTEXT_ID, 0, 0);
+    const started = this.hasExport("proxy_on_vm_start") ? this.invoke(ROOT_CONTEXT_ID, "proxy_on_vm_start", ROOT_CONTEXT_ID, this.vmConfigBuffer.length, 0) : 1;
     if (started === 0) {
       this.failure = new VmFailedError("proxy_on_vm_start returned false: Envoy fails the VM");
       throw this.failure;
@@ -310,6 +312,8 @@ export class FilterVm {
   }
 
   private runConfigure(pluginConfig: string): boolean {
+    this.assertAlive("configure");
+    if (!this.hasExport("proxy_on_configure")) return true;
     const cfg = Buffer.from(pluginConfig, "utf8");
     return (
       this.call(ROOT_CONTEXT_ID, "proxy_on_configure", () => {
@@ -326,7 +330,7 @@ export class FilterVm {
   private deleteRoot(): void {
     this.rootPendingDone = false;
     this.rootDeleted = true;
-    this.call(ROOT_CONTEXT_ID, "proxy_on_delete", () => this.fn("proxy_on_delete")(ROOT_CONTEXT_ID));
+    if (this.hasExport("proxy_on_delete")) this.invoke(ROOT_CONTEXT_ID, "proxy_on_delete", ROOT_CONTEXT_ID, 0, 0);
   }
 
   // ---- calls into the module --------------------------------------------------------------
@@ -364,6 +368,28 @@ export class FilterVm {
       this.effectiveId = 0;
     }
     this.runAfterCall();
+    return result;
+  }
+
+  /** `call` for a plain export call with up to three arguments, without a closure per call (the per-request path). */
+  private invoke(contextId: number, name: string, a: number, b: number, c: number): number {
+    this.assertAlive(name);
+    if (this.depth > 0) throw new Error(`${name}: re-entrant call into the VM from a host call`);
+    const f = this.fn(name);
+    this.depth++;
+    this.currentId = contextId;
+    this.effectiveId = 0;
+    let result: number;
+    try {
+      result = f(a, b, c);
+    } catch (e) {
+      throw this.fail(e, name);
+    } finally {
+      this.depth--;
+      this.currentId = 0;
+      this.effectiveId = 0;
+    }
+    if (this.afterCall.length > 0) this.runAfterCall();
     return result;
   }
 
@@ -879,7 +905,7 @@ export class FilterVm {
     try {
       if (!this.hasExport(callback)) return 0;
       const continuesBefore = s.continueCalls.length;
-      const status = this.call(s.id, callback, () => this.fn(callback)(s.id, a, b)) >>> 0;
+      const status = this.invoke(s.id, callback, s.id, a, b) >>> 0;
       if (!STATUS_CALLBACKS.has(callback)) return status;
       s.lastStatus = status;
       const local = s.localResponseInCall;
