@@ -108,10 +108,9 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
     const policy = validated(req.body);
     const name = nameParam(req);
     if (policy.name !== name) throw new ApiError(400, "invalid policy", [{ field: "name", reason: `must equal the name in the path (${name})` }]);
-    const existed = deps.store.get(name) !== undefined;
     const result = await deps.store.put(policy, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) });
     const created = result.ok && result.previous === null;
-    finish(res, req, created || !existed ? "create" : "replace", name, result, created);
+    finish(res, req, created ? "create" : "replace", name, result, created);
   });
 
   router.patch("/v1/policies/:name", deps.write, patchJson, async (req, res) => {
