@@ -54,6 +54,18 @@ export class SpanConfig {
   timeoutMs: i32 = 5000;
 }
 
+/** Pull mode: the root context polls the control plane for this workload's policy. */
+export class PolicySourceConfig {
+  cluster: ArrayBuffer = new ArrayBuffer(0);
+  authority: ArrayBuffer = new ArrayBuffer(0);
+  /** <namespace>.<name>, as the control plane's /v1/filters/{workload}/config expects. */
+  workload: string = "";
+  /** k=v,k2=v2 (already URL-safe), or "" to let the control plane assume app=<name>. */
+  labels: string = "";
+  intervalMs: i32 = 10000;
+  timeoutMs: i32 = 5000;
+}
+
 export class Config {
   defaultRate: f64 = DEFAULT_SAMPLE_RATE;
   routes: Array<RouteRule> = [];
@@ -63,6 +75,7 @@ export class Config {
   maxModels: i32 = DEFAULT_MAX_MODELS;
   llm: LlmConfig = new LlmConfig();
   spans: SpanConfig | null = null;
+  policySource: PolicySourceConfig | null = null;
   /** Whether some route rule matches on :path / :authority (so the stream reads them only then). */
   rulesUsePath: bool = false;
   rulesUseHost: bool = false;
@@ -83,6 +96,23 @@ const MAX_ROUTE_RULES: i32 = 256;
 const MAX_FORCE_RULES: i32 = 16;
 
 /** Parses and validates pluginConfig text; empty (or all-whitespace) text means every default. */
+/**
+ * Validates an already-parsed configuration object: a policy pulled from the control plane, which
+ * may not itself name a policy source.
+ */
+export function parsePulledConfig(value: JsonValue): ConfigResult {
+  const result = new ConfigResult();
+  const v = new Validator();
+  if (value.kind == JsonKind.Object && value.get("policySource") !== null) {
+    result.error = "policySource: not allowed in a pulled policy";
+    return result;
+  }
+  const config = v.config(value);
+  if (config === null) result.error = v.error;
+  else result.config = config;
+  return result;
+}
+
 export function parseConfig(text: string): ConfigResult {
   const result = new ConfigResult();
   if (text.trim().length == 0) {
@@ -146,7 +176,7 @@ class Validator {
 
   config(root: JsonValue): Config | null {
     const c = new Config();
-    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats", "llm", "spans"])) {
+    if (!this.objectWithKeys(root, "", ["sampling", "headers", "stats", "llm", "spans", "policySource"])) {
       if (root.kind != JsonKind.Object) this.error = "(root): must be an object";
       return null;
     }
@@ -182,6 +212,12 @@ class Validator {
       const sc = this.spans(spans);
       if (sc === null) return null;
       c.spans = sc;
+    }
+    const source = root.get("policySource");
+    if (source !== null) {
+      const ps = this.policySource(source);
+      if (ps === null) return null;
+      c.policySource = ps;
     }
     return c;
   }
@@ -220,6 +256,64 @@ class Validator {
       out.push(String.UTF8.encode(mustStartWithSlash ? item.str : asciiLowerCase(item.str)));
     }
     return out;
+  }
+
+  private policySource(v: JsonValue): PolicySourceConfig | null {
+    if (!this.objectWithKeys(v, "policySource", ["cluster", "authority", "workload", "labels", "intervalMs", "timeoutMs"])) return null;
+    const ps = new PolicySourceConfig();
+    const cluster = v.get("cluster");
+    if (cluster === null) {
+      this.reject("policySource.cluster", "is required");
+      return null;
+    }
+    if (!this.str(cluster, "policySource.cluster", 1, 256)) return null;
+    ps.cluster = String.UTF8.encode(cluster.str);
+    ps.authority = ps.cluster;
+    const authority = v.get("authority");
+    if (authority !== null) {
+      if (!this.str(authority, "policySource.authority", 1, 256)) return null;
+      ps.authority = String.UTF8.encode(authority.str);
+    }
+    const workload = v.get("workload");
+    if (workload === null) {
+      this.reject("policySource.workload", "is required");
+      return null;
+    }
+    if (!this.str(workload, "policySource.workload", 3, 317)) return null;
+    if (!isWorkloadId(workload.str)) {
+      this.reject("policySource.workload", "must be <namespace>.<name> in lower-case DNS characters");
+      return null;
+    }
+    ps.workload = workload.str;
+    const labels = v.get("labels");
+    if (labels !== null) {
+      if (!this.objectWithKeys(labels, "policySource.labels", labels.keys)) return null;
+      if (labels.keys.length > 32) {
+        this.reject("policySource.labels", "at most 32 labels");
+        return null;
+      }
+      let text = "";
+      for (let i = 0; i < labels.keys.length; i++) {
+        const field = "policySource.labels." + labels.keys[i];
+        if (!isLabelText(labels.keys[i], 1) || !this.str(labels.values[i], field, 0, 63) || !isLabelText(labels.values[i].str, 0)) {
+          this.reject(field, "keys and values must be Kubernetes label text ([A-Za-z0-9._/-], at most 63)");
+          return null;
+        }
+        text += (i > 0 ? "," : "") + labels.keys[i] + "=" + labels.values[i].str;
+      }
+      ps.labels = text;
+    }
+    const interval = v.get("intervalMs");
+    if (interval !== null) {
+      if (!this.integer(interval, "policySource.intervalMs", 1000, 3600000)) return null;
+      ps.intervalMs = <i32>interval.num;
+    }
+    const timeout = v.get("timeoutMs");
+    if (timeout !== null) {
+      if (!this.integer(timeout, "policySource.timeoutMs", 100, 60000)) return null;
+      ps.timeoutMs = <i32>timeout.num;
+    }
+    return ps;
   }
 
   private spans(v: JsonValue): SpanConfig | null {
@@ -442,4 +536,25 @@ export function asciiLowerCase(s: string): string {
     out[j] = <u16>(c >= 0x41 && c <= 0x5a ? c + 0x20 : c);
   }
   return String.UTF16.decodeUnsafe(changetype<usize>(out), s.length * 2);
+}
+
+/** <namespace>.<name>: lower-case letters, digits, "-" and "." (the first "." splits namespace and name). */
+function isWorkloadId(s: string): bool {
+  const dot = s.indexOf(".");
+  if (dot < 1 || dot == s.length - 1) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e)) return false;
+  }
+  return true;
+}
+
+/** Label keys and values as they may travel in the query unescaped: [A-Za-z0-9._/-], at most 63. */
+function isLabelText(s: string, minLength: i32): bool {
+  if (s.length < minLength || s.length > 63) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e || c == 0x5f || c == 0x2f)) return false;
+  }
+  return true;
 }

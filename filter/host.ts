@@ -225,3 +225,17 @@ export function encodePairs(names: Array<ArrayBuffer>, values: Array<ArrayBuffer
   }
   return out;
 }
+
+const HTTP_CALL_RESPONSE_BODY: i32 = 4;
+
+/** The body of the HTTP call response being delivered, or null. */
+export function getHttpCallResponseBody(size: u32): ArrayBuffer | null {
+  if (size == 0) return new ArrayBuffer(0);
+  resetOut();
+  const status = imports.proxy_get_buffer_bytes(HTTP_CALL_RESPONSE_BODY, 0, size, OUT_PTR, OUT_SIZE);
+  if (status != OK) {
+    failedCalls++;
+    return null;
+  }
+  return takeHostBuffer();
+}

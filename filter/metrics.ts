@@ -28,6 +28,9 @@ export const SPANS_EXPORTED_TOTAL = "tokentrace_spans_exported_total";
 export const SPANS_DROPPED_TOTAL = "tokentrace_spans_dropped_total";
 export const SPAN_EXPORT_FAILURES_TOTAL = "tokentrace_span_export_failures_total";
 
+export const POLICY_UPDATES_TOTAL = "tokentrace_policy_updates_total";
+export const POLICY_POLL_FAILURES_TOTAL = "tokentrace_policy_poll_failures_total";
+
 export const TAG_ROUTE = "route";
 export const TAG_MODEL = "model";
 export const TAG_STREAM = "stream";

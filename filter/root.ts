@@ -1,24 +1,29 @@
-// The root context: owns the active configuration and the VM's stats. A new configuration is
-// parsed and validated completely before it replaces the old one, so a rejected update leaves the
-// last good configuration in force.
+// The root context: owns the configuration in force, the VM's stats, the span exporter and the
+// policy poller. A new configuration (from proxy_on_configure, or pulled from the control plane)
+// is parsed and validated completely before it replaces the old one, so a rejected update leaves
+// the last good configuration in force.
 import { Context, RootContext } from "@solo-io/proxy-runtime/assembly";
-import { ActiveConfig, parseConfig } from "./config";
+import { ActiveConfig, Config, parseConfig } from "./config";
 import * as host from "./host";
 import { ErrorReason } from "./metrics";
+import { PollOutcome, PolicyPoller } from "./policy-source";
 import { SpanExporter } from "./spans";
 import { Stats } from "./stats";
 import { TokentraceStream } from "./stream";
 
 export class TokentraceRoot extends RootContext {
   active: ActiveConfig = new ActiveConfig();
-  stats: Stats | null = null;
-  exporter: SpanExporter | null = null;
+  /** The configuration from pluginConfig; with a policySource, pulled policies replace all but that. */
+  private local: Config = new Config();
+  private stats: Stats | null = null;
+  private exporter: SpanExporter | null = null;
+  private poller: PolicyPoller = new PolicyPoller();
 
   createContext(context_id: u32): Context {
     return new TokentraceStream(context_id, this, this.statsOrInit(), this.active, this.exporterOrInit());
   }
 
-  exporterOrInit(): SpanExporter {
+  private exporterOrInit(): SpanExporter {
     let exporter = this.exporter;
     if (exporter === null) {
       exporter = new SpanExporter(this.statsOrInit());
@@ -27,26 +32,41 @@ export class TokentraceRoot extends RootContext {
     return exporter;
   }
 
-  onTick(): void {
-    const spans = this.active.config.spans;
-    if (spans !== null) this.exporterOrInit().flush(spans);
-    this.statsOrInit().flushHostFailures();
-  }
-
-  // Replaces the SDK's callback registry (closures do not exist in AssemblyScript): the exporter
-  // owns the only HTTP calls this filter makes.
-  onHttpCallResponse(token: u32, headers: u32, body_size: u32, trailers: u32): void {
-    this.exporterOrInit().onResponse(token, headers);
-    this.statsOrInit().flushHostFailures();
-  }
-
-  statsOrInit(): Stats {
+  private statsOrInit(): Stats {
     let stats = this.stats;
     if (stats === null) {
       stats = new Stats(this.active.config.maxRoutes, this.active.config.maxModels);
       this.stats = stats;
     }
     return stats;
+  }
+
+  onTick(): void {
+    const source = this.local.policySource;
+    if (source !== null) this.poller.maybePoll(source);
+    const spans = this.active.config.spans;
+    if (spans !== null) this.exporterOrInit().flush(spans);
+    this.statsOrInit().flushHostFailures();
+  }
+
+  // Replaces the SDK's callback registry (AssemblyScript has no closures): the poller and the
+  // exporter own the only HTTP calls this filter makes, and each knows its tokens.
+  onHttpCallResponse(token: u32, headers: u32, body_size: u32, trailers: u32): void {
+    const stats = this.statsOrInit();
+    const outcome = this.poller.onResponse(token, headers, body_size);
+    if (outcome == PollOutcome.NotOurs) {
+      this.exporterOrInit().onResponse(token, headers);
+    } else if (outcome == PollOutcome.Updated) {
+      const pulled = this.poller.pulled!;
+      pulled.policySource = this.local.policySource;
+      this.apply(pulled);
+      host.incrementCounter(stats.policyUpdates, 1);
+      host.log(host.LogLevel.Info, "tokentrace: policy version " + this.poller.version + " applied");
+    } else if (outcome == PollOutcome.Failed) {
+      host.incrementCounter(stats.policyPollFailures, 1);
+      host.log(host.LogLevel.Warn, "tokentrace: policy poll failed, keeping the policy in force: " + this.poller.failure);
+    }
+    stats.flushHostFailures();
   }
 
   // Overrides the SDK's onConfigure, which passes a size where a pointer belongs and throws on an
@@ -66,15 +86,33 @@ export class TokentraceRoot extends RootContext {
       host.log(host.LogLevel.Error, "tokentrace: configuration rejected, keeping the previous one: " + result.error);
       return false;
     }
-    this.active.config = config;
-    const spans = config.spans;
-    // Ticks flush partial span batches; without export there is nothing to tick for.
-    host.setTickPeriodMs(spans === null ? 0 : <u32>spans.flushIntervalMs);
-    stats.maxRoutes = config.maxRoutes;
-    stats.maxModels = config.maxModels;
+    this.local = config;
+    // A policy already pulled stays in force until the next poll (due at once) answers.
+    const pulled = this.poller.pulled;
+    if (config.policySource !== null && pulled !== null) {
+      pulled.policySource = config.policySource;
+      this.apply(pulled);
+    } else {
+      this.apply(config);
+    }
+    this.poller.reset();
     host.log(host.LogLevel.Info, "tokentrace: configuration applied");
     // Parsing left a JSON tree behind; nothing below uses a local after this point.
     __collect();
     return true;
+  }
+
+  private apply(config: Config): void {
+    this.active.config = config;
+    const stats = this.statsOrInit();
+    stats.maxRoutes = config.maxRoutes;
+    stats.maxModels = config.maxModels;
+    // Ticks flush partial span batches and drive polls: the shorter interval wins.
+    let tickMs: i32 = 0;
+    const spans = config.spans;
+    if (spans !== null) tickMs = spans.flushIntervalMs;
+    const source = config.policySource;
+    if (source !== null && (tickMs == 0 || source.intervalMs < tickMs)) tickMs = source.intervalMs;
+    host.setTickPeriodMs(<u32>tickMs);
   }
 }

@@ -5,7 +5,7 @@ import * as host from "./host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
-  MODEL_OTHER, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
+  MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL,
@@ -103,6 +103,8 @@ export class Stats {
   spansExported: u32;
   spansDropped: u32;
   spanExportFailures: u32;
+  policyUpdates: u32;
+  policyPollFailures: u32;
 
   constructor(maxRoutes: i32, maxModels: i32) {
     this.maxRoutes = maxRoutes;
@@ -110,6 +112,8 @@ export class Stats {
     this.spansExported = host.defineMetric(host.MetricKind.Counter, SPANS_EXPORTED_TOTAL);
     this.spansDropped = host.defineMetric(host.MetricKind.Counter, SPANS_DROPPED_TOTAL);
     this.spanExportFailures = host.defineMetric(host.MetricKind.Counter, SPAN_EXPORT_FAILURES_TOTAL);
+    this.policyUpdates = host.defineMetric(host.MetricKind.Counter, POLICY_UPDATES_TOTAL);
+    this.policyPollFailures = host.defineMetric(host.MetricKind.Counter, POLICY_POLL_FAILURES_TOTAL);
     for (let i = 0; i < ErrorReason.COUNT; i++) {
       this.errors[i] = host.defineMetric(
         host.MetricKind.Counter,
