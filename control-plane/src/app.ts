@@ -10,6 +10,7 @@ import type { ControlPlaneMetrics } from "./api/metrics.js";
 import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import type { OverrideSource } from "./policy/effective.js";
+import type { FieldError, Policy } from "./policy/model.js";
 import type { PolicyStore } from "./policy/store.js";
 
 /** One readiness check. */
@@ -32,6 +33,14 @@ export interface AppDeps {
   readiness: () => Record<string, ReadinessCheck>;
   /** Error log for unexpected failures. */
   log: (record: object) => void;
+  /** Extra policy checks for this deployment (see {@link namespaceCheck}). */
+  policyCheck?: (policy: Policy) => FieldError[];
+}
+
+/** In Kubernetes mode with one managed namespace, a policy elsewhere could never be applied: refuse it. */
+export function namespaceCheck(namespace: string): (policy: Policy) => FieldError[] {
+  return (policy) =>
+    policy.target.namespace === namespace ? [] : [{ field: "target.namespace", reason: `must be ${namespace}: this control plane manages WasmPlugins only there` }];
 }
 
 /** Builds the express app. */
@@ -52,7 +61,7 @@ export function createApp(deps: AppDeps): Express {
 
   const read = readAccess(deps.tokens, deps.reads);
   const write = requireToken(deps.tokens);
-  app.use(policyRoutes({ store: deps.store, audit: deps.audit, bodyLimitBytes: deps.bodyLimitBytes, read, write }));
+  app.use(policyRoutes({ store: deps.store, audit: deps.audit, bodyLimitBytes: deps.bodyLimitBytes, read, write, policyCheck: deps.policyCheck }));
   app.use(filterRoutes({ store: deps.store, overrides: deps.overrides, metrics: deps.metrics, read }));
 
   app.get("/openapi.json", (_req, res) => {

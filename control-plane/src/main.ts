@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { AdaptiveSampler } from "./adaptive/sampler.js";
 import { noRates, type RateSource } from "./adaptive/rates.js";
-import { createApp, type ReadinessCheck } from "./app.js";
+import { createApp, namespaceCheck, type ReadinessCheck } from "./app.js";
 import { jsonLineAudit } from "./api/audit.js";
 import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
@@ -94,6 +94,7 @@ export async function startControlPlane(config: Config, rates: RateSource = noRa
       return checks;
     },
     log,
+    policyCheck: config.store.mode === "kubernetes" && config.kubernetes.namespace !== "" ? namespaceCheck(config.kubernetes.namespace) : undefined,
   });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.listen.port, config.listen.host, () => resolve(s));

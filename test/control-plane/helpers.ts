@@ -8,7 +8,7 @@ import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics, type ControlPlaneMetrics } from "../../control-plane/src/api/metrics.js";
 import type { RateOverrides } from "../../control-plane/src/policy/effective.js";
 import { MemoryPersistence, type Persistence } from "../../control-plane/src/policy/file-persistence.js";
-import type { Policy } from "../../control-plane/src/policy/model.js";
+import type { FieldError, Policy } from "../../control-plane/src/policy/model.js";
 import { PolicyStore } from "../../control-plane/src/policy/store.js";
 
 export const adminToken = "admin-secret-0123456789";
@@ -26,7 +26,9 @@ export interface TestApp {
 }
 
 /** Starts the app; `reads` defaults to public. */
-export async function startTestApp(options: { reads?: "public" | "token"; persistence?: Persistence; bodyLimitBytes?: number } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { reads?: "public" | "token"; persistence?: Persistence; bodyLimitBytes?: number; policyCheck?: (policy: Policy) => FieldError[] } = {},
+): Promise<TestApp> {
   let tick = 0;
   // Each write gets the next whole second, so history timestamps are exact.
   const store = new PolicyStore(options.persistence ?? new MemoryPersistence(), () => new Date(Date.UTC(2026, 11, 2, 12, 0, tick++)));
@@ -44,6 +46,7 @@ export async function startTestApp(options: { reads?: "public" | "token"; persis
     overrides: (name) => overrides.get(name),
     readiness: () => readiness,
     log: () => undefined,
+    policyCheck: options.policyCheck,
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));

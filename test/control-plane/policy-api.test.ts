@@ -2,6 +2,7 @@
 // limits, auth, audit, history and rollback, and the dry-run validate endpoint.
 import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { namespaceCheck } from "../../control-plane/src/app.js";
 import { adminToken, call, ciToken, samplePolicy, startTestApp, type TestApp } from "./helpers.js";
 
 describe("policy API", () => {
@@ -190,6 +191,23 @@ describe("policy API", () => {
     const res = await call(app.url, "GET", "/v2/nothing");
     assert.equal(res.status, 404);
     assert.deepEqual(res.body, { error: "not found", details: [{ field: "path", reason: "no route for GET /v2/nothing" }] });
+  });
+});
+
+describe("policy API in Kubernetes mode with one managed namespace", () => {
+  it("refuses policies for other namespaces, on create and on patch", async () => {
+    const app = await startTestApp({ policyCheck: namespaceCheck("llm") });
+    try {
+      const elsewhere = await call(app.url, "POST", "/v1/policies", { body: samplePolicy("x", { target: { namespace: "batch", selector: { matchLabels: {} } } }), token: adminToken });
+      assert.equal(elsewhere.status, 400);
+      assert.deepEqual(elsewhere.body, { error: "invalid policy", details: [{ field: "target.namespace", reason: "must be llm: this control plane manages WasmPlugins only there" }] });
+      assert.equal((await call(app.url, "POST", "/v1/policies", { body: samplePolicy(), token: adminToken })).status, 201);
+      const moved = await call(app.url, "PATCH", "/v1/policies/chat", { body: { target: { namespace: "batch" } }, token: adminToken, headers: { "content-type": "application/merge-patch+json" } });
+      assert.equal(moved.status, 400);
+      assert.equal(app.store.get("chat")?.policy.target.namespace, "llm");
+    } finally {
+      await app.close();
+    }
   });
 });
 

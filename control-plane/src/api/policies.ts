@@ -1,7 +1,7 @@
 // /v1/policies: list, get, create, replace, merge-patch, delete, history, rollback, and the
 // validate-only endpoint. Versions are ETags; If-Match makes a write conditional (412 if stale).
 import express, { Router, type NextFunction, type Request, type Response } from "express";
-import type { Policy, PolicyRecord } from "../policy/model.js";
+import type { FieldError, Policy, PolicyRecord } from "../policy/model.js";
 import type { PolicyStore, WriteResult } from "../policy/store.js";
 import { validatePolicy } from "../policy/validate.js";
 import { mergePatch } from "../policy/merge-patch.js";
@@ -15,6 +15,8 @@ export interface PolicyRoutesDeps {
   bodyLimitBytes: number;
   read: (req: Request, res: Response, next: NextFunction) => void;
   write: (req: Request, res: Response, next: NextFunction) => void;
+  /** Deployment-specific checks after schema validation (e.g. the one namespace Kubernetes mode manages). */
+  policyCheck?: (policy: Policy) => FieldError[];
 }
 
 /** `"3"` -> `3`; `W/"3"` -> `3`; `*` stays. */
@@ -45,9 +47,11 @@ function jsonBody(limit: number, types: string[]) {
   };
 }
 
-function validated(body: unknown): Policy {
+function validated(body: unknown, extraCheck?: (policy: Policy) => FieldError[]): Policy {
   const result = validatePolicy(body);
   if (!result.ok) throw new ApiError(400, "invalid policy", result.errors);
+  const errors = extraCheck?.(result.policy) ?? [];
+  if (errors.length > 0) throw new ApiError(400, "invalid policy", errors);
   return result.policy;
 }
 
@@ -89,12 +93,12 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
   });
 
   router.post("/v1/policies", deps.write, json, async (req, res) => {
-    const policy = validated(req.body);
+    const policy = validated(req.body, deps.policyCheck);
     finish(res, req, "create", policy.name, await deps.store.create(policy, { by: req.principal as string }), true);
   });
 
   router.post("/v1/validate", deps.write, json, (req, res) => {
-    const policy = validated(req.body);
+    const policy = validated(req.body, deps.policyCheck);
     res.json({ valid: true, policy });
   });
 
@@ -105,7 +109,7 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
   });
 
   router.put("/v1/policies/:name", deps.write, json, async (req, res) => {
-    const policy = validated(req.body);
+    const policy = validated(req.body, deps.policyCheck);
     const name = nameParam(req);
     if (policy.name !== name) throw new ApiError(400, "invalid policy", [{ field: "name", reason: `must equal the name in the path (${name})` }]);
     const result = await deps.store.put(policy, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) });
@@ -120,7 +124,7 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
     }
     const result = await deps.store.update(name, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) }, (current) => {
       const patched = mergePatch(current, req.body as object);
-      const policy = validated(patched);
+      const policy = validated(patched, deps.policyCheck);
       if (policy.name !== name) throw new ApiError(400, "invalid patch", [{ field: "name", reason: "the name of a policy cannot change" }]);
       return policy;
     });
