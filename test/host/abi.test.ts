@@ -605,3 +605,14 @@ test("proxy_http_call reset after the response started: no headers, and proxy_ge
     await new Promise<void>((r) => server.close(() => r()));
   }
 });
+
+test("options the host cannot honour are refused, naming the option and the value", async () => {
+  const cases: Array<[Partial<Parameters<typeof FilterVm.load>[0]>, RegExp]> = [
+    [{ logLevel: 6 }, /FilterVmOptions.logLevel=6: must be an integer 0..5/],
+    [{ statTags: ["ok", "a.b"] }, /FilterVmOptions.statTags=\["ok","a.b"\]: every tag must be an identifier/],
+    [{ histogramBuckets: [1, 1] }, /FilterVmOptions.histogramBuckets=\[1,1\]: must be finite, > 0 and strictly increasing/],
+    [{ clusters: { up: "127.0.0.1:80" } }, /FilterVmOptions.clusters.up="127.0.0.1:80": must be a base URL/],
+    [{ maxLogEntries: 0 }, /FilterVmOptions.maxLogEntries=0/],
+  ];
+  for (const [opts, message] of cases) await assert.rejects(load({}, opts), message);
+});

@@ -128,6 +128,7 @@ export class FilterVm {
   private hostCallCount = 0;
 
   private constructor(opts: FilterVmOptions) {
+    validateOptions(opts);
     this.opts = opts;
     this.rootId = opts.rootId ?? DEFAULT_ROOT_ID;
     this.clock = opts.clock ?? realClock;
@@ -967,6 +968,21 @@ const STATUS_CALLBACKS = new Set([
   "proxy_on_response_body",
   "proxy_on_response_trailers",
 ]);
+
+/** Rejects an option the host cannot honour, naming the option and the value. */
+function validateOptions(o: FilterVmOptions): void {
+  const bad = (key: string, value: unknown, why: string): never => {
+    throw new RangeError(`FilterVmOptions.${key}=${JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))}: ${why}`);
+  };
+  if (o.logLevel !== undefined && !(Number.isInteger(o.logLevel) && o.logLevel >= 0 && o.logLevel <= LOG_LEVEL_MAX)) bad("logLevel", o.logLevel, `must be an integer 0..${LOG_LEVEL_MAX}`);
+  if (o.statTags?.some((t) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(t))) bad("statTags", o.statTags, "every tag must be an identifier (it goes into Istio's regex unescaped)");
+  const b = o.histogramBuckets;
+  if (b !== undefined && (b.length === 0 || b.some((x, i) => !(Number.isFinite(x) && x > 0) || (i > 0 && x <= b[i - 1]!)))) bad("histogramBuckets", b, "must be finite, > 0 and strictly increasing");
+  for (const [name, url] of Object.entries(o.clusters ?? {})) {
+    if (!/^http:\/\/[^/]+\/?$/.test(url)) bad(`clusters.${name}`, url, 'must be a base URL like "http://127.0.0.1:8080"');
+  }
+  if (o.maxLogEntries !== undefined && !(Number.isInteger(o.maxLogEntries) && o.maxLogEntries > 0)) bad("maxLogEntries", o.maxLogEntries, "must be an integer > 0");
+}
 
 function loadBytes(wasm: string | Uint8Array): Uint8Array {
   if (typeof wasm !== "string") return wasm;
