@@ -151,7 +151,10 @@ describe("adaptive sampling", () => {
     h.traffic.rates = [
       { route: "completions", requestsPerSecond: 1000 },
       { route: "/healthz", requestsPerSecond: 50 },
-      { route: "*", requestsPerSecond: 100 },
+      { route: "*", requestsPerSecond: 60 },
+      // Routes without a rule of their own run at defaultRate: their traffic adds to the unmatched total.
+      { route: "embeddings", requestsPerSecond: 30 },
+      { route: "default", requestsPerSecond: 10 },
     ];
     h.clock.ms += 60_000;
     await h.sampler.step();

@@ -5,7 +5,8 @@
 export interface RouteRate {
   /**
    * The route key: a rule's `routeName`, else its `pathPrefix`, else its `host` (see
-   * {@link routeKey}); `*` for traffic no rule matched (it adapts `defaultRate`).
+   * {@link routeKey}). Any other value (the filter's `route` label of a route without a rule,
+   * `default`, `other`, or `*`) counts as traffic no rule matched and adapts `defaultRate`.
    */
   route: string;
   requestsPerSecond: number;

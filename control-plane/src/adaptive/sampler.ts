@@ -92,9 +92,13 @@ export class AdaptiveSampler {
       this.options.onError?.(name, error);
       return reset;
     }
+    // Routes without a rule of their own are sampled at defaultRate, so their traffic counts as unmatched.
+    const ruleKeys = new Set((record.policy.pluginConfig.sampling?.routes ?? []).map(routeKey));
     const byRoute = new Map<string, number>();
     for (const o of observations) {
-      if (Number.isFinite(o.requestsPerSecond) && o.requestsPerSecond >= 0) byRoute.set(o.route, (byRoute.get(o.route) ?? 0) + o.requestsPerSecond);
+      if (!Number.isFinite(o.requestsPerSecond) || o.requestsPerSecond < 0) continue;
+      const key = ruleKeys.has(o.route) ? o.route : unmatchedRoute;
+      byRoute.set(key, (byRoute.get(key) ?? 0) + o.requestsPerSecond);
     }
     const params = withDefaults(record.policy.adaptive ?? { targetTracesPerSecond: 1 });
     const routes = adjustable(record);
