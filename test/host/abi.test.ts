@@ -305,6 +305,16 @@ test("an import the host does not provide fails the load, naming it", async () =
   await assert.rejects(load({ imports: ["proxy_nonexistent_call"] }), /module imports env.proxy_nonexistent_call \(function\), which the host does not provide/);
 });
 
+test("an import named like an Object.prototype member is not mistaken for a host function", async () => {
+  await assert.rejects(load({ imports: ["toString"] }), /module imports env.toString \(function\), which the host does not provide/);
+});
+
+test("newStream after shutdown is refused: the root context is gone", async () => {
+  const vm = await load({});
+  vm.shutdown();
+  assert.throws(() => vm.newStream(), /newStream after shutdown/);
+});
+
 test("proxy_get_log_level exists for ABI 0.2.1 only, as Envoy registers it", async () => {
   await assert.rejects(load({ imports: ["proxy_get_log_level"] }), /env.proxy_get_log_level/);
   const vm = await load({ abi: "0_2_1", imports: ["proxy_get_log_level"], callbacks: { proxy_on_request_headers: callStore(100, "env.proxy_get_log_level", i(16)) } }, { logLevel: 1 });

@@ -210,6 +210,7 @@ export class FilterVm {
   /** A new stream context (proxy_on_context_create with the root as parent). */
   newStream(props: StreamProperties = {}): FilterStream {
     this.assertAlive("newStream");
+    if (this.rootDeleted || this.rootPendingDone) throw new Error("newStream after shutdown(): the root context is gone");
     const id = ++this.nextContextId;
     const state: StreamState = {
       id,
@@ -271,7 +272,8 @@ export class FilterVm {
 
     const provided = this.buildImports();
     for (const imp of Wasm.Module.imports(module)) {
-      const fn = provided[imp.module]?.[imp.name];
+      const mod = Object.hasOwn(provided, imp.module) ? provided[imp.module] : undefined;
+      const fn = mod && Object.hasOwn(mod, imp.name) ? mod[imp.name] : undefined;
       if (imp.kind !== "function" || fn === undefined) {
         throw new Error(`module imports ${imp.module}.${imp.name} (${imp.kind}), which the host does not provide (Envoy would fail to link it)`);
       }

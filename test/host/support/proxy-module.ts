@@ -34,6 +34,7 @@ export const HOST_FNS: Record<string, { module: string; params: ValType[]; resul
   proxy_done: { module: "env", params: [], results: [I] },
   proxy_get_status: { module: "env", params: n(3), results: [I] },
   proxy_nonexistent_call: { module: "env", params: [], results: [I] },
+  toString: { module: "env", params: [], results: [I] },
   fd_write: { module: "wasi_snapshot_preview1", params: n(4), results: [I] },
   clock_time_get: { module: "wasi_snapshot_preview1", params: [I, L, I], results: [I] },
   random_get: { module: "wasi_snapshot_preview1", params: n(2), results: [I] },
