@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
+import { defaultRateQuery } from "./adaptive/prometheus.js";
 
 /** The validated configuration. */
 export interface Config {
@@ -46,6 +47,8 @@ export interface Config {
     intervalSeconds: number;
     /** At most one adaptive change per policy per this many seconds. */
     minPushIntervalSeconds: number;
+    /** Where request rates come from: a Prometheus query API; empty url = no rates (nothing adapts). */
+    prometheus: { url: string; query: string };
   };
   /** Time allowed for in-flight requests after SIGTERM before the process exits anyway. */
   shutdownGraceMs: number;
@@ -69,7 +72,7 @@ export const defaultConfig: Config = {
     resyncSeconds: 300,
     backoff: { initialMs: 500, maxMs: 30000 },
   },
-  adaptive: { enabled: true, intervalSeconds: 60, minPushIntervalSeconds: 60 },
+  adaptive: { enabled: true, intervalSeconds: 60, minPushIntervalSeconds: 60, prometheus: { url: "", query: defaultRateQuery } },
   shutdownGraceMs: 10000,
 };
 
@@ -88,6 +91,7 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_WASM_URL: "kubernetes.wasmPlugin.url",
   TOKENTRACE_WASM_SHA256: "kubernetes.wasmPlugin.sha256",
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",
+  TOKENTRACE_PROMETHEUS_URL: "adaptive.prometheus.url",
   TOKENTRACE_SHUTDOWN_GRACE_MS: "shutdownGraceMs",
 };
 
@@ -151,11 +155,17 @@ const configSchema = {
     adaptive: {
       type: "object",
       additionalProperties: false,
-      required: ["enabled", "intervalSeconds", "minPushIntervalSeconds"],
+      required: ["enabled", "intervalSeconds", "minPushIntervalSeconds", "prometheus"],
       properties: {
         enabled: { type: "boolean" },
         intervalSeconds: { type: "integer", minimum: 1, maximum: 3600 },
         minPushIntervalSeconds: { type: "integer", minimum: 0, maximum: 86400 },
+        prometheus: {
+          type: "object",
+          additionalProperties: false,
+          required: ["url", "query"],
+          properties: { url: { type: "string", pattern: "^$|^https?://.+" }, query: { type: "string", minLength: 1 } },
+        },
       },
     },
     shutdownGraceMs: { type: "integer", minimum: 0, maximum: 600000 },

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { AdaptiveSampler } from "./adaptive/sampler.js";
+import { PrometheusRateSource } from "./adaptive/prometheus.js";
 import { noRates, type RateSource } from "./adaptive/rates.js";
 import { createApp, namespaceCheck, type ReadinessCheck } from "./app.js";
 import { jsonLineAudit } from "./api/audit.js";
@@ -33,7 +34,7 @@ export interface RunningControlPlane {
 }
 
 /** Starts everything from a validated config; throws only for start-up failures (bad store file, bad tokens). */
-export async function startControlPlane(config: Config, rates: RateSource = noRates): Promise<RunningControlPlane> {
+export async function startControlPlane(config: Config, rates?: RateSource): Promise<RunningControlPlane> {
   const tokens = loadTokens(config.api.tokensFile, config.api.tokens);
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
@@ -43,7 +44,7 @@ export async function startControlPlane(config: Config, rates: RateSource = noRa
   let sync: KubernetesSync | undefined;
 
   const sampler = new AdaptiveSampler({
-    source: rates,
+    source: rates ?? rateSourceFor(config, (name) => store.get(name)?.policy.target.namespace),
     policies: () => store.list(),
     now: () => Date.now(),
     minPushIntervalMs: config.adaptive.minPushIntervalSeconds * 1000,
@@ -78,7 +79,7 @@ export async function startControlPlane(config: Config, rates: RateSource = noRa
   }
 
   // The metrics pipeline (issue 5: control-plane/src/pipeline/index.ts, startPipeline(config, deps))
-  // starts here once it lands; its scraper is also meant to become `rates` for adaptive sampling.
+  // starts here once it lands; its scraper can then be passed as `rates` for adaptive sampling.
 
   const app = createApp({
     store,
@@ -121,6 +122,12 @@ export async function startControlPlane(config: Config, rates: RateSource = noRa
       await sync?.stop();
     },
   };
+}
+
+/** The rate source the config asks for. */
+function rateSourceFor(config: Config, namespaceOf: (policy: string) => string | undefined): RateSource {
+  const prometheus = config.adaptive.prometheus;
+  return prometheus.url === "" ? noRates : new PrometheusRateSource({ url: prometheus.url, query: prometheus.query, namespaceOf });
 }
 
 async function main(): Promise<void> {
