@@ -626,3 +626,24 @@ test("options the host cannot honour are refused, naming the option and the valu
   ];
   for (const [opts, message] of cases) await assert.rejects(load({}, opts), message);
 });
+
+test("callbacks after end_of_stream are refused: Envoy never calls them", async () => {
+  const vm = await load({});
+  const s = vm.newStream();
+  s.requestHeaders([[":path", "/"]], true);
+  assert.throws(() => s.requestBody("late", true), /requestBody after the request ended \(end_of_stream was set\)/);
+  s.responseHeaders([[":status", "200"]]);
+  s.responseBody("a", false);
+  s.responseBody("b", true);
+  assert.throws(() => s.responseTrailers([]), /responseTrailers after the response ended/);
+  s.end();
+});
+
+test("request body may still flow after the response started, as in Envoy", async () => {
+  const vm = await load({});
+  const s = vm.newStream();
+  s.requestHeaders([[":path", "/"]]);
+  s.responseHeaders([[":status", "200"]]);
+  assert.equal(s.requestBody("late", true), 0);
+  s.end();
+});

@@ -41,6 +41,9 @@ export interface StreamState extends StreamFacts {
   /** Set when a headers/trailers callback stopped iteration; cleared by proxy_continue_stream or resume(). */
   pausedBy: { request?: string; response?: string };
   localResponseInCall: boolean;
+  /** end_of_stream seen per direction (headers, body or trailers): Envoy calls nothing more for it. */
+  requestDone?: boolean;
+  responseDone?: boolean;
   lastResponseChunk: Buffer;
 }
 
@@ -148,24 +151,33 @@ export class FilterStream {
     }
   }
 
+  private endOf(direction: "request" | "response", what: string, endOfStream: boolean): void {
+    const key = direction === "request" ? "requestDone" : "responseDone";
+    if (this.s[key]) throw new Error(`${what} after the ${direction} ended (end_of_stream was set): Envoy never calls it there`);
+    this.s[key] = endOfStream;
+  }
+
   /** proxy_on_request_headers; returns the status. */
   requestHeaders(headers: Array<[string, string]>, endOfStream = false): number {
     this.expect(["new"], "requestHeaders");
     this.s.requestHeaders = new HeaderList(headers);
     this.s.phase = "request";
+    this.s.requestDone = endOfStream;
     return this.driver.call(this.vm, this.s, "proxy_on_request_headers", this.s.requestHeaders.size, endOfStream ? 1 : 0);
   }
 
   /** proxy_on_request_body with this chunk as the current body buffer. */
   requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["request"], "requestBody", "request");
+    this.expect(["request", "response"], "requestBody", "request");
+    this.endOf("request", "requestBody", endOfStream);
     const b = toBuffer(chunk);
     return this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
   }
 
   /** proxy_on_request_trailers. */
   requestTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["request"], "requestTrailers", "request");
+    this.expect(["request", "response"], "requestTrailers", "request");
+    this.endOf("request", "requestTrailers", true);
     this.s.requestTrailers = new HeaderList(trailers);
     return this.driver.call(this.vm, this.s, "proxy_on_request_trailers", this.s.requestTrailers.size, 0);
   }
@@ -174,6 +186,7 @@ export class FilterStream {
   responseHeaders(headers: Array<[string, string]>, endOfStream = false): number {
     this.expect(["new", "request"], "responseHeaders", "response");
     this.s.responseHeaders = new HeaderList(headers);
+    this.s.responseDone = endOfStream;
     const code = Number(this.s.responseHeaders.get(":status"));
     this.s.responseCode = Number.isInteger(code) ? code : undefined;
     this.s.phase = "response";
@@ -183,6 +196,7 @@ export class FilterStream {
   /** proxy_on_response_body with this chunk as the current body buffer. */
   responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["response"], "responseBody", "response");
+    this.endOf("response", "responseBody", endOfStream);
     const b = toBuffer(chunk);
     return this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
   }
@@ -190,6 +204,7 @@ export class FilterStream {
   /** proxy_on_response_trailers. */
   responseTrailers(trailers: Array<[string, string]>): number {
     this.expect(["response"], "responseTrailers", "response");
+    this.endOf("response", "responseTrailers", true);
     this.s.responseTrailers = new HeaderList(trailers);
     return this.driver.call(this.vm, this.s, "proxy_on_response_trailers", this.s.responseTrailers.size, 0);
   }
