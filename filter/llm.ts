@@ -93,7 +93,11 @@ export class LlmExchange {
     }
   }
 
-  onResponseHeaders(): void {
+  /**
+   * Decides how the response body is read, from its headers. Called at the first body byte, not
+   * with the headers, so responses without a body cost no header reads.
+   */
+  private classifyResponse(): void {
     const encoding = host.getHeader(host.HeaderMap.Response, CONTENT_ENCODING);
     if (encoding !== null && !equalAsciiLowerCase(changetype<usize>(encoding), encoding.byteLength, IDENTITY)) {
       this.stats.error(ErrorReason.BodyEncoded); // gzip etc.: counted, not decoded
@@ -117,7 +121,10 @@ export class LlmExchange {
   }
 
   onResponseBody(length: i32, endOfStream: bool): void {
-    if (length > 0 && this.firstByteNs == 0) this.firstByteNs = <i64>host.nowNs();
+    if (length > 0 && this.firstByteNs == 0) {
+      this.firstByteNs = <i64>host.nowNs();
+      this.classifyResponse();
+    }
     if (this.responseKind == ResponseKind.NotRead) return;
     if (length > 0) {
       const bytes = host.getBodyBytes(host.BodyBuffer.Response, length);

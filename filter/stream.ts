@@ -209,8 +209,6 @@ export class TokentraceStream extends Context {
   }
 
   onResponseHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
-    const llm = this.llm;
-    if (llm !== null) llm.onResponseHeaders();
     const id = this.tokenTraceId;
     if (id !== null) {
       host.setHeaderBytes(host.HeaderMap.Response, this.tokenTraceIdHeader, id);
@@ -239,7 +237,10 @@ export class TokentraceStream extends Context {
     const llm = this.llm;
     let durationNs = host.getIntProperty(REQUEST_DURATION_PROPERTY, -1);
     let startNs: i64 = 0;
-    if (durationNs < 0 || llm !== null) startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
+    // The start time is needed for TTFT and spans only (and when the host gave no duration).
+    if (durationNs < 0 || (llm !== null && (llm.firstByteNs > 0 || this.span !== null))) {
+      startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
+    }
     if (durationNs < 0) {
       const nowNs = <i64>host.nowNs();
       durationNs = startNs > 0 && nowNs > startNs ? nowNs - startNs : 0;
