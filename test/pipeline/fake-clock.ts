@@ -63,9 +63,9 @@ export async function settle(): Promise<void> {
 }
 
 /** Resolves when `cond` holds, polling between event-loop turns (real time, bounded). */
-export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise<void>((r) => setTimeout(r, 5));
   }

@@ -115,22 +115,28 @@ describe("join", () => {
     assert.deepEqual(find(out, "tokentrace_route_gpu_utilization_percent").map((s) => s.samples[0]!.value), [75.5]);
   });
 
-  it("derives tokens per joule per GPU from energy deltas, and reads a fallen energy counter as a reset", () => {
+  it("derives tokens per joule per GPU from the pods' token rate and the energy counter's delta, reading a fallen counter as a reset", () => {
     const j = new Joiner();
     const dcgm = fixture("dcgm-node-a.prom");
     const envoy = fixture("envoy-sidecar-chat.prom");
     j.join(result(DCGM, dcgm, T0));
     j.join(result(CHAT, envoy, T0));
+    // chat: 3000 tokens in 10 s = 300 tokens/s over 2 GPUs = 150 per GPU.
     j.join(result(CHAT, edit(envoy, [["tokentrace_llm_output_tokens_total", "", "123000"]]), T0 + 10000));
+    // 15 s of dcgm: GPU 1 used 6000 J (400 W), GPU 0 3000 J (200 W).
     const out = j.join(result(DCGM, edit(dcgm, [["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", "7006000000"], ["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-1111", "9003000000"]]), T0 + 15000));
     const tpj = Object.fromEntries(find(out, "tokentrace_gpu_tokens_per_joule").map((s) => [labelsOf(s).gpu, s.samples[0]!.value]));
-    // chat made 3000 tokens over 2 GPUs: 1500 per GPU. GPU 1: 1500 / 6000 J. GPU 0: 1500 (embed made none) / 3000 J.
+    // GPU 0 also serves the embed pod, which has no sidecar (no rate): only chat's share counts.
     // GPU 2 has no pod: no figure.
-    assert.deepEqual(tpj, { "0": 0.5, "1": 0.25 });
-    // The GPU rebooted: its counter restarted from 0 and now reads 3,000,000 mJ.
+    assert.deepEqual(tpj, { "0": 0.75, "1": 0.375 });
+    // 3000 tokens in 15 s = 100 per GPU per s; GPU 1 rebooted: its counter restarted and reads 3,000,000 mJ after 15 s (200 W).
     j.join(result(CHAT, edit(envoy, [["tokentrace_llm_output_tokens_total", "", "126000"]]), T0 + 25000));
     const out2 = j.join(result(DCGM, edit(dcgm, [["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", "3000000"]]), T0 + 30000));
     assert.equal(find(out2, "tokentrace_gpu_tokens_per_joule", "gpu", "1")[0]!.samples[0]!.value, 0.5);
+    // A failed sidecar scrape makes the pod's rate unknown: no figure rather than a stale one.
+    j.join({ target: CHAT, timestampMs: T0 + 40000, durationMs: 1, ok: false, error: "timeout", samples: [], families: new Map(), parseErrors: [] });
+    const out3 = j.join(result(DCGM, edit(dcgm, [["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", "9000000"]]), T0 + 45000));
+    assert.equal(find(out3, "tokentrace_gpu_tokens_per_joule").length, 0);
     assert.equal(counterDelta(10, 4), 4);
     assert.equal(counterDelta(4, 10), 6);
   });

@@ -11,7 +11,7 @@ export const POD_GPU_INFO = "tokentrace_pod_gpu_info";
 export const OUTPUT_TOKENS_PER_SECOND_PER_GPU = "tokentrace_output_tokens_per_second_per_gpu";
 /** GPU-seconds the pod held per 1000 output tokens over the last interval. */
 export const GPU_SECONDS_PER_1K_TOKENS = "tokentrace_gpu_seconds_per_1k_output_tokens";
-/** Output tokens per joule of one GPU, from energy counter deltas between dcgm scrapes. */
+/** Output tokens per joule of one GPU: token rate of its pods / mean power from energy counter deltas. */
 export const TOKENS_PER_JOULE = "tokentrace_gpu_tokens_per_joule";
 /** Mean seconds per request spent in a phase (ttft, decode, queue, prefill) over the last interval. */
 export const ROUTE_LATENCY = "tokentrace_route_latency_seconds";

@@ -28,7 +28,6 @@ interface PodSnapshot {
 interface GpuSnapshot {
   ts: number;
   energyMj: number;
-  tokens: number;
 }
 
 const LATENCY_FAMILIES: Record<string, string> = {
@@ -60,8 +59,8 @@ export class Joiner {
   private readonly prevVllm = new Map<string, PodSnapshot>();
   /** Per pod and model: mean queue and prefill seconds over the last vLLM interval. */
   private readonly vllmMeans = new Map<string, { queue?: number; prefill?: number }>();
-  /** Per pod: output tokens since first seen, resets corrected (for tokens per joule). */
-  private readonly podTokens = new Map<string, number>();
+  /** Per pod: output tokens per second over its last Envoy scrape interval (for tokens per joule). */
+  private readonly podTokenRate = new Map<string, number>();
   private readonly prevGpu = new Map<string, GpuSnapshot>();
 
   constructor(private readonly forward: ForwardRules = DEFAULT_FORWARD) {}
@@ -74,6 +73,13 @@ export class Joiner {
   /** Forgets a target that went away. */
   removeTarget(id: string): void {
     if (this.dcgmByTarget.delete(id)) this.rebuildIndex();
+    const [kind, ns, pod] = id.split("/");
+    if (kind === "envoy" && ns && pod) this.forgetPod(`${ns}/${pod}`);
+  }
+
+  private forgetPod(podKey: string): void {
+    this.prevPod.delete(podKey);
+    this.podTokenRate.delete(podKey);
   }
 
   private rebuildIndex(): void {
@@ -92,7 +98,11 @@ export class Joiner {
     if (t.pod) targetLabels.push("pod", t.pod);
     out.push({ labels: ["__name__", C.UP, ...targetLabels], samples: [{ value: r.ok ? 1 : 0, timestampMs: ts }] });
     out.push({ labels: ["__name__", C.SCRAPE_DURATION, ...targetLabels], samples: [{ value: round(r.durationMs / 1000), timestampMs: ts }] });
-    if (!r.ok) return out;
+    if (!r.ok) {
+      // Rates of a pod we cannot read are unknown, not frozen at their last value.
+      if (t.kind === "envoy" && t.namespace && t.pod) this.forgetPod(`${t.namespace}/${t.pod}`);
+      return out;
+    }
     if (t.kind === "dcgm") {
       this.dcgmByTarget.set(t.id, r.samples);
       this.rebuildIndex();
@@ -171,11 +181,9 @@ export class Joiner {
     cur.set("pod_out", podOut);
     const prev = this.prevPod.get(podKey);
     this.prevPod.set(podKey, { ts, values: cur });
-    // Tokens since first seen, resets corrected, for the per-GPU tokens per joule.
-    const prevOut = prev?.values.get("pod_out");
-    this.podTokens.set(podKey, (this.podTokens.get(podKey) ?? 0) + (prevOut === undefined ? 0 : counterDelta(prevOut, podOut)));
     if (!prev || ts <= prev.ts) return;
     const dtSec = (ts - prev.ts) / 1000;
+    this.podTokenRate.set(podKey, counterDelta(prev.values.get("pod_out") ?? 0, podOut) / dtSec);
     const delta = (k: string): number | undefined => {
       const c = cur.get(k);
       const p = prev.values.get(k);
@@ -258,26 +266,31 @@ export class Joiner {
     }
   }
 
-  /** Tokens per joule of each GPU between this dcgm scrape and the previous one. */
+  /**
+   * Tokens per joule of each GPU: the token rate of the pods on it (each pod's rate over its last
+   * Envoy interval, split evenly over the GPUs it uses) divided by the GPU's mean power over the
+   * last dcgm interval (energy counter delta / time). A ratio of two rates, so the two scrape
+   * schedules need not line up.
+   */
   private deriveGpu(ts: number, out: WriteSeries[]): void {
     for (const g of this.index.gpus.values()) {
       if (g.energyMj === undefined) continue;
-      // Tokens attributed to this GPU: each pod's tokens split evenly over the GPUs it uses.
-      let tokens = 0;
-      const pods = this.index.podsOfGpu(g.key);
-      for (const pk of pods) {
-        const n = this.index.podGpus.get(pk)?.size ?? 1;
-        tokens += (this.podTokens.get(pk) ?? 0) / n;
-      }
       const prev = this.prevGpu.get(g.key);
-      this.prevGpu.set(g.key, { ts, energyMj: g.energyMj, tokens });
-      if (!prev || ts <= prev.ts || pods.length === 0) continue;
-      const joules = counterDelta(prev.energyMj, g.energyMj) / 1000;
-      const dTokens = tokens - prev.tokens;
-      if (joules <= 0 || dTokens < 0) continue;
+      this.prevGpu.set(g.key, { ts, energyMj: g.energyMj });
+      if (!prev || ts <= prev.ts) continue;
+      let tokensPerSec = 0;
+      let known = false;
+      for (const pk of this.index.podsOfGpu(g.key)) {
+        const rate = this.podTokenRate.get(pk);
+        if (rate === undefined) continue;
+        known = true;
+        tokensPerSec += rate / (this.index.podGpus.get(pk)?.size ?? 1);
+      }
+      const watts = counterDelta(prev.energyMj, g.energyMj) / 1000 / ((ts - prev.ts) / 1000);
+      if (!known || watts <= 0) continue;
       out.push({
         labels: ["__name__", C.TOKENS_PER_JOULE, "gpu", g.gpu, "gpu_uuid", g.key, "gpu_model", g.modelName, "hostname", g.hostname],
-        samples: [{ value: round(dTokens / joules), timestampMs: ts }],
+        samples: [{ value: round(tokensPerSec / watts), timestampMs: ts }],
       });
     }
   }

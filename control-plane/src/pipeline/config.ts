@@ -28,6 +28,8 @@ export interface PipelineConfig {
     timeoutMs: number;
     concurrency: number;
     maxBodyBytes: number;
+    /** Spread each target's first scrape over its interval (a stable hash of its id), as Prometheus does. */
+    spreadStart: boolean;
     static: StaticTargetConfig[];
     kubernetes: { enabled: boolean; namespace?: string; labelSelector?: string; envoy: boolean; dcgm: boolean; vllm: boolean };
   };
@@ -57,6 +59,7 @@ export const DEFAULT_PIPELINE_CONFIG: PipelineConfig = {
     timeoutMs: 10_000,
     concurrency: 16,
     maxBodyBytes: 64 * 1024 * 1024,
+    spreadStart: true,
     static: [],
     kubernetes: { enabled: false, envoy: true, dcgm: true, vllm: true },
   },

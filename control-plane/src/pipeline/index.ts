@@ -98,7 +98,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     ship(r.target.id, series, r.timestampMs);
   };
 
-  const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, onResult });
+  const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, spreadStart: config.scrape.spreadStart, onResult });
   const fixed = staticTargets(config.scrape.static, config.scrape);
   let discovered: ScrapeTarget[] = [];
   const apply = (): void => {
