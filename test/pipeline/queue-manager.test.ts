@@ -166,3 +166,64 @@ describe("remote-write queue manager (fake clock, scripted transport)", () => {
     rmSync(dir, { recursive: true });
   });
 });
+
+describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock for the waits)", () => {
+  it("retries a 429 after exactly its Retry-After, drops a 400 and counts it, and delivers the rest", async () => {
+    const { createServer } = await import("node:http");
+    const answers = [[429, "7"], [204], [400], [204]] as [number, string?][];
+    const received: number[][] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        received.push(decodeWriteRequestV1(snappyUncompress(Buffer.concat(chunks))).flatMap((s) => s.samples.map((x) => x.value)));
+        const [status, retryAfter] = answers[Math.min(received.length - 1, answers.length - 1)]!;
+        if (retryAfter) res.setHeader("Retry-After", retryAfter);
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1/write`;
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const w = new RemoteWriter([target(dir, { url })], { clock, metrics: createRemoteWriteMetrics(reg) });
+    w.start();
+    w.write([1, 2, 3, 4].map((v) => series(`a${v}`, v, clock.now())));
+    await until(() => received.length === 1, "429");
+    await until(() => clock.pending > 0 && clock.sleeps.includes(7000), "Retry-After wait");
+    await clock.advance(6999);
+    assert.equal(received.length, 1, "not before Retry-After");
+    await clock.advance(1);
+    await until(() => received.length === 2, "retried");
+    w.write([5, 6, 7, 8].map((v) => series(`b${v}`, v, clock.now())));
+    await until(() => received.length === 3, "400");
+    w.write([9, 10, 11, 12].map((v) => series(`c${v}`, v, clock.now())));
+    await until(() => received.length === 4, "after the drop");
+    await until(() => w.targets[0]!.queue.pendingSamples === 0, "all committed");
+    assert.deepEqual(received, [[1, 2, 3, 4], [1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "http_400" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_retried_total", { reason: "http_429" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 8);
+    await w.stop();
+    server.close();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("counts samples dropped when the queue is over its byte bound (receiver down)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const down: Transport = { send: async () => ({ kind: "retryable", reason: "network" }) };
+    // Each record of 4 samples is ~150 bytes: segments of 1 KiB, bound 2 KiB.
+    const w = new RemoteWriter([target(dir, { maxQueueBytes: 2048, segmentBytes: 1024 })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => down });
+    for (let i = 0; i < 40; i++) w.write([0, 1, 2, 3].map((v) => series(`m${v}`, i * 4 + v, 1000 + i)));
+    const q = w.targets[0]!.queue;
+    assert.ok(q.bytes <= 2048, `queue bytes ${q.bytes}`);
+    const dropped = (await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "queue_full" })) ?? 0;
+    assert.equal(dropped + q.pendingSamples, 160, "every sample is either queued or counted as dropped");
+    assert.ok(dropped > 0);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+});
