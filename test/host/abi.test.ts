@@ -647,3 +647,48 @@ test("request body may still flow after the response started, as in Envoy", asyn
   assert.equal(s.requestBody("late", true), 0);
   s.end();
 });
+
+test("updatePluginConfig follows Envoy's ECDS path: a new root context, the old one retired after its streams", async () => {
+  const logAt = (offset: number, len: number) => callDrop("env.proxy_log", i(2), i(offset), i(len));
+  const storeParam = (addr: number, param: number) => () => [...i(addr), ...op.get(param), ...op.store];
+  const vm = await load(
+    {
+      imports: ["proxy_log"],
+      data: [text(1024, "create"), text(1032, "vm_start"), text(1042, "configure"), text(1052, "done"), text(1058, "delete")],
+      callbacks: {
+        proxy_on_context_create: seq(logAt(1024, 6), storeParam(200, 0), storeParam(204, 1)),
+        proxy_on_vm_start: seq(logAt(1032, 8), storeParam(208, 0)),
+        proxy_on_configure: seq(logAt(1042, 9), storeParam(212, 0)),
+        proxy_on_done: seq(logAt(1052, 4), storeParam(216, 0)),
+        proxy_on_delete: seq(logAt(1058, 6), storeParam(220, 0)),
+      },
+      // accept any non-empty configuration
+      computed: { proxy_on_configure: () => [...op.get(1), ...op.eqz, ...op.eqz] },
+    },
+    { pluginConfig: "a" },
+  );
+  const messages = (): string[] => vm.logs.map((l) => l.message);
+  assert.deepEqual(messages(), ["create", "vm_start", "configure"]);
+  assert.equal(vm.configureAccepted, true);
+  const first = vm.newStream();
+  assert.deepEqual([first.contextId, u32(vm, 200), u32(vm, 204)], [2, 2, 1], "stream 2 created under root 1");
+  first.requestHeaders([]);
+
+  assert.equal(vm.updatePluginConfig("bb"), true);
+  assert.equal(vm.rootContextId, 3);
+  assert.deepEqual(messages().slice(3), ["create", "create", "vm_start", "configure"], "stream 2, then root 3");
+  assert.deepEqual([u32(vm, 200), u32(vm, 204), u32(vm, 208), u32(vm, 212)], [3, 0, 3, 3]);
+  const second = vm.newStream();
+  assert.deepEqual([second.contextId, u32(vm, 204)], [4, 3], "new streams get the new root");
+
+  first.end();
+  assert.deepEqual(messages().slice(8), ["done", "delete", "done", "delete"], "stream 2 ends, then root 1 is torn down");
+  assert.deepEqual([u32(vm, 216), u32(vm, 220)], [1, 1]);
+
+  assert.equal(vm.updatePluginConfig(""), false, "a rejected update");
+  assert.equal(vm.rootContextId, 3, "the last good root stays");
+  assert.deepEqual(messages().slice(12), ["create", "vm_start", "configure", "done", "delete"]);
+  assert.deepEqual([u32(vm, 216), u32(vm, 220)], [5, 5]);
+  second.end();
+  assert.equal(u32(vm, 220), 4, "root 3 lives on after its stream ends");
+});

@@ -24,6 +24,8 @@ export type Phase = "new" | "request" | "response" | "log" | "ended";
 /** Internal state of a stream context, shared between FilterVm and FilterStream. */
 export interface StreamState extends StreamFacts {
   id: number;
+  /** The root context the stream was created under (its parent). */
+  rootId: number;
   phase: Phase;
   extra: Record<string, Uint8Array> | undefined;
   setProperties: Map<string, Buffer> | undefined;

@@ -82,6 +82,13 @@ export interface LogEntry {
 const DEFAULT_ROOT_ID = "tokentrace";
 const ROOT_CONTEXT_ID = 1;
 
+interface RootState {
+  id: number;
+  /** active: takes new streams; retired: replaced, waits for its streams; pendingDone: on_done said false. */
+  state: "active" | "retired" | "pendingDone" | "deleted";
+  streams: number;
+}
+
 interface PendingCall {
   token: number;
   promise: Promise<void>;
@@ -117,8 +124,9 @@ export class FilterVm {
   private statusMessage = "";
   private tickMs = 0;
   private tickListeners: Array<(ms: number) => void> = [];
-  private rootPendingDone = false;
-  private rootDeleted = false;
+  /** Root contexts: 1 from start-up, one more per updatePluginConfig (Envoy's ECDS path). */
+  private readonly roots = new Map<number, RootState>();
+  private activeRoot = ROOT_CONTEXT_ID;
   private afterCall: Array<() => void> = [];
   private readonly sharedData = new Map<string, { value: Buffer; cas: number }>();
   private nextCas = 1;
@@ -204,16 +212,18 @@ export class FilterVm {
   /** proxy_on_tick on the root context. */
   tick(): void {
     this.assertAlive("tick");
-    if (this.hasExport("proxy_on_tick")) this.invoke(ROOT_CONTEXT_ID, "proxy_on_tick", ROOT_CONTEXT_ID, 0, 0);
+    if (this.hasExport("proxy_on_tick")) this.invoke(this.activeRoot, "proxy_on_tick", this.activeRoot, 0, 0);
   }
 
   /** A new stream context (proxy_on_context_create with the root as parent). */
   newStream(props: StreamProperties = {}): FilterStream {
     this.assertAlive("newStream");
-    if (this.rootDeleted || this.rootPendingDone) throw new Error("newStream after shutdown(): the root context is gone");
+    const root = this.roots.get(this.activeRoot)!;
+    if (root.state !== "active") throw new Error("newStream after shutdown(): the root context is gone");
     const id = ++this.nextContextId;
     const state: StreamState = {
       id,
+      rootId: root.id,
       phase: "new",
       routeName: props.routeName,
       clusterName: props.clusterName,
@@ -233,7 +243,8 @@ export class FilterVm {
       localResponseInCall: false,
     };
     this.streams.set(id, state);
-    if (this.hasExport("proxy_on_context_create")) this.invoke(id, "proxy_on_context_create", id, ROOT_CONTEXT_ID, 0);
+    root.streams++;
+    if (this.hasExport("proxy_on_context_create")) this.invoke(id, "proxy_on_context_create", id, root.id, 0);
     return new FilterStream(this, state, streamDriver);
   }
 
@@ -251,10 +262,41 @@ export class FilterVm {
 
   /** proxy_on_done on the root context, then proxy_on_delete (at once, or after the module calls proxy_done). */
   shutdown(): void {
-    if (this.rootDeleted || this.rootPendingDone) return;
-    const done = this.hasExport("proxy_on_done") ? this.invoke(ROOT_CONTEXT_ID, "proxy_on_done", ROOT_CONTEXT_ID, 0, 0) : 1;
-    if (done !== 0) this.deleteRoot();
-    else this.rootPendingDone = true;
+    for (const root of this.roots.values()) {
+      if (root.state === "active" || root.state === "retired") this.doneRoot(root);
+    }
+  }
+
+  /**
+   * Envoy's ECDS update: a new plugin configuration gets a new root context in the same VM
+   * (proxy_on_context_create(new id, 0), proxy_on_configure). Accepted: new streams use it and the
+   * old root gets proxy_on_done/proxy_on_delete once its streams have ended. Rejected: the new root
+   * is torn down and the old one stays. configure() instead re-runs proxy_on_configure on the same root.
+   */
+  updatePluginConfig(pluginConfig: string): boolean {
+    this.assertAlive("updatePluginConfig");
+    const old = this.roots.get(this.activeRoot)!;
+    if (old.state !== "active") throw new Error("updatePluginConfig after shutdown(): the root context is gone");
+    const id = ++this.nextContextId;
+    const root: RootState = { id, state: "active", streams: 0 };
+    this.roots.set(id, root);
+    // WasmBase::start -> ContextBase::onStart: context create (configuration readable), then on_vm_start.
+    this.createRoot(id, pluginConfig);
+    const started = this.hasExport("proxy_on_vm_start") ? this.invoke(id, "proxy_on_vm_start", id, this.vmConfigBuffer.length, 0) : 1;
+    const accepted = started !== 0 && this.configureRoot(id, pluginConfig);
+    if (!accepted) {
+      this.doneRoot(root);
+      return false;
+    }
+    this.activeRoot = id;
+    old.state = "retired";
+    if (old.streams === 0) this.doneRoot(old);
+    return true;
+  }
+
+  /** The id of the root context new streams get (1 until an accepted updatePluginConfig). */
+  get rootContextId(): number {
+    return this.activeRoot;
   }
 
   // ---- start-up -------------------------------------------------------------------------------
@@ -305,7 +347,8 @@ export class FilterVm {
       this.initializing = false;
     }
     // Envoy skips any callback the module does not export (the SDK then manages its own state).
-    if (this.hasExport("proxy_on_context_create")) this.invoke(ROOT_CONTEXT_ID, "proxy_on_context_create", ROOT_CONTEXT_ID, 0, 0);
+    this.roots.set(ROOT_CONTEXT_ID, { id: ROOT_CONTEXT_ID, state: "active", streams: 0 });
+    this.createRoot(ROOT_CONTEXT_ID, this.opts.pluginConfig ?? "");
     const started = this.hasExport("proxy_on_vm_start") ? this.invoke(ROOT_CONTEXT_ID, "proxy_on_vm_start", ROOT_CONTEXT_ID, this.vmConfigBuffer.length, 0) : 1;
     if (started === 0) {
       this.failure = new VmFailedError("proxy_on_vm_start returned false: Envoy fails the VM");
@@ -316,13 +359,17 @@ export class FilterVm {
 
   private runConfigure(pluginConfig: string): boolean {
     this.assertAlive("configure");
+    return this.configureRoot(this.activeRoot, pluginConfig);
+  }
+
+  private configureRoot(rootId: number, pluginConfig: string): boolean {
     if (!this.hasExport("proxy_on_configure")) return true;
     const cfg = Buffer.from(pluginConfig, "utf8");
     return (
-      this.call(ROOT_CONTEXT_ID, "proxy_on_configure", () => {
+      this.call(rootId, "proxy_on_configure", () => {
         this.pluginConfigBuffer = cfg;
         try {
-          return this.fn("proxy_on_configure")(ROOT_CONTEXT_ID, cfg.length);
+          return this.fn("proxy_on_configure")(rootId, cfg.length);
         } finally {
           this.pluginConfigBuffer = undefined;
         }
@@ -330,10 +377,32 @@ export class FilterVm {
     );
   }
 
-  private deleteRoot(): void {
-    this.rootPendingDone = false;
-    this.rootDeleted = true;
-    if (this.hasExport("proxy_on_delete")) this.invoke(ROOT_CONTEXT_ID, "proxy_on_delete", ROOT_CONTEXT_ID, 0, 0);
+  // Envoy sets the plugin (so its configuration is readable) while proxy_on_context_create runs for a root.
+  private createRoot(id: number, pluginConfig: string): void {
+    if (!this.hasExport("proxy_on_context_create")) return;
+    this.call(id, "proxy_on_context_create", () => {
+      this.pluginConfigBuffer = Buffer.from(pluginConfig, "utf8");
+      try {
+        return this.fn("proxy_on_context_create")(id, 0);
+      } finally {
+        this.pluginConfigBuffer = undefined;
+      }
+    });
+  }
+
+  private doneRoot(root: RootState): void {
+    const done = this.hasExport("proxy_on_done") ? this.invoke(root.id, "proxy_on_done", root.id, 0, 0) : 1;
+    if (done !== 0) this.deleteRoot(root);
+    else root.state = "pendingDone";
+  }
+
+  private deleteRoot(root: RootState): void {
+    root.state = "deleted";
+    if (this.hasExport("proxy_on_delete")) this.invoke(root.id, "proxy_on_delete", root.id, 0, 0);
+  }
+
+  private rootOf(contextId: number): RootState | undefined {
+    return this.roots.get(this.streams.get(contextId)?.rootId ?? contextId);
   }
 
   // ---- calls into the module --------------------------------------------------------------
@@ -653,7 +722,7 @@ export class FilterVm {
         q.items.push(Buffer.from(m().bytes(u(dataPtr), u(dataSize), "proxy_enqueue_shared_queue data")));
         const t = u(token);
         this.afterCall.push(() => {
-          if (this.hasExport("proxy_on_queue_ready")) this.call(ROOT_CONTEXT_ID, "proxy_on_queue_ready", () => this.fn("proxy_on_queue_ready")(ROOT_CONTEXT_ID, t));
+          if (this.hasExport("proxy_on_queue_ready")) this.invoke(this.activeRoot, "proxy_on_queue_ready", this.activeRoot, t, 0);
         });
         return WasmResult.Ok;
       },
@@ -770,7 +839,7 @@ export class FilterVm {
         const lower = new HeaderList(headers);
         if (lower.get(":path") === undefined || lower.get(":method") === undefined || lower.get(":authority") === undefined) return WasmResult.BadArgument;
         const token = this.nextHttpToken++;
-        this.startHttpCall(token, base, lower, body, trailers, u(timeoutMs));
+        this.startHttpCall(token, this.rootOf(this.ctxId())?.id ?? this.activeRoot, base, lower, body, trailers, u(timeoutMs));
         m().u32(u(tokenPtr), token, "proxy_http_call token");
         return WasmResult.Ok;
       },
@@ -814,13 +883,15 @@ export class FilterVm {
       },
       proxy_set_effective_context: (id: number): number => {
         const cid = u(id);
-        if (cid !== ROOT_CONTEXT_ID && !this.streams.has(cid)) return WasmResult.BadArgument;
+        const known = this.streams.has(cid) || (this.roots.has(cid) && this.roots.get(cid)!.state !== "deleted");
+        if (!known) return WasmResult.BadArgument;
         this.effectiveId = cid;
         return WasmResult.Ok;
       },
       proxy_done: (): number => {
-        if (!this.rootPendingDone) return WasmResult.NotFound;
-        this.afterCall.push(() => this.deleteRoot());
+        const root = this.rootOf(this.ctxId());
+        if (root?.state !== "pendingDone") return WasmResult.NotFound;
+        this.afterCall.push(() => this.deleteRoot(root));
         return WasmResult.Ok;
       },
       proxy_call_foreign_function: (): number => WasmResult.NotFound,
@@ -866,9 +937,10 @@ export class FilterVm {
 
   // ---- HTTP calls -------------------------------------------------------------------------
 
-  private startHttpCall(token: number, base: string, headers: HeaderList, body: Buffer, trailers: Pairs, timeoutMs: number): void {
+  // The response goes to the root context of the caller (Envoy: contextOrEffectiveContext()->root_context()).
+  private startHttpCall(token: number, rootId: number, base: string, headers: HeaderList, body: Buffer, trailers: Pairs, timeoutMs: number): void {
     const promise = startHttpCall({ base, headers: headers.entries(), body, trailers, timeoutMs })
-      .then((res) => this.deliverHttpCall(token, res))
+      .then((res) => this.deliverHttpCall(token, rootId, res))
       .catch((e: unknown) => {
         if (this.backgroundError === undefined) this.backgroundError = e;
       })
@@ -876,20 +948,21 @@ export class FilterVm {
     this.inflight.set(token, { token, promise });
   }
 
-  private deliverHttpCall(token: number, res: HttpCallResponse | { failure: string }): void {
-    if (this.failure || this.rootDeleted) return;
+  private deliverHttpCall(token: number, rootId: number, res: HttpCallResponse | { failure: string }): void {
+    // A deleted root context's calls are cancelled in Envoy: nothing is delivered.
+    if (this.failure || this.roots.get(rootId)?.state === "deleted" || !this.hasExport("proxy_on_http_call_response")) return;
     if ("failure" in res) {
       this.statusCode = WasmResult.BrokenConnection;
       this.statusMessage = res.failure;
-      this.call(ROOT_CONTEXT_ID, "proxy_on_http_call_response", () => this.fn("proxy_on_http_call_response")(ROOT_CONTEXT_ID, token, 0, 0, 0));
+      this.call(rootId, "proxy_on_http_call_response", () => this.fn("proxy_on_http_call_response")(rootId, token, 0, 0, 0));
       return;
     }
     this.statusCode = WasmResult.Ok;
     this.statusMessage = "";
-    this.call(ROOT_CONTEXT_ID, "proxy_on_http_call_response", () => {
+    this.call(rootId, "proxy_on_http_call_response", () => {
       this.httpCallResponse = res;
       try {
-        return this.fn("proxy_on_http_call_response")(ROOT_CONTEXT_ID, token, res.headers.size, res.body.length, res.trailers.size);
+        return this.fn("proxy_on_http_call_response")(rootId, token, res.headers.size, res.body.length, res.trailers.size);
       } finally {
         this.httpCallResponse = undefined;
       }
@@ -951,6 +1024,8 @@ export class FilterVm {
       s.phase = "ended";
       this.streams.delete(s.id);
     }
+    const root = this.roots.get(s.rootId);
+    if (root && --root.streams === 0 && root.state === "retired") this.doneRoot(root);
   }
 
   /** @internal */

@@ -74,6 +74,8 @@ export interface ProxyModuleSpec {
   imports?: string[];
   callbacks?: Record<string, Body>;
   returns?: Record<string, number>;
+  /** Bodies that leave the callback's i32 result on the stack (instead of a constant return). */
+  computed?: Record<string, Body>;
   initialize?: Body;
   data?: Array<{ offset: number; bytes: Uint8Array | string }>;
   withoutMalloc?: boolean;
@@ -124,7 +126,11 @@ export function proxyModule(spec: ProxyModuleSpec = {}): Uint8Array {
       export: name,
       params: n(cb.params),
       results: cb.result === undefined ? [] : [I],
-      body: (fn) => [...(user ? user(fn) : []), ...(cb.result === undefined ? [] : op.i32(ret!))],
+      body: (fn) => {
+        const computed = spec.computed?.[name];
+        const result = cb.result === undefined ? [] : computed ? computed(fn) : op.i32(ret!);
+        return [...(user ? user(fn) : []), ...result];
+      },
     });
   }
   const heapInit = new Uint8Array(4);
