@@ -81,4 +81,29 @@ describe("pod discovery through @kubernetes/client-node against the emulated kub
     await src.stop();
     await emu.close();
   });
+
+  it("keeps discovering after the API is down for a while and after 410 Gone (emulated)", async () => {
+    const emu = await startKubeEmulator();
+    const kc = kubeConfigFor(emu.url, "llm");
+    const api = kc.makeApiClient(CoreV1Api);
+    await api.createNamespacedPod({ namespace: "llm", body: pod("a", { containers: ["istio-proxy"] }) });
+    let current: string[] = [];
+    const errors: unknown[] = [];
+    const src = new KubernetesPodSource({ kubeConfig: kc, clock: systemClock, minBackoffMs: 20, maxBackoffMs: 100, onError: (e) => errors.push(e) });
+    await src.start(new PodTargetDiscovery(RULES, (t) => (current = ids(t))));
+    await until(() => current.length === 1, "listed");
+    emu.setAvailable(false); // 503 to everything, watches cut
+    await until(() => errors.length > 0, "the informer saw the outage");
+    emu.setAvailable(true);
+    await api.createNamespacedPod({ namespace: "llm", body: pod("b", { containers: ["istio-proxy"], ip: "10.1.2.4" }) });
+    await until(() => current.length === 2, "pod created after the outage");
+    // History compacted: a watch resuming from an old resourceVersion gets 410 Gone and must re-list.
+    emu.compact();
+    emu.closeWatches();
+    await api.deleteNamespacedPod({ name: "a", namespace: "llm" });
+    await until(() => current.length === 1, "delete seen after 410 and re-list");
+    assert.deepEqual(current, ["envoy/llm/b http://10.1.2.4:15090/stats/prometheus"]);
+    await src.stop();
+    await emu.close();
+  });
 });
