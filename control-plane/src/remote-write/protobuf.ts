@@ -182,6 +182,9 @@ function writeLabelAscii(w: ProtoWriter, name: string, value: string): boolean {
 
 /** Appends one 1.0 TimeSeries (as field 1 of WriteRequest) to `w`. */
 export function writeSeriesV1(w: ProtoWriter, labels: Labels, samples: WriteSample[]): void {
+  const start = w.pos;
+  if (writeSeriesV1Ascii(w, labels, samples)) return;
+  w.pos = start;
   w.varint(V1_TIMESERIES);
   const ts = w.beginLength();
   for (let i = 0; i < labels.length; i += 2) {
@@ -199,6 +202,53 @@ export function writeSeriesV1(w: ProtoWriter, labels: Labels, samples: WriteSamp
     writeSample(w, s);
   }
   w.endLength(ts);
+}
+
+function varintSize(v: number): number {
+  let n = 1;
+  while (v >= 0x80) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+/**
+ * The common case without any length fix-up: when every label is ASCII (byte length = string
+ * length) and short, and every timestamp non-negative, the series' length is known before writing,
+ * so no byte is moved afterwards. Returns false as soon as an assumption fails; the caller then
+ * rewrites the series from its start on the general path.
+ */
+function writeSeriesV1Ascii(w: ProtoWriter, labels: Labels, samples: WriteSample[]): boolean {
+  let len = 0;
+  for (let i = 0; i < labels.length; i += 2) {
+    const body = 4 + labels[i]!.length + labels[i + 1]!.length;
+    if (body >= 0x80) return false;
+    len += 2 + body;
+  }
+  for (const s of samples) {
+    if (s.timestampMs < 0) return false;
+    const body = 9 + (s.timestampMs === 0 ? 0 : 1 + varintSize(s.timestampMs));
+    len += 2 + body;
+  }
+  w.varint(V1_TIMESERIES);
+  w.varint(len);
+  w.ensure(len);
+  const end = w.pos + len;
+  for (let i = 0; i < labels.length; i += 2) if (!writeLabelAscii(w, labels[i]!, labels[i + 1]!)) return false;
+  for (const s of samples) {
+    const b = w.buf;
+    b[w.pos++] = V1_SAMPLES;
+    b[w.pos++] = 9 + (s.timestampMs === 0 ? 0 : 1 + varintSize(s.timestampMs));
+    b[w.pos++] = SAMPLE_VALUE;
+    if (s.stale) w.bytes(STALE_NAN_BYTES);
+    else w.double(s.value);
+    if (s.timestampMs !== 0) {
+      w.buf[w.pos++] = SAMPLE_TIMESTAMP;
+      w.varint(s.timestampMs);
+    }
+  }
+  return w.pos === end;
 }
 
 /**
