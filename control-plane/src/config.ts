@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { defaultRateQuery } from "./adaptive/prometheus.js";
+import { validatePipelineConfig, withDefaults as pipelineWithDefaults, type PipelineConfig, type PipelineConfigInput } from "./pipeline/index.js";
 
 /** The validated configuration. */
 export interface Config {
@@ -50,6 +51,11 @@ export interface Config {
     /** Where request rates come from: a Prometheus query API; empty url = no rates (nothing adapts). */
     prometheus: { url: string; query: string };
   };
+  /**
+   * The metrics pipeline (scrape, join, remote write; control-plane/src/pipeline). Off unless
+   * `enabled`; every other key is the pipeline's own config, validated by its validator.
+   */
+  pipeline: { enabled: boolean } & PipelineConfigInput;
   /** Time allowed for in-flight requests after SIGTERM before the process exits anyway. */
   shutdownGraceMs: number;
 }
@@ -73,6 +79,7 @@ export const defaultConfig: Config = {
     backoff: { initialMs: 500, maxMs: 30000 },
   },
   adaptive: { enabled: true, intervalSeconds: 60, minPushIntervalSeconds: 60, prometheus: { url: "", query: defaultRateQuery } },
+  pipeline: { enabled: false },
   shutdownGraceMs: 10000,
 };
 
@@ -92,6 +99,7 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_WASM_SHA256: "kubernetes.wasmPlugin.sha256",
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",
   TOKENTRACE_PROMETHEUS_URL: "adaptive.prometheus.url",
+  TOKENTRACE_PIPELINE_ENABLED: "pipeline.enabled",
   TOKENTRACE_SHUTDOWN_GRACE_MS: "shutdownGraceMs",
 };
 
@@ -99,7 +107,7 @@ const str = { type: "string" } as const;
 const configSchema = {
   type: "object",
   additionalProperties: false,
-  required: ["listen", "api", "store", "kubernetes", "adaptive", "shutdownGraceMs"],
+  required: ["listen", "api", "store", "kubernetes", "adaptive", "pipeline", "shutdownGraceMs"],
   properties: {
     listen: {
       type: "object",
@@ -167,6 +175,12 @@ const configSchema = {
           properties: { url: { type: "string", pattern: "^$|^https?://.+" }, query: { type: "string", minLength: 1 } },
         },
       },
+    },
+    pipeline: {
+      type: "object",
+      additionalProperties: false,
+      required: ["enabled"],
+      properties: { enabled: { type: "boolean" }, scrape: { type: "object" }, join: { type: "object" }, remoteWrite: { type: "object" } },
     },
     shutdownGraceMs: { type: "integer", minimum: 0, maximum: 600000 },
   },
@@ -279,6 +293,26 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Loa
   if (errors.length === 0 && config.kubernetes.backoff.maxMs < config.kubernetes.backoff.initialMs) {
     errors.push(`kubernetes.backoff.maxMs: must be >= kubernetes.backoff.initialMs (${config.kubernetes.backoff.initialMs}), got ${config.kubernetes.backoff.maxMs}`);
   }
+  if (errors.length === 0) {
+    const result = pipelineConfigOf(config);
+    if (!result.ok) errors.push(...result.errors);
+  }
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, config, source: path ?? "defaults" };
+}
+
+/** The pipeline's full config from ours, or its errors with keys prefixed `pipeline.`. */
+export function pipelineConfigOf(config: Config): { ok: true; config: PipelineConfig } | { ok: false; errors: string[] } {
+  const { enabled: _enabled, ...input } = config.pipeline;
+  let full: PipelineConfig;
+  let problems: { field: string; reason: string }[];
+  try {
+    full = pipelineWithDefaults(input);
+    problems = validatePipelineConfig(full);
+  } catch (error) {
+    // The pipeline's validator expects its documented shape; anything else is reported whole.
+    return { ok: false, errors: [`pipeline: not a valid pipeline config (${(error as Error).message})`] };
+  }
+  if (problems.length > 0) return { ok: false, errors: problems.map((p) => `pipeline.${p.field}: ${p.reason}`) };
+  return { ok: true, config: full };
 }

@@ -1,6 +1,6 @@
 // Entry point of the control plane: load and validate the configuration, open the policy store,
-// start the API (and in Kubernetes mode the WasmPlugin sync), run adaptive sampling, and shut
-// down gracefully on SIGTERM/SIGINT. Logs are JSON lines on stdout; config errors go to stderr
+// start the API (and in Kubernetes mode the WasmPlugin sync), run adaptive sampling and, when
+// enabled, the metrics pipeline, and shut down gracefully on SIGTERM/SIGINT. Logs are JSON lines on stdout; config errors go to stderr
 // with exit code 2.
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
@@ -14,15 +14,16 @@ import { createApp, namespaceCheck, type ReadinessCheck } from "./app.js";
 import { jsonLineAudit } from "./api/audit.js";
 import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
-import { loadConfig, type Config } from "./config.js";
+import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
 import { realDelay } from "./k8s/backoff.js";
 import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
+import { startPipeline, type RunningPipeline } from "./pipeline/index.js";
 import { FilePersistence } from "./policy/file-persistence.js";
 import { PolicyStore } from "./policy/store.js";
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
 
-function log(record: object): void {
+function stdoutLog(record: object): void {
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: "info", ...record })}\n`);
 }
 
@@ -34,7 +35,12 @@ export interface RunningControlPlane {
 }
 
 /** Starts everything from a validated config; throws only for start-up failures (bad store file, bad tokens). */
-export async function startControlPlane(config: Config, rates?: RateSource): Promise<RunningControlPlane> {
+export async function startControlPlane(
+  config: Config,
+  options: { rates?: RateSource; log?: (record: object) => void; auditLine?: (line: string) => void } = {},
+): Promise<RunningControlPlane> {
+  const log = options.log ?? stdoutLog;
+  const rates = options.rates;
   const tokens = loadTokens(config.api.tokensFile, config.api.tokens);
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
@@ -59,16 +65,23 @@ export async function startControlPlane(config: Config, rates?: RateSource): Pro
     timers.push(setInterval(() => void sampler.step(), config.adaptive.intervalSeconds * 1000));
   }
 
+  let kubeConfigCache: KubeConfig | undefined;
+  const kubeConfig = (): KubeConfig => {
+    if (kubeConfigCache === undefined) {
+      kubeConfigCache = new KubeConfig();
+      if (config.kubernetes.kubeconfig !== "") kubeConfigCache.loadFromFile(config.kubernetes.kubeconfig);
+      else kubeConfigCache.loadFromDefault();
+    }
+    return kubeConfigCache;
+  };
+
   if (config.store.mode === "kubernetes") {
-    const kubeConfig = new KubeConfig();
-    if (config.kubernetes.kubeconfig !== "") kubeConfig.loadFromFile(config.kubernetes.kubeconfig);
-    else kubeConfig.loadFromDefault();
     sync = startKubernetesSync({
       config: config.kubernetes,
       store,
       overrides: (name) => sampler.overrides(name),
       metrics,
-      kubeConfig,
+      kubeConfig: kubeConfig(),
       delay: realDelay,
       now: () => Date.now(),
       log,
@@ -78,8 +91,17 @@ export async function startControlPlane(config: Config, rates?: RateSource): Pro
     timers.push(setInterval(() => running.reconciler.lagSeconds(), 1000));
   }
 
-  // The metrics pipeline (issue 5: control-plane/src/pipeline/index.ts, startPipeline(config, deps))
-  // starts here once it lands; its scraper can then be passed as `rates` for adaptive sampling.
+  // The metrics pipeline (scrape -> join -> remote write), when enabled; its self-metrics share /metrics.
+  let pipeline: RunningPipeline | undefined;
+  if (config.pipeline.enabled) {
+    const pipelineConfig = pipelineConfigOf(config);
+    if (!pipelineConfig.ok) throw new Error(pipelineConfig.errors.join("; "));
+    pipeline = await startPipeline(pipelineConfig.config, {
+      registry: metrics.registry,
+      ...(pipelineConfig.config.scrape.kubernetes.enabled ? { kubeConfig: kubeConfig() } : {}),
+      log: (message) => log({ msg: "pipeline", detail: message }),
+    });
+  }
 
   const app = createApp({
     store,
@@ -87,7 +109,7 @@ export async function startControlPlane(config: Config, rates?: RateSource): Pro
     reads: config.api.reads,
     bodyLimitBytes: config.api.bodyLimitBytes,
     metrics,
-    audit: jsonLineAudit((line) => process.stdout.write(line)),
+    audit: jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line))),
     overrides: (name) => sampler.overrides(name),
     readiness: () => {
       const checks: Record<string, ReadinessCheck> = { store: { ok: true, detail: `${store.list().length} policies` } };
@@ -120,6 +142,7 @@ export async function startControlPlane(config: Config, rates?: RateSource): Pro
       clearInterval(sweep);
       clearTimeout(grace);
       await sync?.stop();
+      await pipeline?.stop();
     },
   };
 }
@@ -143,6 +166,7 @@ async function main(): Promise<void> {
     process.stderr.write(`start-up failed: ${(error as Error).message}\n`);
     process.exit(1);
   }
+  const log = stdoutLog;
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -75,6 +75,25 @@ describe("control-plane config", () => {
     assert.deepEqual(backoff, { ok: false, errors: ["kubernetes.backoff.maxMs: must be >= kubernetes.backoff.initialMs (1000), got 10"] });
   });
 
+  it("validates the pipeline section with the pipeline's own validator, keys prefixed pipeline.", () => {
+    const path = file("pipeline:\n  enabled: true\n  scrape:\n    intervalMs: 50\n    static:\n      - { url: 'ftp://x', kind: envoy }\n");
+    assert.deepEqual(loadConfig(["--config", path], {}), {
+      ok: false,
+      errors: [
+        "pipeline.scrape.intervalMs: must be an integer >= 100, got 50",
+        "pipeline.scrape.timeoutMs: must not exceed scrape.intervalMs (50), got 10000",
+        'pipeline.scrape.static[0].url: must be an http(s) URL, got "ftp://x"',
+      ],
+    });
+    assert.deepEqual(loadConfig(["--config", file("pipeline:\n  enabled: true\n  scrap: {}\n")], {}), { ok: false, errors: ["pipeline.scrap: unknown key"] });
+    // The wording inside the parentheses is the pipeline validator's own; only the frame is ours.
+    const shape = loadConfig(["--config", file("pipeline:\n  enabled: true\n  scrape:\n    static: 3\n")], {});
+    assert.equal(shape.ok, false);
+    assert.match(shape.ok ? "" : shape.errors.join("\n"), /^pipeline: not a valid pipeline config \(.+\)$/);
+    const ok = loadConfig([], { TOKENTRACE_PIPELINE_ENABLED: "true" });
+    assert.equal(ok.ok && ok.config.pipeline.enabled, true);
+  });
+
   it("reports an unreadable or malformed file by path", () => {
     assert.deepEqual(loadConfig(["--config", "/nonexistent/tt.yaml"], {}), { ok: false, errors: ["config file /nonexistent/tt.yaml: cannot read (ENOENT)"] });
     const list = file("- a\n- b\n");

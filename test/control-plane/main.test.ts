@@ -42,7 +42,8 @@ function spawnControlPlane(env: Record<string, string>, args: string[] = []): Pr
 }
 
 async function waitForLine(proc: Proc, match: (record: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 30_000;
+  // Generous: under load (2 cores, other suites running) a tsx start-up can take many seconds.
+  const deadline = Date.now() + 90_000;
   for (;;) {
     for (const line of proc.lines) {
       const record = JSON.parse(line) as Record<string, unknown>;
