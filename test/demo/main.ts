@@ -98,6 +98,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  console.error(`demo failed to start: ${e instanceof Error ? e.message : String(e)}`);
+  const msg = e instanceof Error ? e.message : String(e);
+  const hint = /EADDRINUSE/.test(msg) ? " (a port is taken: set TOKENTRACE_DEMO_PORT / TOKENTRACE_DEMO_ADMIN_PORT, 0 picks a free one)" : "";
+  console.error(`demo failed to start: ${msg}${hint}`);
   process.exit(1);
 });
