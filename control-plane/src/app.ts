@@ -61,7 +61,11 @@ export function createApp(deps: AppDeps): Express {
 
   const read = readAccess(deps.tokens, deps.reads);
   const write = requireToken(deps.tokens);
-  app.use(policyRoutes({ store: deps.store, audit: deps.audit, bodyLimitBytes: deps.bodyLimitBytes, read, write, policyCheck: deps.policyCheck }));
+  // One audit line per committed change, whoever made it (API caller or Kubernetes import).
+  deps.store.onChange((change) =>
+    deps.audit({ who: change.by, action: change.action, policy: change.name, oldVersion: change.previous?.version ?? null, newVersion: change.current?.version ?? null }),
+  );
+  app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write, policyCheck: deps.policyCheck }));
   app.use(filterRoutes({ store: deps.store, overrides: deps.overrides, metrics: deps.metrics, read }));
 
   app.get("/openapi.json", (_req, res) => {

@@ -5,13 +5,11 @@ import type { FieldError, Policy, PolicyRecord } from "../policy/model.js";
 import type { PolicyStore, WriteResult } from "../policy/store.js";
 import { validatePolicy } from "../policy/validate.js";
 import { mergePatch } from "../policy/merge-patch.js";
-import type { AuditSink, AuditRecord } from "./audit.js";
 import { ApiError } from "./errors.js";
 
 /** What the policy routes need. */
 export interface PolicyRoutesDeps {
   store: PolicyStore;
-  audit: AuditSink;
   bodyLimitBytes: number;
   read: (req: Request, res: Response, next: NextFunction) => void;
   write: (req: Request, res: Response, next: NextFunction) => void;
@@ -65,7 +63,8 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
   const json = jsonBody(deps.bodyLimitBytes, ["application/json"]);
   const patchJson = jsonBody(deps.bodyLimitBytes, ["application/merge-patch+json", "application/json"]);
 
-  const finish = (res: Response, req: Request, action: AuditRecord["action"], name: string, result: WriteResult, created = false): void => {
+  // Audit lines come from the store's change events (see app.ts), so every change is audited once.
+  const finish = (res: Response, name: string, result: WriteResult, created = false): void => {
     if (!result.ok) {
       switch (result.kind) {
         case "not-found":
@@ -78,7 +77,6 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
           throw new ApiError(404, "version not found", [{ field: "version", reason: `policy ${name} has no such version in its history` }]);
       }
     }
-    deps.audit({ who: req.principal ?? "anonymous", action, policy: name, oldVersion: result.previous?.version ?? null, newVersion: result.record?.version ?? null });
     if (result.record === null) {
       res.status(204).end();
       return;
@@ -94,7 +92,7 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
 
   router.post("/v1/policies", deps.write, json, async (req, res) => {
     const policy = validated(req.body, deps.policyCheck);
-    finish(res, req, "create", policy.name, await deps.store.create(policy, { by: req.principal as string }), true);
+    finish(res, policy.name, await deps.store.create(policy, { by: req.principal as string }), true);
   });
 
   router.post("/v1/validate", deps.write, json, (req, res) => {
@@ -114,7 +112,7 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
     if (policy.name !== name) throw new ApiError(400, "invalid policy", [{ field: "name", reason: `must equal the name in the path (${name})` }]);
     const result = await deps.store.put(policy, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) });
     const created = result.ok && result.previous === null;
-    finish(res, req, created ? "create" : "replace", name, result, created);
+    finish(res, name, result, created);
   });
 
   router.patch("/v1/policies/:name", deps.write, patchJson, async (req, res) => {
@@ -128,12 +126,12 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
       if (policy.name !== name) throw new ApiError(400, "invalid patch", [{ field: "name", reason: "the name of a policy cannot change" }]);
       return policy;
     });
-    finish(res, req, "patch", name, result);
+    finish(res, name, result);
   });
 
   router.delete("/v1/policies/:name", deps.write, async (req, res) => {
     const name = nameParam(req);
-    finish(res, req, "delete", name, await deps.store.delete(name, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) }));
+    finish(res, name, await deps.store.delete(name, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) }));
   });
 
   router.get("/v1/policies/:name/history", deps.read, (req, res) => {
@@ -150,7 +148,7 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
       throw new ApiError(400, "invalid rollback", details);
     }
     const name = nameParam(req);
-    finish(res, req, "rollback", name, await deps.store.rollback(name, body.version, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) }));
+    finish(res, name, await deps.store.rollback(name, body.version, { by: req.principal as string, ifMatch: parseEtag(req.get("if-match")) }));
   });
 
   return router;

@@ -15,6 +15,9 @@ export type WriteResult =
 /** A change, for listeners (reconciler, adaptive sampler, audit). */
 export interface PolicyChange {
   name: string;
+  action: HistoryEntry["action"];
+  /** Who made it (a token id, or a component such as the Kubernetes import). */
+  by: string;
   previous: PolicyRecord | null;
   current: PolicyRecord | null;
 }
@@ -118,7 +121,13 @@ export class PolicyStore {
       next.policies[name] = slot;
       await this.persistence.save(next);
       this.state = next;
-      const change: PolicyChange = { name, previous: current ? structuredClone(current) : null, current: record ? structuredClone(record) : null };
+      const change: PolicyChange = {
+        name,
+        action: decision.action,
+        by: options.by,
+        previous: current ? structuredClone(current) : null,
+        current: record ? structuredClone(record) : null,
+      };
       for (const listener of this.listeners) listener(change);
       return { ok: true, record: record ? structuredClone(record) : null, previous: change.previous };
     };
