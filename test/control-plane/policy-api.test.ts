@@ -68,6 +68,17 @@ describe("policy API", () => {
       token: adminToken,
     });
     assert.deepEqual(both.body, { error: "invalid policy", details: [{ field: "target", reason: "exactly one of selector or targetRefs is required" }] });
+    const labels = await call(app.url, "POST", "/v1/policies", {
+      body: { ...samplePolicy(), target: { namespace: "llm", selector: { matchLabels: { "bad key": "x", tier: "not ok!" } } } },
+      token: adminToken,
+    });
+    assert.deepEqual(labels.body, {
+      error: "invalid policy",
+      details: [
+        { field: "target.selector.matchLabels.bad key", reason: "invalid label key" },
+        { field: "target.selector.matchLabels.tier", reason: "invalid label value" },
+      ],
+    });
     const missing = await call(app.url, "POST", "/v1/policies", { body: { name: "x" }, token: adminToken });
     assert.deepEqual(missing.body, { error: "invalid policy", details: [{ field: "target", reason: "required" }, { field: "pluginConfig", reason: "required" }] });
     assert.deepEqual(app.store.list(), []);

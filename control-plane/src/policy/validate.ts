@@ -95,6 +95,8 @@ export function toFieldErrors(errors: ErrorObject[] | null | undefined): FieldEr
   const out: FieldError[] = [];
   const seen = new Set<string>();
   for (const error of errors ?? []) {
+    // Errors inside propertyNames repeat the outer propertyNames error, which names the key.
+    if (error.propertyName !== undefined) continue;
     let item: FieldError;
     if (error.keyword === "additionalProperties") {
       item = { field: fieldPath(error.instancePath, (error.params as { additionalProperty: string }).additionalProperty), reason: "unknown field" };
@@ -124,9 +126,7 @@ export type PolicyValidation = { ok: true; policy: Policy } | { ok: false; error
 /** Validates an untrusted body as a policy. */
 export function validatePolicy(body: unknown): PolicyValidation {
   if (!validatePolicySchema(body)) {
-    // propertyNames reports both the key and a generic error on the object; keep the specific one.
-    const errors = toFieldErrors(validatePolicySchema.errors).filter((e) => e.reason !== "property name must be valid");
-    return { ok: false, errors };
+    return { ok: false, errors: toFieldErrors(validatePolicySchema.errors) };
   }
   const policy = body as unknown as Policy;
   const target = policy.target as { selector?: unknown; targetRefs?: unknown };
