@@ -91,7 +91,7 @@ describe("scraper", () => {
     const order: string[] = [];
     const sc = new Scraper({ clock, concurrency: 2, spreadStart: false, onResult: (r) => order.push(`${r.target.id}:${r.ok ? "ok" : r.error}`) });
     sc.setTargets([
-      target("hang", `${s.base}/hang`, { timeoutMs: 400 }),
+      target("hang", `${s.base}/hang`, { timeoutMs: 2000 }),
       target("a", `${s.base}/a`),
       target("b", `${s.base}/b`),
       target("c", `${s.base}/c`),
