@@ -38,8 +38,8 @@ export class WasmPluginReconciler {
   private running: Promise<void> | undefined;
   private busy = false;
   private idleWaiters: (() => void)[] = [];
-  /** The last API failure of a write, cleared by the next successful write. */
-  lastWriteError: string | undefined;
+  /** Keys whose last write failed because the API was unreachable or erroring, with the failure. */
+  private readonly apiFailures = new Map<string, string>();
 
   constructor(private readonly options: ReconcilerOptions) {}
 
@@ -82,7 +82,8 @@ export class WasmPluginReconciler {
     const informer = this.options.informer;
     if (!informer.hasSynced) return { ok: false, detail: informer.lastError ?? "waiting for the first list of wasmplugins" };
     if (informer.lastError !== undefined) return { ok: false, detail: informer.lastError };
-    if (this.lastWriteError !== undefined) return { ok: false, detail: this.lastWriteError };
+    const failure = this.apiFailures.values().next();
+    if (!failure.done) return { ok: false, detail: failure.value };
     return { ok: true, detail: `synced; ${this.pendingSinceMs.size} pending` };
   }
 
@@ -140,6 +141,8 @@ export class WasmPluginReconciler {
         });
       } else {
         this.backoffs.delete(key);
+        // Settled either way (applied, or nothing to do any more): no longer an API failure.
+        this.apiFailures.delete(key);
         if (outcome === "done") this.pendingSinceMs.delete(key);
       }
       this.lagSeconds();
@@ -150,7 +153,7 @@ export class WasmPluginReconciler {
     const reason = failure.code === 0 ? "unreachable" : failure.code === 409 ? "conflict" : failure.code === 422 ? "invalid" : failure.code >= 500 ? "server_error" : `http_${failure.code}`;
     this.options.metrics.pushFailures.inc({ mode: "kubernetes", reason });
     if (failure.code === 0 || failure.code >= 500 || failure.code === 429) {
-      this.lastWriteError = `${operation} ${key} failed: ${failure.code === 0 ? failure.reason : `${failure.code} ${failure.reason}`}`;
+      this.apiFailures.set(key, `${operation} ${key} failed: ${failure.code === 0 ? failure.reason : `${failure.code} ${failure.reason}`}`);
     }
     this.options.log?.({ level: "warn", msg: "wasmplugin write failed", operation, key, code: failure.code, reason: failure.reason, message: failure.message });
     // An Invalid object will not become valid by retrying; it stays pending until the policy changes.
@@ -159,7 +162,7 @@ export class WasmPluginReconciler {
 
   private succeeded(key: string, object: WasmPlugin | undefined): Outcome {
     this.options.metrics.pushes.inc({ mode: "kubernetes" });
-    this.lastWriteError = undefined;
+
     // Keep the cache ahead of the watch so a quick re-queue compares with what we just wrote.
     if (object === undefined) this.options.informer.cache.delete(key);
     else this.options.informer.cache.set(key, object);
