@@ -153,6 +153,20 @@ describe("remote-write queue manager (fake clock, scripted transport)", () => {
     rmSync(dir, { recursive: true });
   });
 
+  it("sends a partial batch at stop without waiting for its deadline", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const transport = new RecordingTransport();
+    const w = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport });
+    w.start();
+    w.write([series("last", 42, clock.now())]);
+    await settle();
+    assert.equal(transport.bodies.length, 0, "waiting for the 5 s deadline");
+    await w.stop();
+    assert.deepEqual(transport.values(), [[42]]);
+    rmSync(dir, { recursive: true });
+  });
+
   it("drops samples not newer than the last one of their series and series without a name, counting both", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
     const clock = new FakeClock();
