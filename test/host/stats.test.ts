@@ -2,6 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AbiViolation, StatsStore, extractTags, istioTagRegex, prometheusMetricName } from "./index.js";
+import { envoyBin, formatG32 } from "./stats.js";
 
 const tagsOf = (names: string[]): Array<[string, RegExp]> => names.map((n) => [n, istioTagRegex(n)]);
 
@@ -35,7 +36,7 @@ test("metric names: the wasmcustom namespace is stripped, others get envoy_, inv
 });
 
 test("prometheus(): counters, gauges, then histograms, families sorted, series sorted, blank line after each family", () => {
-  const s = new StatsStore({ statTags: ["route", "response_code_class"], histogramBuckets: [1, 10, 100] });
+  const s = new StatsStore({ statTags: ["route", "response_code_class"], histogramBuckets: [1, 10, 100], histogramMode: "exact" });
   const b = s.define(0, "route=.=chat;.;response_code_class=.=2xx;.;tokentrace_requests_total");
   const a = s.define(0, "route=.=admin;.;response_code_class=.=5xx;.;tokentrace_requests_total");
   const g = s.define(1, "tokentrace_routes");
@@ -107,7 +108,7 @@ test("defining one name as two kinds is an ABI violation", () => {
 });
 
 test("histograms past the retained-sample cap still count in the rendering, and histogram() refuses to return a partial list", () => {
-  const s = new StatsStore({ histogramBuckets: [10], maxRetainedSamples: 2 });
+  const s = new StatsStore({ histogramBuckets: [10], maxRetainedSamples: 2, histogramMode: "exact" });
   const h = s.define(2, "d_ms");
   for (const v of [1n, 20n, 5n]) s.record(h, v);
   assert.equal(s.prometheus(), '# TYPE d_ms histogram\nd_ms_bucket{le="10"} 2\nd_ms_bucket{le="+Inf"} 3\nd_ms_sum{} 26\nd_ms_count{} 3\n\n');
@@ -119,4 +120,32 @@ test("overlapping tag names collide exactly as Istio's regexes do in Envoy: `rea
     extractedName: "wasmcustom.llm_requests_total",
     tags: [["reason", "stop"], ["finish_reason", "stop"]],
   });
+});
+
+test("Envoy histogram mode: circllhist bins decide the buckets (a whole bin must fit under le) and bin midpoints make the sum, printed %.32g", () => {
+  const s = new StatsStore({ histogramBuckets: [0.5, 10, 25, 250] });
+  const h = s.define(2, "ttft_ms");
+  // bins: 0 -> [0,0], 5 -> [5,5.1), 10 -> [10,11), 24 -> [24,25), 123 -> [120,130)
+  for (const v of [0n, 5n, 10n, 24n, 123n]) s.record(h, v);
+  assert.equal(
+    s.prometheus(),
+    [
+      "# TYPE ttft_ms histogram",
+      'ttft_ms_bucket{le="0.5"} 1',
+      'ttft_ms_bucket{le="10"} 2',
+      'ttft_ms_bucket{le="25"} 4',
+      'ttft_ms_bucket{le="250"} 5',
+      'ttft_ms_bucket{le="+Inf"} 5',
+      "ttft_ms_sum{} 165.0500000000000113686837721616",
+      "ttft_ms_count{} 5",
+      "",
+      "",
+    ].join("\n"),
+  );
+  assert.deepEqual(s.histogram("ttft_ms"), [0, 5, 10, 24, 123], "the raw samples stay exact");
+});
+
+test("envoyBin and formatG32 follow circllhist and fmt's %.32g", () => {
+  assert.deepEqual([0, 1, 9, 10, 99, 100, 123, 3600000].map(envoyBin), [[0, 0], [1, 0.1], [9, 0.1], [10, 1], [99, 1], [100, 10], [120, 10], [3600000, 100000]]);
+  assert.deepEqual([0, 0.5, 3600000, 5532, 0.005, 5.05].map(formatG32), ["0", "0.5", "3600000", "5532", "0.0050000000000000001040834085586084", "5.049999999999999822364316059975"]);
 });

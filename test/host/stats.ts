@@ -25,6 +25,7 @@ interface Metric {
   samples: number[]; // every recorded value, up to maxRetainedSamples
   dropped: number; // samples recorded past that cap (counted in buckets, sum and count only)
   bucketCounts: number[]; // per bucket bound, non-cumulative; the last slot is above every bound
+  bins: Map<number, { left: number; width: number; count: number }>; // Envoy's circllhist bins, by left edge
   sum: number;
   count: number;
 }
@@ -92,10 +93,80 @@ export function prometheusMetricName(extractedName: string): string | undefined 
   return `envoy_${sanitize(extractedName)}`;
 }
 
+/**
+ * The circllhist bin Envoy puts an integer sample in (hist_insert_intscale(v, 0)): two significant
+ * digits, [left, left + width); 0 has its own zero-width bin.
+ */
+export function envoyBin(v: number): [left: number, width: number] {
+  if (v === 0) return [0, 0];
+  let val = v;
+  let exp = 1;
+  if (val < 10) {
+    val *= 10;
+    exp -= 1;
+  }
+  while (val >= 100) {
+    val = Math.floor(val / 10);
+    exp++;
+  }
+  const p = 10 ** exp;
+  return [(val / 10) * p, p / 10];
+}
+
+function sortedBins(m: Metric): Array<{ left: number; width: number; count: number }> {
+  return [...m.bins.values()].sort((a, b) => a.left - b.left);
+}
+
+// hist_approx_count_below: the samples of every bin whose upper edge is <= the bound.
+function envoyCountsBelow(m: Metric, bounds: readonly number[]): number[] {
+  const bins = sortedBins(m);
+  return bounds.map((le) => {
+    let n = 0;
+    for (const bin of bins) {
+      if (bin.left + bin.width <= le) n += bin.count;
+      else break;
+    }
+    return n;
+  });
+}
+
+function exactCountsBelow(m: Metric, bounds: readonly number[]): number[] {
+  let cumulative = 0;
+  return bounds.map((_le, b) => (cumulative += m.bucketCounts[b]!));
+}
+
+// hist_approx_sum: bin midpoints times counts, in bin order.
+function envoySum(m: Metric): number {
+  let sum = 0;
+  for (const bin of sortedBins(m)) sum += (bin.left === 0 && bin.width === 0 ? 0 : bin.left + bin.width / 2) * bin.count;
+  return sum;
+}
+
+/** fmt's `{:.32g}`, which Envoy's Prometheus output uses for bucket bounds and sums. */
+export function formatG32(x: number): string {
+  if (x === 0) return "0";
+  if (!Number.isFinite(x)) return x > 0 ? "inf" : x < 0 ? "-inf" : "nan";
+  const exp = Math.floor(Math.log10(Math.abs(x)));
+  if (exp < -4 || exp >= 32) {
+    const [mant, e] = x.toExponential(31).split("e") as [string, string];
+    const m = mant.includes(".") ? mant.replace(/0+$/, "").replace(/\.$/, "") : mant;
+    const n = Number(e);
+    return `${m}e${n < 0 ? "-" : "+"}${String(Math.abs(n)).padStart(2, "0")}`;
+  }
+  const fixed = x.toFixed(Math.max(0, 31 - exp));
+  return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
+}
+
 /** Options for a StatsStore. */
 export interface StatsOptions {
   statTags?: readonly string[];
   histogramBuckets?: readonly number[];
+  /**
+   * "envoy" (default): buckets and sums from Envoy's circllhist bins (2 significant digits: a sample
+   * counts under `le` only when its whole bin is <= le, the sum adds bin midpoints), printed with
+   * Envoy's %.32g. "exact": each sample counted and summed as recorded.
+   */
+  histogramMode?: "envoy" | "exact";
   /** Raw histogram samples kept per histogram for histogram()/samples(), default 1,000,000. */
   maxRetainedSamples?: number;
 }
@@ -109,11 +180,13 @@ export class StatsStore {
   private readonly tagRegexes: Array<[string, RegExp]>;
   readonly buckets: readonly number[];
   private readonly maxRetained: number;
+  private readonly mode: "envoy" | "exact";
 
   constructor(opts: StatsOptions = {}) {
     this.tagRegexes = (opts.statTags ?? DEFAULT_STAT_TAGS).map((t) => [t, istioTagRegex(t)]);
     this.buckets = opts.histogramBuckets ?? ENVOY_DEFAULT_BUCKETS;
     this.maxRetained = opts.maxRetainedSamples ?? 1_000_000;
+    this.mode = opts.histogramMode ?? "envoy";
   }
 
   /** proxy_define_metric: the same name and type give the same id; ids carry the type in the low 2 bits like Envoy's. */
@@ -127,7 +200,7 @@ export class StatsStore {
       return existing.id;
     }
     const id = (this.nextIndex++ << 2) | type;
-    const m: Metric = { id, kind, name, value: 0, samples: [], dropped: 0, bucketCounts: new Array<number>(this.buckets.length + 1).fill(0), sum: 0, count: 0 };
+    const m: Metric = { id, kind, name, value: 0, samples: [], dropped: 0, bucketCounts: new Array<number>(this.buckets.length + 1).fill(0), bins: new Map(), sum: 0, count: 0 };
     this.byId.set(id, m);
     this.byName.set(name, m);
     return id;
@@ -165,6 +238,10 @@ export class StatsStore {
     m.bucketCounts[b]!++;
     m.sum += v;
     m.count++;
+    const [left, width] = envoyBin(v);
+    const bin = m.bins.get(left);
+    if (bin) bin.count++;
+    else m.bins.set(left, { left, width, count: 1 });
   }
 
   private retained(m: Metric): number[] {
@@ -267,13 +344,12 @@ export class StatsStore {
           }
           const m = row.metric!;
           const histTags = tags === "" ? "" : `${tags},`;
-          let cumulative = 0;
+          const counts = this.mode === "envoy" ? envoyCountsBelow(m, this.buckets) : exactCountsBelow(m, this.buckets);
           this.buckets.forEach((le, b) => {
-            cumulative += m.bucketCounts[b]!;
-            out += `${promName}_bucket{${histTags}le="${le}"} ${cumulative}\n`;
+            out += `${promName}_bucket{${histTags}le="${formatG32(le)}"} ${counts[b]}\n`;
           });
           out += `${promName}_bucket{${histTags}le="+Inf"} ${m.count}\n`;
-          out += `${promName}_sum{${tags}} ${m.sum}\n`;
+          out += `${promName}_sum{${tags}} ${formatG32(this.mode === "envoy" ? envoySum(m) : m.sum)}\n`;
           out += `${promName}_count{${tags}} ${m.count}\n`;
         }
         out += "\n";

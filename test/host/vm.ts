@@ -45,6 +45,8 @@ export interface FilterVmOptions {
   statTags?: string[];
   /** Histogram bucket bounds for the Prometheus rendering (Istio's statsHistogramBuckets), default Envoy's. */
   histogramBuckets?: number[];
+  /** "envoy" (default): buckets and sums as Envoy's circllhist computes them; "exact": from the raw samples. */
+  histogramMode?: "envoy" | "exact";
   /** proxy_get_log_level answer and the level below which logs are dropped, default 2 (info). */
   logLevel?: number;
   /** Called with every log entry kept (the local proxy prints them like Envoy's log). */
@@ -140,7 +142,7 @@ export class FilterVm {
     this.opts = opts;
     this.rootId = opts.rootId ?? DEFAULT_ROOT_ID;
     this.clock = opts.clock ?? realClock;
-    this.stats = new StatsStore({ statTags: opts.statTags, histogramBuckets: opts.histogramBuckets });
+    this.stats = new StatsStore({ statTags: opts.statTags, histogramBuckets: opts.histogramBuckets, histogramMode: opts.histogramMode });
     this.vmConfigBuffer = Buffer.from(opts.vmConfig ?? "", "utf8");
   }
 
