@@ -79,6 +79,11 @@ describe("policy API", () => {
         { field: "target.selector.matchLabels.tier", reason: "invalid label value" },
       ],
     });
+    const bootstrap = await call(app.url, "POST", "/v1/policies", {
+      body: samplePolicy("chat", { pluginConfig: { policySource: { cluster: "control-plane", workload: "llm.chat" } } as never }),
+      token: adminToken,
+    });
+    assert.deepEqual(bootstrap.body, { error: "invalid policy", details: [{ field: "pluginConfig.policySource", reason: "only for a filter's local pluginConfig, never in a policy" }] });
     const missing = await call(app.url, "POST", "/v1/policies", { body: { name: "x" }, token: adminToken });
     assert.deepEqual(missing.body, { error: "invalid policy", details: [{ field: "target", reason: "required" }, { field: "pluginConfig", reason: "required" }] });
     assert.deepEqual(app.store.list(), []);

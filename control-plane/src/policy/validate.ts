@@ -129,6 +129,10 @@ export function validatePolicy(body: unknown): PolicyValidation {
     return { ok: false, errors: toFieldErrors(validatePolicySchema.errors) };
   }
   const policy = body as unknown as Policy;
+  // policySource is the filter's bootstrap setting; the filter rejects a pulled policy carrying it.
+  if (Object.hasOwn(policy.pluginConfig as object, "policySource")) {
+    return { ok: false, errors: [{ field: "pluginConfig.policySource", reason: "only for a filter's local pluginConfig, never in a policy" }] };
+  }
   const target = policy.target as { selector?: unknown; targetRefs?: unknown };
   const hasSel = target.selector !== undefined;
   const hasRefs = target.targetRefs !== undefined;
