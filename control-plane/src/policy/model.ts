@@ -36,6 +36,8 @@ export interface PluginConfig {
   };
   headers?: { tokenTraceId?: string };
   stats?: { maxRoutes?: number };
+  /** The schema's other sections (llm, spans, ...): carried through untouched. */
+  [section: string]: unknown;
 }
 
 /** A policy as clients send it. */
