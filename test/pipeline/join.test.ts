@@ -113,6 +113,13 @@ describe("join", () => {
     // TTFT 12000 ms / 100; decode = 300000/100 ms - TTFT; queue 5 s / 100; prefill 5 s / 100.
     assert.deepEqual(phases, { ttft: 0.12, decode: 2.88, queue: 0.05, prefill: 0.05 });
     assert.deepEqual(find(out, "tokentrace_route_gpu_utilization_percent").map((s) => s.samples[0]!.value), [75.5]);
+    // Once the vLLM target is gone, its queue and prefill figures go with it.
+    j.removeTarget(VLLM.id);
+    const later = j.join(result(CHAT, edit(envoy, [
+      ["tokentrace_llm_output_tokens_total", "", "121500"], ["tokentrace_llm_ttft_ms_sum", "", "72000"], ["tokentrace_llm_ttft_ms_count", "", "600"],
+      ["tokentrace_llm_duration_ms_sum", "", "1100000"], ["tokentrace_llm_duration_ms_count", "", "500"],
+    ]), T0 + 30000));
+    assert.deepEqual(find(later, "tokentrace_route_latency_seconds").map((s) => labelsOf(s).phase), ["ttft"]);
   });
 
   it("derives tokens per joule per GPU from the pods' token rate and the energy counter's delta, reading a fallen counter as a reset", () => {

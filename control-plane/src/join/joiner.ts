@@ -75,6 +75,11 @@ export class Joiner {
     if (this.dcgmByTarget.delete(id)) this.rebuildIndex();
     const [kind, ns, pod] = id.split("/");
     if (kind === "envoy" && ns && pod) this.forgetPod(`${ns}/${pod}`);
+    if (kind === "vllm" && ns && pod) {
+      const podKey = `${ns}/${pod}`;
+      this.prevVllm.delete(podKey);
+      for (const k of [...this.vllmMeans.keys()]) if (k.startsWith(`${podKey}\xff`)) this.vllmMeans.delete(k);
+    }
   }
 
   private forgetPod(podKey: string): void {
