@@ -18,13 +18,13 @@ node_modules/.installed: package.json package-lock.json $(wildcard patches/*.pat
 
 deps: node_modules/.installed ## install the pinned npm dependencies and patch the SDK
 
-build/filter.wasm: $(FILTER_SRC) | node_modules/.installed
+build/filter.wasm: $(FILTER_SRC) node_modules/.installed
 	$(ASC) filter/index.ts --target release
 
-build/filter.debug.wasm: $(FILTER_SRC) | node_modules/.installed
+build/filter.debug.wasm: $(FILTER_SRC) node_modules/.installed
 	$(ASC) filter/index.ts --target debug
 
-build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json | node_modules/.installed
+build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json node_modules/.installed
 	$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm
 
 build: build/filter.wasm build/filter.debug.wasm build/noop.wasm ## compile the filter (release + debug) and the no-op baseline

@@ -24,6 +24,24 @@ const OUT_PTR: usize = memory.data(4);
 const OUT_SIZE: usize = memory.data(4);
 const OUT_U64: usize = memory.data(8);
 
+/** Bytes the host handed over since the last collection (bodies dominate). */
+let bytesSinceCollect: usize = 0;
+/** Garbage allowed to pile up before a collection, when bodies stream through. */
+const COLLECT_AFTER_BYTES: usize = 1 << 20;
+
+/**
+ * Collects when enough host buffers were taken since the last collection. Call only at a safe
+ * point: the end of a callback, where no managed object is referenced from the stack alone.
+ */
+export function collectIfDue(): void {
+  if (bytesSinceCollect >= COLLECT_AFTER_BYTES) collectNow();
+}
+
+export function collectNow(): void {
+  bytesSinceCollect = 0;
+  __collect();
+}
+
 /** Counts host calls that failed unexpectedly; the stream reads and reports it. */
 let failedCalls: u32 = 0;
 
@@ -44,6 +62,7 @@ function takeHostBuffer(): ArrayBuffer | null {
   if (ptr == 0) return size == 0 ? new ArrayBuffer(0) : null;
   const buffer = changetype<ArrayBuffer>(ptr);
   __unpin(ptr);
+  bytesSinceCollect += size;
   if (<u32>buffer.byteLength != size) return buffer.slice(0, <i32>size);
   return buffer;
 }

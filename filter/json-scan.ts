@@ -48,10 +48,14 @@ function bytesAre4(p: usize, littleEndian: u32): bool {
 }
 
 function equalsAscii(p: usize, n: i32, s: string): bool {
-  for (let i = 0; i < n; i++) if (<i32>load<u8>(p + i) != s.charCodeAt(i)) return false;
+  // Key names are ASCII: compare each byte with the low byte of the UTF-16 unit.
+  const u = changetype<usize>(s);
+  for (let i = 0; i < n; i++) if (load<u8>(p + i) != load<u8>(u + (<usize>i << 1))) return false;
   return true;
 }
 
+// @ts-ignore: decorator
+@inline
 function isSpace(c: u32): bool {
   return c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09;
 }
@@ -84,6 +88,13 @@ export class JsonScanner {
   sawContent: bool = false;
   /** Bytes fed since the last reset. */
   bytes: i64 = 0;
+  /** Whether to keep the model string (a stream needs it from its first event only). */
+  captureModel: bool = true;
+  /**
+   * SSE data lines: stop before a CR or LF (which JSON can only hold as whitespace or as an error)
+   * instead of consuming it, so the event scanner reads each byte once.
+   */
+  lineMode: bool = false;
 
   reset(): void {
     this.state = State.Value;
@@ -108,25 +119,40 @@ export class JsonScanner {
     return this.state == State.Error;
   }
 
-  /** Consumes `n` bytes at `p`. Stops early (and stays failed) on malformed input. */
-  feed(p: usize, n: i32): void {
-    this.bytes += n;
+  /**
+   * Consumes up to `n` bytes at `p` and returns how many it consumed: all of them, or (lineMode)
+   * those before the first CR or LF. Malformed input leaves it failed; the rest is skipped.
+   */
+  feed(p: usize, n: i32): i32 {
+    const consumed = this.scan(p, n);
+    this.bytes += consumed;
+    return consumed;
+  }
+
+  private scan(p: usize, n: i32): i32 {
+    const lineMode = this.lineMode;
     let i = 0;
     while (i < n) {
       const state = this.state;
       if (state == State.String) {
         i = this.string(p, i, n);
+        if (this.state == State.String && i < n) return i; // stopped at a line end inside the string
         continue;
       }
       const c = <u32>load<u8>(p + i);
+      if (lineMode && (c == 0x0a || c == 0x0d)) return i;
       switch (state) {
         case State.Number: {
-          if (c - 0x30 < 10) {
-            if (this.number < 1_000_000_000_000) this.number = this.number * 10 + <i64>(c - 0x30);
-            i++;
-            continue;
+          let number = this.number;
+          let d = c;
+          while (d - 0x30 < 10) {
+            if (number < 1_000_000_000_000) number = number * 10 + <i64>(d - 0x30);
+            if (++i == n) break;
+            d = <u32>load<u8>(p + i);
           }
-          if (c == 0x2d || c == 0x2b || c == 0x2e || c == 0x65 || c == 0x45) {
+          this.number = number;
+          if (i == n) return n;
+          if (d == 0x2d || d == 0x2b || d == 0x2e || d == 0x65 || d == 0x45) {
             this.numberValid = false; // not a token count
             i++;
             continue;
@@ -135,9 +161,10 @@ export class JsonScanner {
           continue; // this byte belongs to what follows
         }
         case State.Literal: {
-          if (c - 0x61 < 26) {
-            i++;
-            continue;
+          let d = c;
+          while (d - 0x61 < 26) {
+            if (++i == n) return n;
+            d = <u32>load<u8>(p + i);
           }
           this.endValue();
           continue;
@@ -188,11 +215,20 @@ export class JsonScanner {
           if (!isSpace(c)) this.state = State.Error;
           break;
         }
-        default:
-          return; // Error: the rest is not looked at
+        default: {
+          // Error: nothing more is read; in lineMode the line is still consumed up to its end.
+          if (!lineMode) return n;
+          while (i < n) {
+            const d = load<u8>(p + i);
+            if (d == 0x0a || d == 0x0d) return i;
+            i++;
+          }
+          return n;
+        }
       }
       i++;
     }
+    return n;
   }
 
   /** Ends the document at end of input: a pending top-level scalar completes it. */
@@ -237,11 +273,36 @@ export class JsonScanner {
   /** Reads string bytes from index i; returns the index after what it consumed. */
   private string(p: usize, i: i32, n: i32): i32 {
     const inKey = this.inKey;
-    const capture = !inKey && (this.field == Field.Model || this.field == Field.FinishReason);
+    const capture = !inKey && ((this.field == Field.Model && this.captureModel) || this.field == Field.FinishReason);
     let length = this.length;
     let escaped = this.escaped;
+    if (!escaped) {
+      // Fast path: up to the next quote or backslash, copying only what is kept (keys, model,
+      // finish reason), never the text of prompts and completions.
+      let j = i;
+      const lineMode = this.lineMode;
+      while (j < n) {
+        const c = load<u8>(p + j);
+        if (c == 0x22 || c == 0x5c || (lineMode && (c == 0x0a || c == 0x0d))) break;
+        j++;
+      }
+      const run = j - i;
+      if (inKey) {
+        if (length == 0 && j < n && load<u8>(p + j) == 0x22) {
+          // The whole key is in this chunk: intern it where it lies.
+          this.endKey(run <= MAX_KEY ? keyOf(p + i, run) : Key.Other);
+          return j + 1;
+        }
+        this.keep(changetype<usize>(this.keyBytes), MAX_KEY, length, p + i, run);
+      } else if (capture) {
+        this.keep(changetype<usize>(this.captureBytes), MAX_CAPTURE, length, p + i, run);
+      }
+      length += run;
+      i = j;
+    }
     while (i < n) {
       const c = load<u8>(p + i);
+      if (this.lineMode && (c == 0x0a || c == 0x0d)) break; // the line ends inside the string
       i++;
       if (escaped) {
         escaped = false;
@@ -265,20 +326,30 @@ export class JsonScanner {
     return i;
   }
 
+  /** Copies what fits of `run` bytes at `src` into a bounded buffer already holding `length`. */
+  private keep(buffer: usize, capacity: i32, length: i32, src: usize, run: i32): void {
+    if (length >= capacity) return;
+    const room = capacity - length;
+    memory.copy(buffer + length, src, run < room ? run : room);
+  }
+
+  private endKey(key: Key): void {
+    unchecked((this.keyAt[this.depth] = <u8>key));
+    if (this.depth == 1 && key == Key.StreamOptions) this.hasStreamOptions = true;
+    this.state = State.Colon;
+  }
+
   private endString(): void {
     if (this.inKey) {
-      const key = this.length <= MAX_KEY ? keyOf(changetype<usize>(this.keyBytes), this.length) : Key.Other;
-      unchecked((this.keyAt[this.depth] = <u8>key));
-      if (this.depth == 1 && key == Key.StreamOptions) this.hasStreamOptions = true;
-      this.state = State.Colon;
+      this.endKey(this.length <= MAX_KEY ? keyOf(changetype<usize>(this.keyBytes), this.length) : Key.Other);
       return;
     }
     const field = this.field;
     if (field == Field.Model || field == Field.FinishReason) {
       const n = this.length < MAX_CAPTURE ? this.length : MAX_CAPTURE;
       const value = String.UTF8.decodeUnsafe(changetype<usize>(this.captureBytes), n);
-      if (field == Field.Model) this.model = value;
-      else this.finishReason = value;
+      if (field == Field.FinishReason) this.finishReason = value;
+      else if (this.captureModel) this.model = value;
     } else if (field == Field.Content && this.length > 0) {
       this.sawContent = true;
     }

@@ -98,7 +98,7 @@ export class TokentraceRoot extends RootContext {
     this.poller.reset();
     host.log(host.LogLevel.Info, "tokentrace: configuration applied");
     // Parsing left a JSON tree behind; nothing below uses a local after this point.
-    __collect();
+    host.collectNow();
     return true;
   }
 

@@ -15,7 +15,13 @@ export class SseScanner {
   private lastWasCr: bool = false;
   private fieldLength: i32 = 0;
   private fieldBytes: u32 = 0;
-  private json: JsonScanner = new JsonScanner();
+  private json: JsonScanner = SseScanner.lineScanner();
+
+  private static lineScanner(): JsonScanner {
+    const json = new JsonScanner();
+    json.lineMode = true;
+    return json;
+  }
   private eventHasData: bool = false;
   /** The first bytes of the event's data, to recognise [DONE]. */
   private dataPrefix: u64 = 0;
@@ -69,15 +75,8 @@ export class SseScanner {
           break;
         }
         case Line.Data: {
-          // Hand the rest of the line to the JSON scanner in one piece.
-          let end = i;
-          while (end < n) {
-            const d = load<u8>(p + end);
-            if (d == 0x0d || d == 0x0a) break;
-            end++;
-          }
-          this.data(p + i, end - i);
-          i = end;
+          // The JSON scanner reads the rest of the line itself and stops at its end.
+          i += this.data(p + i, n - i);
           break;
         }
         default:
@@ -96,23 +95,27 @@ export class SseScanner {
     if (!this.eventHasData) {
       this.eventHasData = true;
       this.json.reset();
+      this.json.captureModel = this.model.length == 0;
       this.dataPrefix = 0;
       this.dataLength = 0;
     } else {
       // Several data lines of one event join with a newline (JSON whitespace).
       const nl = memory.data(1);
       store<u8>(nl, 0x0a);
+      this.json.lineMode = false;
       this.data(nl, 1);
+      this.json.lineMode = true;
     }
   }
 
-  private data(p: usize, n: i32): void {
-    for (let k = 0; k < n && this.dataLength < 8; k++) {
+  /** Feeds data bytes up to the end of the line; returns how many were consumed. */
+  private data(p: usize, n: i32): i32 {
+    const used = this.json.feed(p, n);
+    for (let k = 0; k < used && this.dataLength < 8; k++) {
       this.dataPrefix |= (<u64>load<u8>(p + k)) << (8 * <u64>this.dataLength);
       this.dataLength++;
     }
-    if (this.dataLength > 8) this.dataLength = 8;
-    this.json.feed(p, n);
+    return used;
   }
 
   private endLine(): void {

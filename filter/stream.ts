@@ -195,6 +195,7 @@ export class TokentraceStream extends Context {
     if (llm !== null) {
       llm.onRequestBody(<i32>body_buffer_length);
       this.stats.flushHostFailures();
+      host.collectIfDue(); // safe point: only `this` and `llm` are live, both reachable from the context map
     }
     return FilterDataStatusValues.Continue;
   }
@@ -204,6 +205,7 @@ export class TokentraceStream extends Context {
     if (llm !== null) {
       llm.onResponseBody(<i32>body_buffer_length, end_of_stream);
       this.stats.flushHostFailures();
+      host.collectIfDue(); // safe point: only `this` and `llm` are live, both reachable from the context map
     }
     return FilterDataStatusValues.Continue;
   }
@@ -223,7 +225,7 @@ export class TokentraceStream extends Context {
   onDelete(): void {
     if (++deletedSinceCollect >= COLLECT_EVERY_STREAMS) {
       deletedSinceCollect = 0;
-      __collect();
+      host.collectNow();
     }
   }
 
