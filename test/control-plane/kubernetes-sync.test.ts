@@ -266,6 +266,24 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
     await eventually(() => h.plugins().length === 2, "second policy applied after the re-list");
   });
 
+  it("emulated: resumes from a bookmark after compaction without re-listing", async () => {
+    const h = await setUp();
+    await eventually(() => h.sync.readiness().ok && h.emulator.openWatches === 1, "watching");
+    // Other resources move the revision on; the bookmark carries the watch's resume point along.
+    await request(h.emulator, "POST", "/api/v1/namespaces/llm/pods", { apiVersion: "v1", kind: "Pod", metadata: { name: "p" } }, "application/json");
+    h.emulator.bookmark();
+    await eventually(() => h.sync.informer.resumeResourceVersion === String(h.emulator.store.currentRevision), "bookmark received");
+    h.emulator.compact();
+    h.emulator.closeWatches();
+    await eventually(() => h.emulator.openWatches === 1, "watching again");
+    assert.equal(h.sync.informer.lists, 1);
+    const watches = h.emulator.requests.filter((r) => r.query.watch === "true");
+    assert.deepEqual(watches.map((r) => [r.query.resourceVersion, r.query.allowWatchBookmarks]), [
+      ["0", "true"],
+      [String(h.emulator.store.currentRevision), "true"],
+    ]);
+  });
+
   it("emulated: pushes adaptive-sampling overrides into spec.pluginConfig and the config-version annotation", async () => {
     const h = await setUp();
     await h.store.create(samplePolicy("chat"), { by: "admin" });

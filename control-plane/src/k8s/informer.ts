@@ -33,6 +33,11 @@ export class WasmPluginInformer {
   /** Lists done (for observability and tests). */
   lists = 0;
   private resourceVersion = "";
+
+  /** Where the next watch resumes (list resourceVersion, then the last event or bookmark). */
+  get resumeResourceVersion(): string {
+    return this.resourceVersion;
+  }
   private readonly abort = new AbortController();
   private stopWatch: (() => void) | undefined;
   private running: Promise<void> | undefined;
