@@ -109,6 +109,13 @@ export async function run(): Promise<BenchRow[]> {
   }
   const [filter, noop, empty, lookups] = vms.map((v) => median(v.rounds)) as [number, number, number, number];
   const filterCallsPerRequest = (vms[0]!.vm.hostCalls - filterCallsBefore) / (ROUNDS * REQUESTS_PER_ROUND);
+  // Which host calls the filter makes per request, for whoever tunes it (stderr, beside the runner's progress lines).
+  const measured = WARMUP_REQUESTS + ROUNDS * REQUESTS_PER_ROUND;
+  const perName = Object.entries(vms[0]!.vm.hostCallsByName())
+    .map(([name, n]) => [name, n / measured] as const)
+    .filter(([, n]) => n >= 0.01)
+    .sort((a, b) => b[1] - a[1]);
+  console.error(`filter.wasm host calls per request: ${perName.map(([name, n]) => `${name.replace(/^env\./, "")} ${n.toFixed(2)}`).join(", ")}`);
   const perCall = (lookups - empty) / LOOKUPS;
   const ratio = filter / noop;
   const sizeKiB = statSync(wasmPath("filter.wasm")).size / 1024;
@@ -140,7 +147,7 @@ export async function run(): Promise<BenchRow[]> {
       unit: "calls",
     },
     {
-      figure: "filter.wasm minus noop minus its host calls at that per-call cost (estimate of the module's own work)",
+      figure: "filter.wasm minus noop minus its host calls, each priced like a header lookup (rough estimate of the module own work)",
       value: Math.max(0, filter - noop - filterCallsPerRequest * perCall),
       unit: "µs",
     },

@@ -334,6 +334,7 @@ test("during _initialize only Envoy's start-up calls are allowed", async () => {
   const vm = await load({ imports: ["proxy_log"], data: [text(1024, "init")], initialize: callDrop("env.proxy_log", i(2), i(1024), i(4)) });
   assert.deepEqual(vm.logs, [{ level: 2, message: "init" }]);
   assert.equal(vm.hostCalls, 1);
+  assert.deepEqual(vm.hostCallsByName(), { "env.proxy_log": 1 });
 });
 
 test("proc_exit fails the VM: the call throws and so does every later one", async () => {

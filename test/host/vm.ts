@@ -136,6 +136,7 @@ export class FilterVm {
   private readonly queueByName = new Map<string, number>();
   private configureResult = false;
   private hostCallCount = 0;
+  private readonly callCounters: Array<{ name: string; n: number }> = [];
 
   private constructor(opts: FilterVmOptions) {
     validateOptions(opts);
@@ -194,6 +195,13 @@ export class FilterVm {
   /** How many host calls (env and WASI imports) the module has made so far. */
   get hostCalls(): number {
     return this.hostCallCount;
+  }
+
+  /** Host calls made so far per import ("env.proxy_get_header_map_value" ...), the ones made at least once. */
+  hostCallsByName(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const c of this.callCounters) if (c.n > 0) out[c.name] = c.n;
+    return out;
   }
 
   /** A copy of `length` bytes of linear memory at `ptr` (for tests of the host itself). */
@@ -616,8 +624,11 @@ export class FilterVm {
     const guard = (name: string, f: (...a: never[]) => unknown): ((...a: never[]) => unknown) => {
       const allowedAtStart = WASI_INIT_ALLOWED.has(name);
       const g = f as (...a: unknown[]) => unknown;
+      const counter = { name, n: 0 };
+      this.callCounters.push(counter);
       const check = (): void => {
         this.hostCallCount++;
+        counter.n++;
         if (this.initializing && !allowedAtStart) {
           throw new VmFailedError(`${name} called during _initialize/_start, where Envoy allows only logging, clocks, random, args and environ (restricted_callback trap)`);
         }
