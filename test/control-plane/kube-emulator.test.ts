@@ -3,7 +3,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, Watch, setHeaderOptions } from "@kubernetes/client-node";
-import { kubeConfigFor, startKubeEmulator, wasmPluginsResource, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { kubeConfigFor, resourceTypesFromCrd, startKubeEmulator, wasmPluginsResource, type KubeEmulator } from "../support/kube-emulator/index.js";
 
 const group = "extensions.istio.io";
 const version = "v1alpha1";
@@ -260,6 +260,36 @@ describe("kube emulator (emulated kube-apiserver)", () => {
     await core.deleteNamespacedPod({ namespace: "infer", name: "vllm-0" });
     const after = await core.listNamespacedPod({ namespace: "infer" });
     assert.equal(after.items.length, 0);
+  });
+
+  it("serves any registered group/version/resource, cluster-scoped or namespaced", async () => {
+    emulator.register({ group: "apps", version: "v1", plural: "deployments", kind: "Deployment", namespaced: true, allowUnconditionalUpdate: true });
+    emulator.register({ group: "example.dev", version: "v2", plural: "widgets", kind: "Widget", namespaced: false });
+    const dep = await raw(emulator, "POST", "/apis/apps/v1/namespaces/infer/deployments", { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "vllm" }, spec: { replicas: 1 } });
+    assert.equal(dep.status, 201);
+    const widget = await raw(emulator, "POST", "/apis/example.dev/v2/widgets", { apiVersion: "example.dev/v2", kind: "Widget", metadata: { name: "w1" } });
+    assert.equal(widget.status, 201);
+    assert.equal((widget.json?.metadata as { namespace?: string }).namespace, undefined);
+    const all = await raw(emulator, "GET", "/apis/apps/v1/deployments");
+    assert.deepEqual((all.json?.items as { metadata: { name: string } }[]).map((i) => i.metadata.name), ["vllm"]);
+    assert.equal(all.json?.kind, "DeploymentList");
+    const wrongKind = await raw(emulator, "POST", "/apis/apps/v1/namespaces/infer/deployments", { apiVersion: "apps/v1", kind: "Pod", metadata: { name: "x" } });
+    assert.equal(wrongKind.status, 400);
+    assert.equal((await raw(emulator, "GET", "/apis/apps/v1/namespaces/infer/statefulsets")).status, 404);
+  });
+
+  it("refuses to load a CRD whose CEL rules it cannot evaluate, so no rule is silently skipped", () => {
+    const crd = {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      spec: {
+        group: "example.dev",
+        scope: "Namespaced",
+        names: { plural: "gadgets", kind: "Gadget" },
+        versions: [{ name: "v1", served: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-validations": [{ rule: "self.size() > 1" }] } } } } }],
+      },
+    };
+    assert.throws(() => resourceTypesFromCrd(crd), { message: "kube-emulator: CEL rule at <root>.spec is not implemented: self.size() > 1" });
   });
 
   it("fails requests on demand: 503 while unavailable, injected codes for the next N requests", async () => {
