@@ -1,7 +1,9 @@
 // Token-flow costs of build/filter.wasm against build/noop.wasm through the same test host in one run:
 // (1) SSE scanning throughput: a 1 MiB OpenAI-compatible stream delivered in 16 KiB chunks;
 // (2) a whole 500-token streamed chat completion (one SSE event per token, as vLLM sends them).
-// Rounds alternate the two modules and the median counts, so load on the shared machine hits both.
+// Rounds alternate the two modules and the median counts, and each round is timed in this process's
+// CPU time (the work is synchronous and single-threaded), so other load on the machine does not
+// inflate the figures the way wall-clock time would.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FilterVm, ManualClock } from "../host/index.js";
@@ -86,9 +88,10 @@ async function measure(chunks: Buffer[], repeat: number): Promise<{ filter: numb
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < sides.length; k++) {
       const side = sides[(r + k) % sides.length]!;
-      const t0 = process.hrtime.bigint();
+      const t0 = process.cpuUsage();
       for (let i = 0; i < repeat; i++) streamOnce(side.vm, side.clock, chunks);
-      side.rounds.push(Number(process.hrtime.bigint() - t0) / 1000 / repeat);
+      const used = process.cpuUsage(t0);
+      side.rounds.push((used.user + used.system) / repeat);
     }
   }
   for (const side of sides) if (side.vm.failed) throw new Error(`a VM failed during the benchmark: ${side.vm.failureReason}`);
