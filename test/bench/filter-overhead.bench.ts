@@ -147,11 +147,6 @@ export async function run(): Promise<BenchRow[]> {
       unit: "calls",
     },
     {
-      figure: "filter.wasm minus noop minus its host calls, each priced like a header lookup (rough estimate of the module own work)",
-      value: Math.max(0, filter - noop - filterCallsPerRequest * perCall),
-      unit: "µs",
-    },
-    {
       figure: "filter.wasm release size",
       value: Math.round(sizeKiB * 10) / 10,
       unit: "KiB",
