@@ -92,13 +92,13 @@ test("the host's own counters render with envoy_ and sort with the wasm counters
 
 test("value() and samples() look up by metric name and exact labels after tag extraction", () => {
   const s = new StatsStore();
-  s.increment(s.define(0, "route=.=chat;.;response_code_class=.=2xx;.;tokentrace_requests_total"), 4n);
+  s.increment(s.define(0, "route=.=chat;.;status_class=.=2xx;.;tokentrace_requests_total"), 4n);
   s.record(s.define(2, "route=.=chat;.;tokentrace_request_duration_ms"), 12n);
-  assert.equal(s.value("tokentrace_requests_total", { route: "chat", response_code_class: "2xx" }), 4);
-  assert.equal(s.value("tokentrace_requests_total", { response_code_class: "2xx", route: "chat" }), 4);
+  assert.equal(s.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 4);
+  assert.equal(s.value("tokentrace_requests_total", { status_class: "2xx", route: "chat" }), 4);
   assert.equal(s.value("tokentrace_requests_total", { route: "chat" }), undefined, "labels must match exactly");
   assert.deepEqual(s.samples("tokentrace_request_duration_ms", { route: "chat" }), [12]);
-  assert.equal(s.samples("tokentrace_requests_total", { route: "chat", response_code_class: "2xx" }), undefined);
+  assert.equal(s.samples("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), undefined);
 });
 
 test("defining one name as two kinds is an ABI violation", () => {

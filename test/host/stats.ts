@@ -2,6 +2,7 @@
 // Istio's extraStatTags convention (`TAG=.=VALUE;.;` inside the name), rendered like /stats/prometheus.
 import { AbiViolation } from "./errors.js";
 import { MetricType } from "./abi.js";
+import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 
 /** The prefix Envoy gives every metric a wasm module defines (a registered custom stat namespace). */
 export const WASM_CUSTOM_PREFIX = "wasmcustom.";
@@ -11,8 +12,8 @@ export const ENVOY_DEFAULT_BUCKETS: readonly number[] = [
   0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
 ];
 
-/** The tags the project's filter encodes into its stat names (Istio extraStatTags). */
-export const DEFAULT_STAT_TAGS: readonly string[] = ["route", "response_code_class", "reason", "model", "stream", "finish_reason", "token_type"];
+/** The tags the project's filter encodes into its stat names (Istio extraStatTags), from its catalogue. */
+export const DEFAULT_STAT_TAGS: readonly string[] = FILTER_STAT_TAGS;
 
 type Kind = "counter" | "gauge" | "histogram";
 const KIND_OF_TYPE: Record<number, Kind> = { [MetricType.Counter]: "counter", [MetricType.Gauge]: "gauge", [MetricType.Histogram]: "histogram" };
