@@ -54,7 +54,8 @@ async function waitForLine(proc: Proc, match: (record: Record<string, unknown>) 
   }
 }
 
-describe("control plane process", () => {
+// The three processes are independent (own ports and store files), so they start side by side.
+describe("control plane process", { concurrency: true }, () => {
   it("starts on 127.0.0.1, serves and audits, stops on SIGTERM with exit 0, and keeps policies across a restart", async () => {
     const storePath = join(mkdtempSync(join(tmpdir(), "tt-main-")), "policies.json");
     const env = { TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_STORE_PATH: storePath, TOKENTRACE_API_TOKENS: `deploy-bot:${token}`, TOKENTRACE_ADAPTIVE_ENABLED: "false" };
