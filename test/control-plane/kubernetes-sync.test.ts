@@ -284,6 +284,22 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
     ]);
   });
 
+  it("emulated: re-watches at once after a quiet watch that lasted (server timeout), but backs off when watches end at once", async () => {
+    const manual = new ManualDelay();
+    const h = await setUp({ delay: manual.delay });
+    await eventually(() => h.sync.readiness().ok && h.emulator.openWatches === 1, "watching");
+    h.clock.ms += 1000;
+    h.emulator.closeWatches();
+    await eventually(() => h.emulator.openWatches === 1, "watching again");
+    assert.deepEqual(manual.requested, []);
+    h.emulator.closeWatches();
+    await eventually(() => manual.requested.length === 1, "backing off");
+    assert.deepEqual(manual.requested, [100]);
+    assert.equal(h.emulator.openWatches, 0);
+    manual.release();
+    await eventually(() => h.emulator.openWatches === 1, "watching after the back-off");
+  });
+
   it("emulated: pushes adaptive-sampling overrides into spec.pluginConfig and the config-version annotation", async () => {
     const h = await setUp();
     await h.store.create(samplePolicy("chat"), { by: "admin" });

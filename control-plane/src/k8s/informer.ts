@@ -19,7 +19,12 @@ export interface InformerOptions {
   /** Called after every successful (re-)list. */
   onSynced?: () => void;
   log?: (record: object) => void;
+  /** Milliseconds clock; a watch that stayed open a while counts as healthy even if quiet. */
+  now?: () => number;
 }
+
+/** A quiet watch that lasted at least this long ended normally (server timeout), not in a loop. */
+export const healthyWatchMs = 1000;
 
 type WatchOutcome = { kind: "ended"; progressed: boolean } | { kind: "gone" } | { kind: "failed"; message: string };
 
@@ -116,6 +121,8 @@ export class WasmPluginInformer {
   }
 
   private watchOnce(): Promise<WatchOutcome> {
+    const now = this.options.now ?? Date.now;
+    const startedMs = now();
     return new Promise((resolve) => {
       let progressed = false;
       let gone = false;
@@ -138,7 +145,7 @@ export class WasmPluginInformer {
         this.stopWatch = undefined;
         if (gone) resolve({ kind: "gone" });
         else if (error && !this.stopped) resolve({ kind: "failed", message: (error as Error).message ?? String(error) });
-        else resolve({ kind: "ended", progressed });
+        else resolve({ kind: "ended", progressed: progressed || now() - startedMs >= healthyWatchMs });
       };
       void this.options.api.watch(this.options.namespace, this.options.labelSelector, this.resourceVersion, onEvent, onEnd).then((started) => {
         if (!started.ok) resolve({ kind: "failed", message: `${started.code} ${started.reason}` });

@@ -95,6 +95,7 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
     backoff: new Backoff(backoff.initialMs, backoff.maxMs, deps.random),
     delay: deps.delay,
     onChange: (key) => reconciler.enqueue(key),
+    now: deps.now,
     onSynced: () => {
       if (adoption === "done") reconciler.enqueueAll();
       else if (adoption === "pending") adopt();
