@@ -258,3 +258,11 @@ export function getHttpCallResponseBody(size: u32): ArrayBuffer | null {
   }
   return takeHostBuffer();
 }
+
+/** Replaces the whole body buffer being processed (`length` bytes) with `data` (proxy_set_buffer_bytes). */
+export function replaceBody(which: BodyBuffer, length: i32, data: ArrayBuffer): bool {
+  // The SDK declares proxy_set_buffer_bytes under the name proxy_set_buffer_status (our patch binds it right).
+  const status = imports.proxy_set_buffer_status(which, 0, length, changetype<usize>(data), data.byteLength);
+  if (status != OK) failedCalls++;
+  return status == OK;
+}

@@ -34,6 +34,29 @@ export function isLlmPath(path: ArrayBuffer, suffixes: Array<ArrayBuffer>): bool
   return false;
 }
 
+const INCLUDE_USAGE = String.UTF8.encode("\"stream_options\":{\"include_usage\":true},");
+
+/** The body with the include_usage member first in its top-level object, or null when it is not one. */
+export function insertIncludeUsage(body: ArrayBuffer): ArrayBuffer | null {
+  const p = changetype<usize>(body);
+  const n = body.byteLength;
+  let at = 0;
+  while (at < n) {
+    const c = load<u8>(p + at);
+    if (c != 0x20 && c != 0x09 && c != 0x0a && c != 0x0d) break;
+    at++;
+  }
+  // A streaming request has a "stream" member, so its object is not empty and the comma is right.
+  if (at == n || load<u8>(p + at) != 0x7b) return null;
+  const insert = INCLUDE_USAGE.byteLength;
+  const out = new ArrayBuffer(n + insert);
+  const o = changetype<usize>(out);
+  memory.copy(o, p, at + 1);
+  memory.copy(o + at + 1, changetype<usize>(INCLUDE_USAGE), insert);
+  memory.copy(o + at + 1 + insert, p + at + 1, n - at - 1);
+  return out;
+}
+
 /** The media type of a content-type value: up to ";", without surrounding spaces. */
 function mediaTypeLength(value: ArrayBuffer): i32 {
   const p = changetype<usize>(value);
@@ -75,22 +98,60 @@ export class LlmExchange {
     this.route = route;
   }
 
-  onRequestBody(length: i32): void {
-    if (!this.requestReadable || length <= 0) return;
+  /**
+   * A request body callback; `length` is the chunk, or with requestUsageInStream the whole body
+   * buffered so far (Envoy shows a StopIterationAndBuffer'ed body again with the next chunk).
+   * Returns true to ask Envoy to keep buffering.
+   */
+  onRequestBody(length: i32, endOfStream: bool): bool {
+    if (this.config.requestUsageInStream) return this.onBufferedRequestBody(length, endOfStream);
+    if (!this.requestReadable || length <= 0) return false;
     if (this.requestBytes + length > this.config.maxRequestBodyBytes) {
-      // Too large to look into: the body passes untouched and the model stays unknown.
-      this.requestReadable = false;
-      host.incrementCounter(this.route.bodyLimitExceededCounter(), 1);
-      return;
+      this.tooLarge();
+      return false;
     }
     const bytes = host.getBodyBytes(host.BodyBuffer.Request, length);
-    if (bytes === null) return;
+    if (bytes === null) return false;
     this.requestBytes += length;
+    this.scanRequest(bytes);
+    return false;
+  }
+
+  /** Too large to look into: the body passes untouched and the model stays unknown. */
+  private tooLarge(): void {
+    this.requestReadable = false;
+    host.incrementCounter(this.route.bodyLimitExceededCounter(), 1);
+  }
+
+  private scanRequest(bytes: ArrayBuffer): void {
     this.request.feed(changetype<usize>(bytes), bytes.byteLength);
     if (this.request.failed) {
       this.requestReadable = false;
       this.stats.error(ErrorReason.BodyNotJson);
     }
+  }
+
+  /**
+   * requestUsageInStream: buffer the body (up to the look-ahead) so a streaming request without
+   * stream_options can get `"stream_options":{"include_usage":true}` before it goes upstream.
+   */
+  private onBufferedRequestBody(length: i32, endOfStream: bool): bool {
+    if (!this.requestReadable) return false;
+    if (length > this.config.maxRequestBodyBytes) {
+      this.tooLarge(); // what was buffered goes upstream unchanged
+      return false;
+    }
+    if (!endOfStream) return true;
+    const bytes = host.getBodyBytes(host.BodyBuffer.Request, length);
+    if (bytes === null) return false;
+    this.requestBytes = length;
+    this.scanRequest(bytes);
+    const request = this.request;
+    request.finish();
+    if (!request.done || request.stream != 1 || request.hasStreamOptions) return false;
+    const withUsage = insertIncludeUsage(bytes);
+    if (withUsage !== null) host.replaceBody(host.BodyBuffer.Request, length, withUsage);
+    return false;
   }
 
   /**

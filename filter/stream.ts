@@ -20,6 +20,7 @@ const TRACEPARENT = host.utf8("traceparent");
 const TRACESTATE = host.utf8("tracestate");
 const PATH = host.utf8(":path");
 const AUTHORITY = host.utf8(":authority");
+const CONTENT_LENGTH = host.utf8("content-length");
 const ROUTE_NAME_PROPERTY = host.utf8("xds\0route_name");
 const RESPONSE_CODE_PROPERTY = host.utf8("response\0code");
 const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
@@ -74,6 +75,8 @@ export class TokentraceStream extends Context {
     const path = this.path;
     if (llmConfig.enabled && path !== null && isLlmPath(path, llmConfig.pathSuffixes)) {
       this.llm = new LlmExchange(llmConfig, this.stats, route);
+      // The body may grow by the include_usage member: its length is Envoy's to recompute.
+      if (llmConfig.requestUsageInStream) host.removeHeader(host.HeaderMap.Request, CONTENT_LENGTH);
     }
 
     this.tokenTraceIdHeader = config.tokenTraceIdHeader;
@@ -193,9 +196,10 @@ export class TokentraceStream extends Context {
   onRequestBody(body_buffer_length: usize, end_of_stream: bool): FilterDataStatusValues {
     const llm = this.llm;
     if (llm !== null) {
-      llm.onRequestBody(<i32>body_buffer_length);
+      const keepBuffering = llm.onRequestBody(<i32>body_buffer_length, end_of_stream);
       this.stats.flushHostFailures();
       host.collectIfDue(); // safe point: only `this` and `llm` are live, both reachable from the context map
+      if (keepBuffering) return FilterDataStatusValues.StopIterationAndBuffer;
     }
     return FilterDataStatusValues.Continue;
   }

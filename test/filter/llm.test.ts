@@ -228,3 +228,52 @@ describe("LLM telemetry, what is not read (emulated Envoy host)", () => {
 function stream(contents: string[]): string {
   return sse([...contents.map((c) => chunk(c)), chunk(null, "stop")]);
 }
+
+describe("asking for usage in streams (llm.requestUsageInStream, emulated Envoy host)", () => {
+  const config = { llm: { requestUsageInStream: true } };
+  const send = (vm: FilterVm, chunks: string[]): { statuses: number[]; released: string; contentLength: string | undefined } => {
+    const s = vm.newStream({ routeName: "chat" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ["content-length", "999"]], false);
+    const statuses: number[] = [];
+    let released = "";
+    chunks.forEach((c, i) => {
+      statuses.push(s.requestBody(c, i === chunks.length - 1));
+      released += s.lastRequestChunk.toString("utf8");
+    });
+    const contentLength = s.request.get("content-length");
+    s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], true);
+    s.end();
+    return { statuses, released, contentLength };
+  };
+
+  it("buffers a streaming request and adds stream_options.include_usage before it goes upstream", async () => {
+    const { vm } = await setup(config);
+    const body = chatRequest({ stream: true });
+    const r = send(vm, [body.slice(0, 10), body.slice(10, 30), body.slice(30)]);
+    assert.deepEqual(r.statuses, [1, 1, 0], "StopIterationAndBuffer until the end of the body, then Continue");
+    assert.deepEqual(JSON.parse(r.released), { stream_options: { include_usage: true }, ...JSON.parse(body) });
+    assert.equal(r.contentLength, undefined, "the length is Envoy's to recompute");
+  });
+
+  const unchanged: Array<[string, string]> = [
+    ["a streaming request that sets stream_options itself", chatRequest({ stream: true, stream_options: { include_usage: false } })],
+    ["a non-streaming request", chatRequest({ stream: false })],
+    ["a body that is not JSON", "stream=true"],
+  ];
+  for (const [name, body] of unchanged) {
+    it(`leaves ${name} as it came`, async () => {
+      const { vm } = await setup(config);
+      const r = send(vm, [body.slice(0, 5), body.slice(5)]);
+      assert.equal(r.released, body);
+    });
+  }
+
+  it("lets a body larger than the look-ahead through unchanged and counts it", async () => {
+    const { vm } = await setup({ llm: { requestUsageInStream: true, maxRequestBodyBytes: 40 } });
+    const body = chatRequest({ stream: true });
+    const r = send(vm, [body.slice(0, 30), body.slice(30, 60), body.slice(60)]);
+    assert.deepEqual(r.statuses, [1, 0, 0]);
+    assert.equal(r.released, body);
+    assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), 1);
+  });
+});

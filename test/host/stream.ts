@@ -47,7 +47,13 @@ export interface StreamState extends StreamFacts {
   requestDone?: boolean;
   responseDone?: boolean;
   lastResponseChunk: Buffer;
+  /** Body held back by a StopIterationAndBuffer (Envoy's decoding/encoding buffer), per direction. */
+  bufferedRequest?: Buffer;
+  bufferedResponse?: Buffer;
 }
+
+/** FilterDataStatus values (proxy-wasm ABI). */
+const STOP_ITERATION_AND_BUFFER = 1;
 
 /** How FilterStream reaches into its VM (kept off the public surface). */
 export interface StreamDriver {
@@ -172,8 +178,17 @@ export class FilterStream {
   requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["request", "response"], "requestBody", "request");
     this.endOf("request", "requestBody", endOfStream);
-    const b = toBuffer(chunk);
-    return this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
+    const b = withBuffered(this.s.bufferedRequest, toBuffer(chunk));
+    const status = this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
+    // Envoy keeps what a StopIterationAndBuffer held and shows it again with the next chunk; nothing
+    // goes upstream until the filter continues.
+    if (status === STOP_ITERATION_AND_BUFFER && !endOfStream) {
+      this.s.bufferedRequest = this.s.lastRequestChunk;
+      this.s.lastRequestChunk = EMPTY_CHUNK;
+    } else {
+      this.s.bufferedRequest = undefined;
+    }
+    return status;
   }
 
   /** proxy_on_request_trailers. */
@@ -199,8 +214,15 @@ export class FilterStream {
   responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["response"], "responseBody", "response");
     this.endOf("response", "responseBody", endOfStream);
-    const b = toBuffer(chunk);
-    return this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
+    const b = withBuffered(this.s.bufferedResponse, toBuffer(chunk));
+    const status = this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
+    if (status === STOP_ITERATION_AND_BUFFER && !endOfStream) {
+      this.s.bufferedResponse = this.s.lastResponseChunk;
+      this.s.lastResponseChunk = EMPTY_CHUNK;
+    } else {
+      this.s.bufferedResponse = undefined;
+    }
+    return status;
   }
 
   /** proxy_on_response_trailers. */
@@ -217,4 +239,10 @@ export class FilterStream {
     this.vm._assertAlive("end");
     this.driver.end(this.vm, this.s);
   }
+}
+
+const EMPTY_CHUNK = Buffer.alloc(0);
+
+function withBuffered(buffered: Buffer | undefined, chunk: Buffer): Buffer {
+  return buffered === undefined || buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
 }
