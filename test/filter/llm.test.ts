@@ -277,3 +277,61 @@ describe("asking for usage in streams (llm.requestUsageInStream, emulated Envoy 
     assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), 1);
   });
 });
+
+describe("LLM telemetry properties (emulated Envoy host)", () => {
+  const split = (body: string, cuts: number[]): string[] => {
+    const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].filter((c) => c > 0 && c < body.length).sort((a, b) => a - b);
+    return [0, ...points].map((p, i) => body.slice(p, points[i] ?? body.length));
+  };
+
+  it("never traps and always continues on arbitrary JSON, arbitrary bytes and truncated streams", async () => {
+    const { vm, clock } = await setup();
+    const anyBody = fc.oneof(
+      fc.jsonValue({ maxDepth: 5 }).map((v) => JSON.stringify(v)),
+      fc.string({ unit: "binary", maxLength: 300 }),
+      fc.nat(stream(["x", "y", "z"]).length).map((n) => stream(["x", "y", "z"]).slice(0, n)),
+    );
+    fc.assert(
+      fc.property(anyBody, anyBody, fc.array(fc.nat(400), { maxLength: 6 }), fc.constantFrom("application/json", "text/event-stream"), (req, resp, cuts, contentType) => {
+        call(vm, clock, { requestBody: split(req, cuts).length > 0 ? split(req, cuts) : undefined, chunks: split(resp, cuts), contentType });
+        assert.equal(vm.failed, false);
+      }),
+      { numRuns: 400, seed: 21 },
+    );
+  });
+
+  it("a truncated stream counts exactly the content events that arrived whole", async () => {
+    const { vm, clock } = await setup();
+    const events = [chunk("a"), chunk("b"), chunk("c"), chunk(null, "stop")].map((e) => `data: ${JSON.stringify(e)}\n\n`);
+    let expected = 0;
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: events.join("").length }), (cut) => {
+        const body = events.join("").slice(0, cut);
+        let whole = 0;
+        let at = 0;
+        for (const e of events.slice(0, 3)) {
+          at += e.length;
+          // an event counts once its JSON is complete, even without the blank line that ends it
+          if (cut >= at - 2) whole++;
+        }
+        expected += whole;
+        call(vm, clock, { requestBody: chatRequest({ stream: true }), chunks: body.length > 0 ? [body] : [], contentType: "text/event-stream", cancel: true });
+        assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L) ?? 0, expected);
+      }),
+      { numRuns: 120, seed: 5 },
+    );
+  });
+
+  it("a huge response (8 MiB of SSE) passes through with exact counts and bounded memory", async () => {
+    const { vm, clock } = await setup();
+    const one = `data: ${JSON.stringify(chunk("word "))}\n\n`;
+    const count = Math.ceil((8 * 1024 * 1024) / one.length);
+    const body = one.repeat(count);
+    const chunks: string[] = [];
+    for (let at = 0; at < body.length; at += 16384) chunks.push(body.slice(at, at + 16384));
+    const before = vm.memoryBytes();
+    call(vm, clock, { requestBody: chatRequest({ stream: true }), chunks, contentType: "text/event-stream" });
+    assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), count);
+    assert.ok(vm.memoryBytes() - before <= 2 * 1024 * 1024, `linear memory grew by ${vm.memoryBytes() - before} bytes for an 8 MiB body`);
+  });
+});
