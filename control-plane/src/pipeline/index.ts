@@ -7,15 +7,14 @@ import { Scraper, type ScrapeResult } from "../scrape/scraper.js";
 import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
 import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
 import { Joiner } from "../join/joiner.js";
-import { CardinalityLimiter } from "../join/labels.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
-import { StalenessTracker } from "../remote-write/staleness.js";
-import { normalizeLabels, seriesKey, type WriteSeries } from "../remote-write/series.js";
+import type { WriteSeries } from "../remote-write/series.js";
 import { systemClock, type Clock } from "../remote-write/retry.js";
 import type { Transport } from "../remote-write/transport.js";
 import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
+import { SeriesGate } from "./series-gate.js";
 import { validatePipelineConfig, type PipelineConfig } from "./config.js";
 
 export { DEFAULT_PIPELINE_CONFIG, REMOTE_WRITE_TARGET_DEFAULTS, withDefaults, validatePipelineConfig, type PipelineConfig, type PipelineConfigInput, type ConfigError, type RemoteWriteTarget } from "./config.js";
@@ -45,6 +44,7 @@ export interface RunningPipeline {
   scraper: Scraper;
   writer: RemoteWriter;
   joiner: Joiner;
+  gate: SeriesGate;
   /** The targets scraped now. */
   targets(): ScrapeTarget[];
 }
@@ -61,31 +61,11 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     { clock, metrics: rwMetrics, ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
   );
   const joiner = new Joiner(config.join.forward);
-  const limiter = new CardinalityLimiter(config.join.maxSeries);
-  const staleness = new StalenessTracker();
+  const gate = new SeriesGate(config.join.maxSeries, (reason) => metrics.seriesDropped.inc({ reason }));
 
   const ship = (source: string, series: WriteSeries[], ts: number): void => {
-    const admitted: WriteSeries[] = [];
-    const labelSets = [];
-    for (const s of series) {
-      const labels = normalizeLabels(s.labels);
-      if (typeof labels === "string") {
-        metrics.seriesDropped.inc({ reason: "invalid_labels" });
-        continue;
-      }
-      if (!limiter.admit(seriesKey(labels))) {
-        metrics.seriesDropped.inc({ reason: "cardinality_cap" });
-        continue;
-      }
-      admitted.push({ labels, samples: s.samples });
-      labelSets.push(labels);
-    }
-    for (const gone of staleness.update(source, labelSets)) {
-      limiter.release(seriesKey(gone));
-      admitted.push({ labels: gone, samples: [{ value: NaN, timestampMs: ts, stale: true }] });
-    }
-    metrics.activeSeries.set(limiter.size);
-    writer.write(admitted);
+    writer.write(gate.pass(source, series, ts));
+    metrics.activeSeries.set(gate.limiter.size);
   };
 
   const onResult = (r: ScrapeResult): void => {
@@ -105,9 +85,8 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     const all = [...fixed, ...discovered];
     for (const removed of scraper.setTargets(all)) {
       joiner.removeTarget(removed.id);
-      const gone = staleness.remove(removed.id);
-      for (const l of gone) limiter.release(seriesKey(l));
-      writer.write(gone.map((labels) => ({ labels, samples: [{ value: NaN, timestampMs: clock.now(), stale: true }] })));
+      writer.write(gate.removeSource(removed.id, clock.now()));
+      metrics.activeSeries.set(gate.limiter.size);
     }
     for (const kind of ["envoy", "dcgm", "vllm", "static"] as const) metrics.targets.set({ kind }, all.filter((t) => t.kind === kind).length);
   };
@@ -145,6 +124,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     scraper,
     writer,
     joiner,
+    gate,
     targets: () => scraper.targets,
     async stop(): Promise<void> {
       await podSource?.stop();

@@ -49,7 +49,8 @@ export class RemoteWriter {
   }
 
   /**
-   * Queues series durably on every target. Labels are normalised; a sample not newer than the last
+   * Queues series durably on every target. Labels are normalised (unless the series carries its
+   * key, which says they already are); a sample not newer than the last
    * one queued for its series is dropped (reason out_of_order). Returns the samples queued.
    */
   write(series: WriteSeries[]): number {
@@ -68,12 +69,12 @@ export class RemoteWriter {
       newest = 0;
     };
     for (const s of series) {
-      const labels = normalizeLabels(s.labels);
+      const labels = s.key === undefined ? normalizeLabels(s.labels) : s.labels;
       if (typeof labels === "string") {
         this.drop("invalid_labels", s.samples.length);
         continue;
       }
-      const key = seriesKey(labels);
+      const key = s.key ?? seriesKey(labels);
       let last = this.lastTimestamp.get(key) ?? -Infinity;
       const samples = [];
       for (const smp of s.samples) {
