@@ -38,6 +38,16 @@ describe("text parser", () => {
       ],
     },
     {
+      name: "integers short and long the same way Number() reads them",
+      input: "a 007\nb 999999999999999\nc 1234567890123456789\nd 0\n",
+      samples: [
+        { name: "a", labels: [], value: 7 },
+        { name: "b", labels: [], value: 999999999999999 },
+        { name: "c", labels: [], value: 1234567890123456789 },
+        { name: "d", labels: [], value: 0 },
+      ],
+    },
+    {
       name: "comments, blank lines and # EOF are skipped",
       input: "# a comment\n\n   \n# EOF\nx 2\n",
       samples: [{ name: "x", labels: [], value: 2 }],

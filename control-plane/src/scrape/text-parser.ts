@@ -313,16 +313,30 @@ export class TextParser {
       while (i < end && (s.charCodeAt(i) === SPACE || s.charCodeAt(i) === TAB)) i++;
     }
     const vStart = i;
-    while (i < end && s.charCodeAt(i) !== SPACE && s.charCodeAt(i) !== TAB) i++;
+    // Integers (most counters, gauges and bucket counts) are read in the scan itself: exact below
+    // 2^53 (15 digits here), and no token string to allocate.
+    let int = 0;
+    let digitsOnly = true;
+    while (i < end) {
+      const c = s.charCodeAt(i);
+      if (c === SPACE || c === TAB) break;
+      if (c >= 48 && c <= 57) int = int * 10 + (c - 48);
+      else digitsOnly = false;
+      i++;
+    }
     if (vStart === i) {
       this.fail(`${name}: missing value`);
       return;
     }
-    const valueTok = s.slice(vStart, i);
-    const value = parseValue(valueTok);
-    if (value === undefined) {
-      this.fail(`${name}: invalid value "${valueTok}"`);
-      return;
+    let value: number | undefined;
+    if (digitsOnly && i - vStart <= 15) value = int;
+    else {
+      const valueTok = s.slice(vStart, i);
+      value = parseValue(valueTok);
+      if (value === undefined) {
+        this.fail(`${name}: invalid value "${valueTok}"`);
+        return;
+      }
     }
     while (i < end && (s.charCodeAt(i) === SPACE || s.charCodeAt(i) === TAB)) i++;
     let timestampMs: number | undefined;
