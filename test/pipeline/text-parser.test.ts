@@ -43,7 +43,7 @@ describe("text parser", () => {
       samples: [
         { name: "a", labels: [], value: 7 },
         { name: "b", labels: [], value: 999999999999999 },
-        { name: "c", labels: [], value: 1234567890123456789 },
+        { name: "c", labels: [], value: Number("1234567890123456789") },
         { name: "d", labels: [], value: 0 },
       ],
     },
