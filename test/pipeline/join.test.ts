@@ -40,10 +40,10 @@ describe("join", () => {
     const j = new Joiner();
     j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
     const out = j.join(result(CHAT, fixture("envoy-sidecar-chat.prom"), T0 + 1000));
-    const s = find(out, "tokentrace_requests_total", "response_code_class", "5xx");
+    const s = find(out, "tokentrace_requests_total", "status_class", "5xx");
     assert.equal(s.length, 1);
     assert.deepEqual(labelsOf(s[0]!), {
-      route: "chat", response_code_class: "5xx", namespace: "llm", pod: "chat-7d9f-abcde",
+      route: "chat", status_class: "5xx", namespace: "llm", pod: "chat-7d9f-abcde",
       gpu: "0,1", gpu_uuid: "GPU-1111aaaa-0000-4000-8000-000000000000,GPU-2222bbbb-0000-4000-8000-000000000000",
       gpu_model: "NVIDIA H100 80GB HBM3", hostname: "gpu-node-a", gpu_count: "2", gpu_attribution: "pod", __name__: "tokentrace_requests_total",
     });
@@ -70,7 +70,7 @@ describe("join", () => {
     const j = new Joiner();
     j.join(result(DCGM, fixture("dcgm-node-a.prom").replaceAll("Hostname=", "hostname="), T0));
     const solo: ScrapeTarget = { ...CHAT, id: "envoy/llm/solo", pod: "solo" };
-    const out = j.join(result(solo, "tokentrace_requests_total{route=\"r\",response_code_class=\"2xx\"} 1\n", T0 + 1));
+    const out = j.join(result(solo, "tokentrace_requests_total{route=\"r\",status_class=\"2xx\"} 1\n", T0 + 1));
     const l = labelsOf(find(out, "tokentrace_requests_total")[0]!);
     assert.deepEqual([l.gpu, l.gpu_uuid, l.hostname, l.gpu_attribution, l.pod], ["2", "GPU-3333cccc-0000-4000-8000-000000000000", "gpu-node-a", "node", "solo"]);
     const elsewhere: ScrapeTarget = { ...solo, id: "envoy/llm/far", pod: "far", node: "cpu-node-b" };

@@ -76,10 +76,10 @@ describe("metrics pipeline end to end", () => {
     await round(before); // t0 + 15 s
     const t1 = (t0 + 15_000) / 1000;
 
-    const req = await prom.query('tokentrace_requests_total{response_code_class="2xx"}', t1);
+    const req = await prom.query('tokentrace_requests_total{status_class="2xx"}', t1);
     assert.deepEqual(req, [{
       metric: {
-        __name__: "tokentrace_requests_total", route: "chat", response_code_class: "2xx", namespace: "llm", pod: "chat-7d9f-abcde",
+        __name__: "tokentrace_requests_total", route: "chat", status_class: "2xx", namespace: "llm", pod: "chat-7d9f-abcde",
         gpu: "0,1", gpu_uuid: "GPU-1111aaaa-0000-4000-8000-000000000000,GPU-2222bbbb-0000-4000-8000-000000000000",
         gpu_model: "NVIDIA H100 80GB HBM3", hostname: "gpu-node-a", gpu_count: "2", gpu_attribution: "pod",
       },
