@@ -8,13 +8,10 @@ import { JsonScanner } from "./json-scan";
 import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "./metrics";
 import { SseScanner } from "./sse";
 import { RouteStats, Stats } from "./stats";
+import { CONTENT_ENCODING, CONTENT_TYPE, EVENT_STREAM, IDENTITY } from "./names";
 
 const NS_PER_MS: i64 = 1_000_000;
 const NS_PER_US: i64 = 1_000;
-const EVENT_STREAM = String.UTF8.encode("text/event-stream");
-const CONTENT_TYPE = String.UTF8.encode("content-type");
-const CONTENT_ENCODING = String.UTF8.encode("content-encoding");
-const IDENTITY = String.UTF8.encode("identity");
 
 /** True when the :path (query ignored) ends with one of the configured suffixes. */
 export function isLlmPath(path: ArrayBuffer, suffixes: Array<ArrayBuffer>): bool {

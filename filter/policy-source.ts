@@ -5,14 +5,8 @@
 import { PolicySourceConfig, parsePulledConfig, Config } from "./config";
 import * as host from "./host";
 import { JsonKind, JsonParser } from "./json";
+import { ACCEPT, AUTHORITY, GET, JSON_TYPE, METHOD, PATH, STATUS } from "./names";
 
-const GET = String.UTF8.encode("GET");
-const METHOD = String.UTF8.encode(":method");
-const PATH = String.UTF8.encode(":path");
-const AUTHORITY = String.UTF8.encode(":authority");
-const ACCEPT = String.UTF8.encode("accept");
-const JSON_TYPE = String.UTF8.encode("application/json");
-const STATUS = String.UTF8.encode(":status");
 const NS_PER_MS: u64 = 1_000_000;
 
 /** Outcome of one poll response. */

@@ -4,6 +4,7 @@
 import { SpanConfig } from "./config";
 import * as host from "./host";
 import { Stats } from "./stats";
+import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "./names";
 
 /** What a span says about one LLM request; never prompt or completion text. */
 export class SpanRecord {
@@ -87,13 +88,6 @@ export function encodeSpan(r: SpanRecord, providerName: string): string {
   return span + "}";
 }
 
-const POST = String.UTF8.encode("POST");
-const METHOD = String.UTF8.encode(":method");
-const PATH = String.UTF8.encode(":path");
-const AUTHORITY = String.UTF8.encode(":authority");
-const CONTENT_TYPE = String.UTF8.encode("content-type");
-const JSON_TYPE = String.UTF8.encode("application/json");
-const STATUS = String.UTF8.encode(":status");
 
 export class SpanExporter {
   private buffered: Array<string> = [];

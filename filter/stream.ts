@@ -15,12 +15,8 @@ import {
   FLAG_RANDOM, FLAG_SAMPLED, isValidTraceState, PARENT_ID_OFFSET, parseTraceParent, TRACE_ID_OFFSET, TRACEPARENT_INVALID,
   TRACEPARENT_LENGTH, TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
 } from "./traceparent";
+import { AUTHORITY, CONTENT_LENGTH, PATH, TRACEPARENT, TRACESTATE } from "./names";
 
-const TRACEPARENT = host.utf8("traceparent");
-const TRACESTATE = host.utf8("tracestate");
-const PATH = host.utf8(":path");
-const AUTHORITY = host.utf8(":authority");
-const CONTENT_LENGTH = host.utf8("content-length");
 const ROUTE_NAME_PROPERTY = host.utf8("xds\0route_name");
 const RESPONSE_CODE_PROPERTY = host.utf8("response\0code");
 const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");

@@ -4,14 +4,13 @@
 // synchronous; waiting for a core on a loaded machine is not the filter's cost), and the median
 // round counts, so load spikes on the shared machine hit every side alike. A hand-built module with empty callbacks shows what the host
 // itself costs (the noop figure is host + SDK).
-import { existsSync, statSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { statSync } from "node:fs";
 import { FilterVm, ManualClock } from "../host/index.js";
 import { callDrop, HEAP_PTR_ADDR, HEAP_START, proxyModule, seq } from "../host/support/proxy-module.js";
 import { op } from "../host/support/wasm-writer.js";
+import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const WARMUP_REQUESTS = 5_000;
 const ROUNDS = 21;
 const REQUESTS_PER_ROUND = 2_000;
@@ -42,11 +41,6 @@ const RESPONSE_HEADERS: Array<[string, string]> = [
   ["x-envoy-upstream-service-time", "12"],
 ];
 
-function wasmPath(name: string): string {
-  const p = `${root}/build/${name}`;
-  if (!existsSync(p)) throw new Error(`${p} is missing: run \`make build\` first`);
-  return p;
-}
 
 function runRequests(vm: FilterVm, clock: ManualClock, n: number): void {
   for (let i = 0; i < n; i++) {
@@ -58,11 +52,6 @@ function runRequests(vm: FilterVm, clock: ManualClock, n: number): void {
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 // The empty module plus ten proxy_get_header_map_value(":path") calls in proxy_on_request_headers:
 // the difference to the empty module, divided by ten, is what one typical host call costs here.

@@ -4,23 +4,16 @@
 // Rounds alternate the two modules and the median counts, and each round is timed in this process's
 // CPU time (the work is synchronous and single-threaded), so other load on the machine does not
 // inflate the figures the way wall-clock time would.
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { FilterVm, ManualClock } from "../host/index.js";
+import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const ROUNDS = 15;
 const MIB = 1024 * 1024;
 const CHUNK = 16 * 1024;
 const THROUGHPUT_BAR_MBPS = 200;
 const TOKENS = 500;
 
-function wasmPath(name: string): string {
-  const p = `${root}/build/${name}`;
-  if (!existsSync(p)) throw new Error(`${p} is missing: run \`make build\` first`);
-  return p;
-}
 
 const REQUEST: Array<[string, string]> = [
   [":authority", "llm.inference.svc.cluster.local"], [":path", "/v1/chat/completions"], [":method", "POST"], [":scheme", "http"],
@@ -70,11 +63,6 @@ function streamOnce(vm: FilterVm, clock: ManualClock, chunks: Buffer[]): void {
   s.end();
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 async function measure(chunks: Buffer[], repeat: number): Promise<{ filter: number; noop: number; filterVm: FilterVm }> {
   const sides = await Promise.all(

@@ -1,25 +1,10 @@
 // The metrics pipeline's typed config: defaults, merge, and a validator that names the field.
 import type { StaticTargetConfig } from "../scrape/targets.js";
-import type { Protocol } from "../remote-write/transport.js";
+import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
 import { DEFAULT_FORWARD, type ForwardRules } from "../join/joiner.js";
 
-/** One remote-write destination. */
-export interface RemoteWriteTarget {
-  /** Short name: metric label `target` and queue sub-folder. [a-z0-9_-], unique. */
-  name: string;
-  url: string;
-  protocol: Protocol;
-  headers: Record<string, string>;
-  maxQueueBytes: number;
-  segmentBytes: number;
-  maxSamplesPerSend: number;
-  batchSendDeadlineMs: number;
-  minBackoffMs: number;
-  maxBackoffMs: number;
-  maxRetryAfterMs: number;
-  remoteTimeoutMs: number;
-  flushOnStopMs: number;
-}
+/** One remote-write destination: the queue manager's settings less its folder (derived from `name`). */
+export type RemoteWriteTarget = Omit<RemoteWriteTargetConfig, "queueDir">;
 
 /** Everything the pipeline reads. */
 export interface PipelineConfig {
