@@ -7,6 +7,7 @@ export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
 export const DEFAULT_MAX_ROUTES: i32 = 64;
 export const DEFAULT_MAX_MODELS: i32 = 32;
+export const DEFAULT_STATS_FLUSH_INTERVAL_MS: i32 = 1000;
 export const DEFAULT_MAX_REQUEST_BODY_BYTES: i32 = 65536;
 const MAX_REQUEST_BODY_BYTES_LIMIT: i32 = 16777216;
 
@@ -73,6 +74,8 @@ export class Config {
   tokenTraceIdHeader: ArrayBuffer = String.UTF8.encode(DEFAULT_TOKEN_TRACE_ID_HEADER);
   maxRoutes: i32 = DEFAULT_MAX_ROUTES;
   maxModels: i32 = DEFAULT_MAX_MODELS;
+  /** Counter increments are held in the VM and flushed this often (0: sent as they happen). */
+  statsFlushIntervalMs: i32 = DEFAULT_STATS_FLUSH_INTERVAL_MS;
   llm: LlmConfig = new LlmConfig();
   spans: SpanConfig | null = null;
   policySource: PolicySourceConfig | null = null;
@@ -193,7 +196,12 @@ class Validator {
     }
     const stats = root.get("stats");
     if (stats !== null) {
-      if (!this.objectWithKeys(stats, "stats", ["maxRoutes", "maxModels"])) return null;
+      if (!this.objectWithKeys(stats, "stats", ["maxRoutes", "maxModels", "flushIntervalMs"])) return null;
+      const flush = stats.get("flushIntervalMs");
+      if (flush !== null) {
+        if (!this.integer(flush, "stats.flushIntervalMs", 0, 60000)) return null;
+        c.statsFlushIntervalMs = <i32>flush.num;
+      }
       const maxRoutes = stats.get("maxRoutes");
       if (maxRoutes !== null) {
         if (!this.integer(maxRoutes, "stats.maxRoutes", 1, 1024)) return null;

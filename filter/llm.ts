@@ -74,7 +74,8 @@ export class LlmExchange {
   private config: LlmConfig;
   private stats: Stats;
   private route: RouteStats;
-  private request: JsonScanner = new JsonScanner();
+  /** Created with the first request body byte: most of what a headers-only call never needs. */
+  private requestScanner: JsonScanner | null = null;
   private requestBytes: i32 = 0;
   private requestReadable: bool = true;
   private responseKind: ResponseKind = ResponseKind.NotRead;
@@ -114,15 +115,25 @@ export class LlmExchange {
     return false;
   }
 
+  private request(): JsonScanner {
+    let scanner = this.requestScanner;
+    if (scanner === null) {
+      scanner = new JsonScanner();
+      this.requestScanner = scanner;
+    }
+    return scanner;
+  }
+
   /** Too large to look into: the body passes untouched and the model stays unknown. */
   private tooLarge(): void {
     this.requestReadable = false;
-    host.incrementCounter(this.route.bodyLimitExceededCounter(), 1);
+    this.stats.count(this.route.bodyLimitExceededCounter(), 1);
   }
 
   private scanRequest(bytes: ArrayBuffer): void {
-    this.request.feed(changetype<usize>(bytes), bytes.byteLength);
-    if (this.request.failed) {
+    const request = this.request();
+    request.feed(changetype<usize>(bytes), bytes.byteLength);
+    if (request.failed) {
       this.requestReadable = false;
       this.stats.error(ErrorReason.BodyNotJson);
     }
@@ -143,7 +154,7 @@ export class LlmExchange {
     if (bytes === null) return false;
     this.requestBytes = length;
     this.scanRequest(bytes);
-    const request = this.request;
+    const request = this.request();
     request.finish();
     if (!request.done || request.stream != 1 || request.hasStreamOptions) return false;
     const withUsage = insertIncludeUsage(bytes);
@@ -213,10 +224,10 @@ export class LlmExchange {
   /** Records the request's LLM stats; `startNs` and `endNs` are wall-clock request start and end. */
   record(startNs: i64, endNs: i64): void {
     this.endResponse();
-    const request = this.request;
-    request.finish();
-    let model = request.model;
-    let stream = request.stream == 1;
+    const request = this.requestScanner;
+    if (request !== null) request.finish();
+    let model = request === null ? "" : request.model;
+    let stream = request !== null && request.stream == 1;
     let finishReason = "";
     let promptTokens: i64 = -1;
     let completionTokens: i64 = -1;
@@ -241,22 +252,22 @@ export class LlmExchange {
         this.stats.error(ErrorReason.BodyNotJson);
       }
     }
-    this.requestModel = request.model;
+    this.requestModel = request === null ? "" : request.model;
     this.responseModel = sse !== null ? sse.model : json !== null && json.done ? json.model : "";
     this.finishReason = finishReason;
     this.inputTokens = promptTokens;
     this.outputTokens = completionTokens;
     const llm = this.stats.forLlm(this.route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
-    host.incrementCounter(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
+    this.stats.count(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
     const durationNs = endNs - startNs;
     if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));
     const firstByteNs = this.firstByteNs;
     if (firstByteNs > 0 && firstByteNs >= startNs) host.recordHistogram(llm.ttftMs, <u64>((firstByteNs - startNs) / NS_PER_MS));
-    if (promptTokens > 0) host.incrementCounter(llm.inputTokens, promptTokens);
-    if (completionTokens > 0) host.incrementCounter(llm.outputTokens, completionTokens);
-    if (chunks > 0) host.incrementCounter(llm.streamChunks, chunks);
+    if (promptTokens > 0) this.stats.count(llm.inputTokens, promptTokens);
+    if (completionTokens > 0) this.stats.count(llm.outputTokens, completionTokens);
+    if (chunks > 0) this.stats.count(llm.streamChunks, chunks);
     const usageSeen = promptTokens >= 0 || completionTokens >= 0;
-    if (!usageSeen && this.responseKind != ResponseKind.NotRead) host.incrementCounter(llm.usageMissing, 1);
+    if (!usageSeen && this.responseKind != ResponseKind.NotRead) this.stats.count(llm.usageMissing, 1);
     // Time per output token: streaming only, after the first token.
     if (stream && completionTokens > 1 && firstByteNs > 0 && endNs >= firstByteNs) {
       host.recordHistogram(llm.tpotUs, <u64>((endNs - firstByteNs) / NS_PER_US / (completionTokens - 1)));

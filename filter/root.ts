@@ -42,6 +42,7 @@ export class TokentraceRoot extends RootContext {
   }
 
   onTick(): void {
+    this.statsOrInit().flushCounters();
     const source = this.local.policySource;
     if (source !== null) this.poller.maybePoll(source);
     const spans = this.active.config.spans;
@@ -67,6 +68,12 @@ export class TokentraceRoot extends RootContext {
       host.log(host.LogLevel.Warn, "tokentrace: policy poll failed, keeping the policy in force: " + this.poller.failure);
     }
     stats.flushHostFailures();
+  }
+
+  // The VM is going away: what the counters hold is sent now.
+  onDone(): bool {
+    this.statsOrInit().flushCounters();
+    return super.onDone();
   }
 
   // Overrides the SDK's onConfigure, which passes a size where a pointer belongs and throws on an
@@ -107,10 +114,11 @@ export class TokentraceRoot extends RootContext {
     const stats = this.statsOrInit();
     stats.maxRoutes = config.maxRoutes;
     stats.maxModels = config.maxModels;
-    // Ticks flush partial span batches and drive polls: the shorter interval wins.
-    let tickMs: i32 = 0;
+    stats.setBatching(config.statsFlushIntervalMs > 0);
+    // Ticks flush counters and partial span batches and drive polls: the shortest interval wins.
+    let tickMs: i32 = config.statsFlushIntervalMs;
     const spans = config.spans;
-    if (spans !== null) tickMs = spans.flushIntervalMs;
+    if (spans !== null && (tickMs == 0 || spans.flushIntervalMs < tickMs)) tickMs = spans.flushIntervalMs;
     const source = config.policySource;
     if (source !== null && (tickMs == 0 || source.intervalMs < tickMs)) tickMs = source.intervalMs;
     host.setTickPeriodMs(<u32>tickMs);

@@ -92,12 +92,48 @@ export class LlmStats {
   }
 }
 
+/**
+ * Counter increments held in the VM and sent to the host in one call per counter on a tick: a
+ * request then costs no counter call at all (histograms are still recorded as they happen).
+ */
+class CounterBatch {
+  private slots: Map<u32, i32> = new Map();
+  private ids: Array<u32> = [];
+  private deltas: Array<i64> = [];
+
+  add(id: u32, delta: i64): void {
+    let slot: i32;
+    if (this.slots.has(id)) {
+      slot = this.slots.get(id);
+    } else {
+      slot = this.ids.length;
+      this.slots.set(id, slot);
+      this.ids.push(id);
+      this.deltas.push(0);
+    }
+    unchecked((this.deltas[slot] += delta));
+  }
+
+  flush(): void {
+    for (let i = 0; i < this.ids.length; i++) {
+      const delta = unchecked(this.deltas[i]);
+      if (delta > 0) {
+        host.incrementCounter(unchecked(this.ids[i]), delta);
+        unchecked((this.deltas[i] = 0));
+      }
+    }
+  }
+}
+
 export class Stats {
   private routes: Map<string, RouteStats> = new Map();
   private other: RouteStats | null = null;
   private errors: StaticArray<u32> = new StaticArray<u32>(ErrorReason.COUNT);
   maxRoutes: i32;
   maxModels: i32;
+  /** Counters go through the batch (flushed on tick) when true, straight to the host when false. */
+  private batching: bool = false;
+  private batch: CounterBatch = new CounterBatch();
   private models: Set<string> = new Set();
   private llm: Map<string, LlmStats> = new Map();
   spansExported: u32;
@@ -157,8 +193,26 @@ export class Stats {
     return stats;
   }
 
+  // The (route, model) of the previous LLM call: most calls on a VM repeat it.
+  private lastLlmRoute: RouteStats | null = null;
+  private lastLlmModel: string = "";
+  private lastLlm: LlmStats | null = null;
+
   /** LLM stats of a route and a sanitised model label; models past the cap count as "other". */
   forLlm(route: RouteStats, model: string): LlmStats {
+    const last = this.lastLlm;
+    if (last !== null && this.lastLlmRoute === route && this.lastLlmModel == model) return last;
+    const stats = this.lookUpLlm(route, model);
+    // A model past the cap counts an overflow on every call, so it is not remembered.
+    if (this.models.has(model)) {
+      this.lastLlmRoute = route;
+      this.lastLlmModel = model;
+      this.lastLlm = stats;
+    }
+    return stats;
+  }
+
+  private lookUpLlm(route: RouteStats, model: string): LlmStats {
     if (!this.models.has(model)) {
       if (this.models.size >= this.maxModels) {
         this.error(ErrorReason.ModelOverflow);
@@ -174,13 +228,30 @@ export class Stats {
     return stats;
   }
 
+  /** Adds to a counter, now or at the next flush. */
+  count(id: u32, delta: i64): void {
+    if (id == host.NO_METRIC || delta <= 0) return;
+    if (this.batching) this.batch.add(id, delta);
+    else host.incrementCounter(id, delta);
+  }
+
+  /** Sends held counter increments to the host. */
+  flushCounters(): void {
+    this.batch.flush();
+  }
+
+  setBatching(batching: bool): void {
+    if (!batching) this.batch.flush();
+    this.batching = batching;
+  }
+
   error(reason: ErrorReason): void {
-    host.incrementCounter(this.errors[reason], 1);
+    this.count(this.errors[reason], 1);
   }
 
   /** Reports host calls that failed since the last report. */
   flushHostFailures(): void {
     const n = host.takeFailedHostCalls();
-    if (n > 0) host.incrementCounter(this.errors[ErrorReason.HostCallFailed], n);
+    if (n > 0) this.count(this.errors[ErrorReason.HostCallFailed], n);
   }
 }

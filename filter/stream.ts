@@ -106,7 +106,7 @@ export class TokentraceStream extends Context {
       if (sampled && exportsSpan) this.span = spanFromTraceParent(false);
     }
     // Without randomness no trace is started and traffic goes on as it came.
-    if (sampled) host.incrementCounter(route.tracesSampled, 1);
+    if (sampled) this.stats.count(route.tracesSampled, 1);
 
     if (keepTokenId) {
       this.tokenTraceId = incomingTokenId;
@@ -167,7 +167,7 @@ export class TokentraceStream extends Context {
     } else {
       host.removeHeader(host.HeaderMap.Request, TRACESTATE);
     }
-    host.incrementCounter(route.tracesStarted, 1);
+    this.stats.count(route.tracesStarted, 1);
     return sampled;
   }
 
@@ -235,7 +235,7 @@ export class TokentraceStream extends Context {
     const route = this.route;
     if (route === null) return; // the stream ended before its request headers reached us
     const code = host.getIntProperty(RESPONSE_CODE_PROPERTY, 0);
-    host.incrementCounter(route.requestsFor(codeClassIndex(code)), 1);
+    this.stats.count(route.requestsFor(codeClassIndex(code)), 1);
     const llm = this.llm;
     let durationNs = host.getIntProperty(REQUEST_DURATION_PROPERTY, -1);
     let startNs: i64 = 0;

@@ -47,7 +47,12 @@ test("make demo (emulated LLM upstream): prints URLs, proxies JSON and SSE throu
     assert.equal(events.at(-1), "data: [DONE]");
     assert.deepEqual((JSON.parse(events.at(-2)!.slice(6)) as { usage: unknown }).usage, { prompt_tokens: 1, completion_tokens: 12, total_tokens: 13 });
 
-    const text = await (await fetch(stats)).text();
+    // Counters reach Envoy's stats on the filter's next tick (stats.flushIntervalMs, 1 s by default).
+    let text = "";
+    for (let attempt = 0; attempt < 50 && !/^tokentrace_requests_total\{route="chat",status_class="2xx"\} 2$/m.test(text); attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 100));
+      text = await (await fetch(stats)).text();
+    }
     assert.match(text, /^# TYPE tokentrace_requests_total counter$/m);
     assert.match(text, /^tokentrace_requests_total\{route="chat",status_class="2xx"\} 2$/m);
     assert.doesNotMatch(text, /___/, "every TAG=.=VALUE;.; the filter encodes is extracted (unextracted ones print as ___)");

@@ -50,7 +50,7 @@ const sampled = (): number => proxy.vm.stats.value("tokentrace_traces_sampled_to
 const policy = (rate: number): unknown => ({
   name: "chat-sampling",
   target: { namespace: "llm", selector: { matchLabels: { app: "chat" } } },
-  pluginConfig: { sampling: { defaultRate: rate } },
+  pluginConfig: { sampling: { defaultRate: rate }, stats: { flushIntervalMs: 0 } },
 });
 
 before(async () => {
@@ -63,6 +63,7 @@ before(async () => {
     clusters: { "control-plane": app.url },
     pluginConfig: JSON.stringify({
       sampling: { defaultRate: 0 },
+      stats: { flushIntervalMs: 0 }, // the test reads counters right after each request
       policySource: { cluster: "control-plane", workload: "llm.chat", intervalMs: INTERVAL_MS },
     }),
     statTags: [...FILTER_STAT_TAGS],

@@ -79,3 +79,37 @@ describe("per-route stats (emulated Envoy host)", () => {
     for (const reason of reasons) assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: reason }), 0, reason);
   });
 });
+
+describe("counter flushing (emulated Envoy host)", () => {
+  it("holds counter increments until the tick (1 s by default) and sends each counter once; histograms go at once", async () => {
+    const vm = await loadFilter({ random: countingRandom(), config: { stats: { flushIntervalMs: 1000 } } });
+    assert.equal(vm.tickPeriodMs, 1000);
+    const callsBefore = vm.hostCalls;
+    for (let i = 0; i < 5; i++) exchange(vm, { headers: baseRequest(), route: "chat", status: 200 });
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 0, "defined, not sent yet");
+    assert.equal(vm.stats.samples("tokentrace_request_duration_ms", { route: "chat" })?.length, 5, "histograms are recorded at once");
+    const increments = (): number => vm.hostCallsByName()["env.proxy_increment_metric"] ?? 0;
+    const beforeTick = increments();
+    vm.tick();
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 5);
+    assert.equal(vm.stats.value("tokentrace_traces_started_total", { route: "chat" }), 5);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "unknown", stream: "false", finish_reason: "none" }), 5);
+    assert.equal(increments() - beforeTick, 3, "one call per counter that moved: requests, traces started, LLM requests");
+    assert.ok(vm.hostCalls > callsBefore);
+  });
+
+  it("sends what it holds when the VM shuts down", async () => {
+    const vm = await loadFilter({ random: countingRandom(), config: { stats: { flushIntervalMs: 60000 } } });
+    exchange(vm, { headers: baseRequest(), route: "chat", status: 503 });
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "5xx" }), 0);
+    vm.shutdown();
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "5xx" }), 1);
+  });
+
+  it("with flushIntervalMs 0 every increment is sent as it happens and no tick is needed", async () => {
+    const vm = await loadFilter({ random: countingRandom(), config: { stats: { flushIntervalMs: 0 } } });
+    assert.equal(vm.tickPeriodMs, 0);
+    exchange(vm, { headers: baseRequest(), route: "chat", status: 200 });
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 1);
+  });
+});

@@ -38,9 +38,22 @@ export function scriptedRandom(blocks: Uint8Array[]): (out: Uint8Array) => void 
   };
 }
 
+/**
+ * Counters are flushed on a tick by default (stats.flushIntervalMs); most tests read them right
+ * after a request, so they send them at once unless the test sets the interval itself.
+ */
+export function withImmediateCounters(config: unknown): unknown {
+  if (config === null || typeof config !== "object" || Array.isArray(config)) return config;
+  const c = config as { stats?: Record<string, unknown> };
+  if (c.stats !== undefined && (typeof c.stats !== "object" || c.stats === null || "flushIntervalMs" in c.stats)) return config;
+  return { ...c, stats: { ...c.stats, flushIntervalMs: 0 } };
+}
+
 export async function loadFilter(options: Partial<FilterVmOptions> & { config?: unknown } = {}): Promise<FilterVm> {
-  const { config, ...rest } = options;
-  const pluginConfig = config === undefined ? rest.pluginConfig : typeof config === "string" ? config : JSON.stringify(config);
+  const { config: given, ...rest } = options;
+  const config = given === undefined && rest.pluginConfig === undefined ? {} : given;
+  const immediate = withImmediateCounters(config);
+  const pluginConfig = immediate === undefined ? rest.pluginConfig : typeof immediate === "string" ? immediate : JSON.stringify(immediate);
   return FilterVm.load({ wasm: requireArtifact(FILTER_WASM), clock: new ManualClock(1_700_000_000_000_000_000n), statTags: [...FILTER_STAT_TAGS], ...rest, pluginConfig });
 }
 

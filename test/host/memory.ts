@@ -11,11 +11,16 @@ interface NodeUtf8 {
 
 /** Below this length a string is checked and copied by hand; above it Node's UTF-8 codec is faster. */
 const SHORT_STRING = 64;
+/** Strings up to this length (names and property paths; not ids or traceparents) are remembered by address, at most DECODED_ENTRIES. */
+const CACHED_STRING = 24;
+const DECODED_ENTRIES = 4096;
 
 /** Linear-memory access with the bounds checks Envoy's getMemory/setMemory make. */
 export class Memory {
   private buf: Buffer;
   private dv: DataView;
+  /** Strings decoded at an address, with the bytes they came from (see string()). */
+  private readonly decoded = new Map<number, { bytes: Uint8Array; text: string }>();
 
   constructor(private readonly memory: WasmMemory) {
     this.buf = Buffer.from(memory.buffer);
@@ -52,7 +57,26 @@ export class Memory {
 
   string(ptr: number, len: number, what: string): string {
     this.check(ptr, len, what);
-    return (this.buf as unknown as NodeUtf8).utf8Slice(ptr, ptr + len);
+    if (len > CACHED_STRING) return (this.buf as unknown as NodeUtf8).utf8Slice(ptr, ptr + len);
+    // Names and paths a module passes live at fixed addresses (its static data): decode them once
+    // and, on later calls, only compare the bytes. Envoy's C++ host reads them in place.
+    const buf = this.buf;
+    const hit = this.decoded.get(ptr);
+    if (hit !== undefined && hit.bytes.length === len) {
+      const bytes = hit.bytes;
+      let same = true;
+      for (let i = 0; i < len; i++) {
+        if (bytes[i] !== buf[ptr + i]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return hit.text;
+    }
+    const text = (buf as unknown as NodeUtf8).utf8Slice(ptr, ptr + len);
+    if (this.decoded.size >= DECODED_ENTRIES) this.decoded.clear();
+    this.decoded.set(ptr, { bytes: Uint8Array.prototype.slice.call(buf, ptr, ptr + len), text });
+    return text;
   }
 
   /** UTF-8 byte length of `s`. */

@@ -114,6 +114,22 @@ export function envoyBin(v: number): [left: number, width: number] {
   return [(val / 10) * p, p / 10];
 }
 
+/** The left edge of a value's bin, as envoyBin()[0] without the pair (histograms record on every request). */
+function envoyBinLeft(v: number): number {
+  if (v === 0) return 0;
+  let val = v;
+  let exp = 1;
+  if (val < 10) {
+    val *= 10;
+    exp -= 1;
+  }
+  while (val >= 100) {
+    val = Math.floor(val / 10);
+    exp++;
+  }
+  return (val / 10) * 10 ** exp;
+}
+
 function sortedBins(m: Metric): Array<{ left: number; width: number; count: number }> {
   return [...m.bins.values()].sort((a, b) => a.left - b.left);
 }
@@ -227,7 +243,7 @@ export class StatsStore {
   record(id: number, value: bigint): void {
     const m = this.metric(id, "proxy_record_metric");
     if (m.kind === "counter") throw new AbiViolation(`proxy_record_metric on counter "${m.name}": counters take proxy_increment_metric only`);
-    const v = Number(BigInt.asUintN(64, value));
+    const v = value >= 0n ? Number(value) : Number(BigInt.asUintN(64, value));
     if (m.kind === "gauge") {
       m.value = v;
       return;
@@ -239,10 +255,10 @@ export class StatsStore {
     m.bucketCounts[b]!++;
     m.sum += v;
     m.count++;
-    const [left, width] = envoyBin(v);
+    const left = envoyBinLeft(v);
     const bin = m.bins.get(left);
     if (bin) bin.count++;
-    else m.bins.set(left, { left, width, count: 1 });
+    else m.bins.set(left, { left, width: envoyBin(v)[1], count: 1 });
   }
 
   private retained(m: Metric): number[] {

@@ -47,6 +47,11 @@ export interface FilterVmOptions {
   histogramBuckets?: number[];
   /** "envoy" (default): buckets and sums as Envoy's circllhist computes them; "exact": from the raw samples. */
   histogramMode?: "envoy" | "exact";
+  /**
+   * Histogram values kept for samples() (default 1,000,000 per histogram). Envoy keeps none; a
+   * benchmark passes 0 so the host does not grow arrays Envoy would not have.
+   */
+  maxRetainedSamples?: number;
   /** proxy_get_log_level answer and the level below which logs are dropped, default 2 (info). */
   logLevel?: number;
   /** Called with every log entry kept (the local proxy prints them like Envoy's log). */
@@ -143,7 +148,7 @@ export class FilterVm {
     this.opts = opts;
     this.rootId = opts.rootId ?? DEFAULT_ROOT_ID;
     this.clock = opts.clock ?? realClock;
-    this.stats = new StatsStore({ statTags: opts.statTags, histogramBuckets: opts.histogramBuckets, histogramMode: opts.histogramMode });
+    this.stats = new StatsStore({ statTags: opts.statTags, histogramBuckets: opts.histogramBuckets, histogramMode: opts.histogramMode, maxRetainedSamples: opts.maxRetainedSamples });
     this.vmConfigBuffer = Buffer.from(opts.vmConfig ?? "", "utf8");
   }
 
@@ -672,7 +677,7 @@ export class FilterVm {
         if (value === undefined && s?.extra?.[path] !== undefined) value = Buffer.from(s.extra[path]!);
         if (value === undefined && this.opts.properties?.[path] !== undefined) value = Buffer.from(this.opts.properties[path]!);
         if (value === undefined) {
-          value = resolveProperty(path, { rootId: this.rootId, pluginName: this.opts.pluginName ?? this.rootId, vmId: this.opts.vmId ?? "" }, s);
+          value = resolveProperty(path, this.vmFacts(), s);
         }
         if (value === undefined) return WasmResult.NotFound;
         this.copyOut(value, u(valuePtrPtr), u(valueSizePtr), "proxy_get_property");
@@ -1041,6 +1046,15 @@ export class FilterVm {
     if (root && --root.streams === 0 && root.state === "retired") this.doneRoot(root);
   }
 
+  private facts: { rootId: string; pluginName: string; vmId: string } | undefined;
+
+  /** What the VM answers about itself (one object, not one per property read). */
+  private vmFacts(): { rootId: string; pluginName: string; vmId: string } {
+    const f = this.facts;
+    if (f !== undefined && f.rootId === this.rootId) return f;
+    return (this.facts = { rootId: this.rootId, pluginName: this.opts.pluginName ?? this.rootId, vmId: this.opts.vmId ?? "" });
+  }
+
   /** @internal */
   _assertAlive(what: string): void {
     this.assertAlive(what);
@@ -1072,6 +1086,7 @@ function validateOptions(o: FilterVmOptions): void {
     if (!/^http:\/\/[^/]+\/?$/.test(url)) bad(`clusters.${name}`, url, 'must be a base URL like "http://127.0.0.1:8080"');
   }
   if (o.maxLogEntries !== undefined && !(Number.isInteger(o.maxLogEntries) && o.maxLogEntries > 0)) bad("maxLogEntries", o.maxLogEntries, "must be an integer > 0");
+  if (o.maxRetainedSamples !== undefined && !(Number.isInteger(o.maxRetainedSamples) && o.maxRetainedSamples >= 0)) bad("maxRetainedSamples", o.maxRetainedSamples, "must be an integer >= 0");
 }
 
 function loadBytes(wasm: string | Uint8Array): Uint8Array {
