@@ -2,13 +2,16 @@
 // linear memory, so a request costs no string decoding or encoding. Pure logic: no host calls.
 
 const HEX_DIGITS: usize = memory.data<u8>([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66]);
+/** The two hex digits of every byte value, as little-endian u16s: one load and one store per byte. */
+const HEX_PAIRS: usize = memory.data(512);
+for (let b = 0; b < 256; b++) {
+  store<u16>(HEX_PAIRS + (<usize>b << 1), <u16>load<u8>(HEX_DIGITS + (b >> 4)) | (<u16>load<u8>(HEX_DIGITS + (b & 0x0f)) << 8));
+}
 
 /** Writes `length` bytes from `src` as lower-case hex at `dst` (2 * length bytes). */
 export function writeHex(dst: usize, src: usize, length: i32): void {
   for (let i = 0; i < length; i++) {
-    const b = load<u8>(src + i);
-    store<u8>(dst + 2 * i, load<u8>(HEX_DIGITS + (b >> 4)));
-    store<u8>(dst + 2 * i + 1, load<u8>(HEX_DIGITS + (b & 0x0f)));
+    store<u16>(dst + (<usize>i << 1), load<u16>(HEX_PAIRS + (<usize>load<u8>(src + i) << 1)));
   }
 }
 

@@ -165,11 +165,30 @@ export function nowNs(): u64 {
   return load<u64>(OUT_U64);
 }
 
-/** Fills `length` bytes at `ptr` with host randomness (WASI random_get). */
+// Host randomness is drawn 4 KiB at a time (Envoy serves up to 64 KiB per random_get) and handed
+// out in order: the same byte stream as one call per request, at one call per ~100 requests.
+const RANDOM_POOL_BYTES: i32 = 4096;
+const RANDOM_POOL: usize = memory.data(RANDOM_POOL_BYTES);
+let randomPoolUsed: i32 = RANDOM_POOL_BYTES;
+
+/** Fills `length` (<= 4096) bytes at `ptr` with host randomness (WASI random_get, pooled). */
 export function fillRandom(ptr: usize, length: i32): bool {
-  if (wasi_random_get(ptr, length) != 0) {
-    failedCalls++;
-    return false;
+  let done = 0;
+  while (done < length) {
+    if (randomPoolUsed == RANDOM_POOL_BYTES) {
+      if (wasi_random_get(RANDOM_POOL, RANDOM_POOL_BYTES) != 0) {
+        failedCalls++;
+        return false;
+      }
+      randomPoolUsed = 0;
+    }
+    const available = RANDOM_POOL_BYTES - randomPoolUsed;
+    const n = length - done < available ? length - done : available;
+    memory.copy(ptr + done, RANDOM_POOL + randomPoolUsed, n);
+    // Handed-out bytes are wiped, so the pool never holds an id already in use.
+    memory.fill(RANDOM_POOL + randomPoolUsed, 0, n);
+    randomPoolUsed += n;
+    done += n;
   }
   return true;
 }

@@ -12,6 +12,18 @@ const MAX_THRESHOLD: u64 = 0x100000000000000;
  * kept when its randomness R >= T. p = 1 gives 0 (keep all), p = 0 gives 2^56 (keep none).
  */
 export function thresholdFor(rate: f64): u64 {
+  // Nearly every request uses the same rate as the one before.
+  if (rate == lastRate) return lastThreshold;
+  const threshold = computeThreshold(rate);
+  lastRate = rate;
+  lastThreshold = threshold;
+  return threshold;
+}
+
+let lastRate: f64 = -1;
+let lastThreshold: u64 = MAX_THRESHOLD;
+
+function computeThreshold(rate: f64): u64 {
   if (!(rate > 0)) return MAX_THRESHOLD;
   if (rate >= 1) return 0;
   const t = Math.round((1.0 - rate) * TWO_POW_56);
