@@ -61,10 +61,10 @@ export class TokentraceRoot extends RootContext {
       const pulled = this.poller.pulled!;
       pulled.policySource = this.local.policySource;
       this.apply(pulled);
-      host.incrementCounter(stats.policyUpdates, 1);
+      stats.count(stats.policyUpdates, 1);
       host.log(host.LogLevel.Info, "tokentrace: policy version " + this.poller.version + " applied");
     } else if (outcome == PollOutcome.Failed) {
-      host.incrementCounter(stats.policyPollFailures, 1);
+      stats.count(stats.policyPollFailures, 1);
       host.log(host.LogLevel.Warn, "tokentrace: policy poll failed, keeping the policy in force: " + this.poller.failure);
     }
     stats.flushHostFailures();

@@ -102,7 +102,7 @@ export class SpanExporter {
   /** Buffers a span; sends a batch when one is full and nothing is in flight. */
   add(span: string, config: SpanConfig): void {
     if (this.buffered.length >= config.maxBufferedSpans) {
-      host.incrementCounter(this.stats.spansDropped, 1);
+      this.stats.count(this.stats.spansDropped, 1);
       return;
     }
     this.buffered.push(span);
@@ -136,7 +136,7 @@ export class SpanExporter {
     // No headers means the call failed (timeout, reset, no healthy upstream).
     const status: ArrayBuffer | null = headerCount == 0 ? null : host.getHttpCallResponseHeader(STATUS);
     if (status !== null && status.byteLength == 3 && load<u8>(changetype<usize>(status)) == 0x32) {
-      host.incrementCounter(this.stats.spansExported, n);
+      this.stats.count(this.stats.spansExported, n);
     } else {
       this.failed(n);
     }
@@ -144,8 +144,8 @@ export class SpanExporter {
   }
 
   private failed(spans: i32): void {
-    host.incrementCounter(this.stats.spanExportFailures, 1);
-    host.incrementCounter(this.stats.spansDropped, spans);
+    this.stats.count(this.stats.spanExportFailures, 1);
+    this.stats.count(this.stats.spansDropped, spans);
   }
 
   get pending(): i32 {

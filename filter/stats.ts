@@ -11,107 +11,31 @@ import {
   TRACES_STARTED_TOTAL,
 } from "./metrics";
 
-/** The stat ids of one route label value. */
-export class RouteStats {
-  label: string;
-  private prefix: string;
-  private requests: StaticArray<u32> = new StaticArray<u32>(CODE_CLASS_COUNT);
-  durationMs: u32;
-  tracesStarted: u32;
-  tracesSampled: u32;
-  /** Defined on the route's first LLM request whose body was too large to read. */
-  private bodyLimitExceeded: u32 = host.NO_METRIC;
-
-  constructor(label: string) {
-    this.label = label;
-    this.prefix = tagSegment(TAG_ROUTE, label);
-    for (let i = 0; i < CODE_CLASS_COUNT; i++) this.requests[i] = host.NO_METRIC;
-    this.durationMs = host.defineMetric(host.MetricKind.Histogram, this.prefix + REQUEST_DURATION_MS);
-    this.tracesStarted = host.defineMetric(host.MetricKind.Counter, this.prefix + TRACES_STARTED_TOTAL);
-    this.tracesSampled = host.defineMetric(host.MetricKind.Counter, this.prefix + TRACES_SAMPLED_TOTAL);
-  }
-
-  bodyLimitExceededCounter(): u32 {
-    if (this.bodyLimitExceeded == host.NO_METRIC) {
-      this.bodyLimitExceeded = host.defineMetric(host.MetricKind.Counter, this.prefix + LLM_BODY_LIMIT_EXCEEDED_TOTAL);
-    }
-    return this.bodyLimitExceeded;
-  }
-
-  /** The request counter of one response code class, defined on first use. */
-  requestsFor(codeClass: i32): u32 {
-    let id = this.requests[codeClass];
-    if (id == host.NO_METRIC) {
-      id = host.defineMetric(
-        host.MetricKind.Counter,
-        this.prefix + tagSegment(TAG_STATUS_CLASS, codeClassName(codeClass)) + REQUESTS_TOTAL,
-      );
-      this.requests[codeClass] = id;
-    }
-    return id;
-  }
-}
-
-/** The LLM stat ids of one (route, model) pair. */
-export class LlmStats {
-  private prefix: string;
-  /** [stream 0/1][finish reason] request counters, defined on first use. */
-  private requests: StaticArray<u32> = new StaticArray<u32>(2 * FINISH_REASON_COUNT);
-  ttftMs: u32;
-  tpotUs: u32;
-  durationMs: u32;
-  inputTokens: u32;
-  outputTokens: u32;
-  streamChunks: u32;
-  usageMissing: u32;
-
-  constructor(route: string, model: string) {
-    const prefix = tagSegment(TAG_ROUTE, route) + tagSegment(TAG_MODEL, model);
-    this.prefix = prefix;
-    for (let i = 0; i < 2 * FINISH_REASON_COUNT; i++) this.requests[i] = host.NO_METRIC;
-    this.ttftMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TTFT_MS);
-    this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
-    this.durationMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DURATION_MS);
-    this.inputTokens = host.defineMetric(host.MetricKind.Counter, prefix + LLM_INPUT_TOKENS_TOTAL);
-    this.outputTokens = host.defineMetric(host.MetricKind.Counter, prefix + LLM_OUTPUT_TOKENS_TOTAL);
-    this.streamChunks = host.defineMetric(host.MetricKind.Counter, prefix + LLM_STREAM_CHUNKS_TOTAL);
-    this.usageMissing = host.defineMetric(host.MetricKind.Counter, prefix + LLM_USAGE_MISSING_TOTAL);
-  }
-
-  requestsFor(stream: bool, finishReason: i32): u32 {
-    const index = (stream ? FINISH_REASON_COUNT : 0) + finishReason;
-    let id = this.requests[index];
-    if (id == host.NO_METRIC) {
-      id = host.defineMetric(
-        host.MetricKind.Counter,
-        this.prefix + tagSegment(TAG_STREAM, stream ? "true" : "false") + tagSegment(TAG_FINISH_REASON, finishReasonName(finishReason)) + LLM_REQUESTS_TOTAL,
-      );
-      this.requests[index] = id;
-    }
-    return id;
-  }
-}
+/** No counter: its definition was refused (or not made yet); adding to it does nothing. */
+export const NO_COUNTER: i32 = -1;
 
 /**
- * Counter increments held in the VM and sent to the host in one call per counter on a tick: a
- * request then costs no counter call at all (histograms are still recorded as they happen).
+ * The VM's counters, each a slot. An increment adds to the slot; with batching on, the slots are
+ * sent to the host on a tick (one call per counter that moved), otherwise at once. A request then
+ * costs no counter call at all, and no lookup either: callers hold their slot numbers.
  */
-class CounterBatch {
-  private slots: Map<u32, i32> = new Map();
+export class Counters {
   private ids: Array<u32> = [];
   private deltas: Array<i64> = [];
+  batching: bool = false;
 
-  add(id: u32, delta: i64): void {
-    let slot: i32;
-    if (this.slots.has(id)) {
-      slot = this.slots.get(id);
-    } else {
-      slot = this.ids.length;
-      this.slots.set(id, slot);
-      this.ids.push(id);
-      this.deltas.push(0);
-    }
-    unchecked((this.deltas[slot] += delta));
+  define(name: string): i32 {
+    const id = host.defineMetric(host.MetricKind.Counter, name);
+    if (id == host.NO_METRIC) return NO_COUNTER;
+    this.ids.push(id);
+    this.deltas.push(0);
+    return this.ids.length - 1;
+  }
+
+  add(slot: i32, delta: i64): void {
+    if (slot < 0 || delta <= 0) return;
+    if (this.batching) unchecked((this.deltas[slot] += delta));
+    else host.incrementCounter(unchecked(this.ids[slot]), delta);
   }
 
   flush(): void {
@@ -125,36 +49,113 @@ class CounterBatch {
   }
 }
 
+/** The stats of one route label value. */
+export class RouteStats {
+  label: string;
+  private prefix: string;
+  private counters: Counters;
+  private requests: StaticArray<i32> = new StaticArray<i32>(CODE_CLASS_COUNT);
+  durationMs: u32;
+  tracesStarted: i32;
+  tracesSampled: i32;
+  /** Defined on the route's first LLM request whose body was too large to read. */
+  private bodyLimitExceeded: i32 = NO_COUNTER;
+
+  constructor(label: string, counters: Counters) {
+    this.label = label;
+    this.counters = counters;
+    this.prefix = tagSegment(TAG_ROUTE, label);
+    for (let i = 0; i < CODE_CLASS_COUNT; i++) this.requests[i] = NO_COUNTER;
+    this.durationMs = host.defineMetric(host.MetricKind.Histogram, this.prefix + REQUEST_DURATION_MS);
+    this.tracesStarted = counters.define(this.prefix + TRACES_STARTED_TOTAL);
+    this.tracesSampled = counters.define(this.prefix + TRACES_SAMPLED_TOTAL);
+  }
+
+  bodyLimitExceededCounter(): i32 {
+    if (this.bodyLimitExceeded == NO_COUNTER) {
+      this.bodyLimitExceeded = this.counters.define(this.prefix + LLM_BODY_LIMIT_EXCEEDED_TOTAL);
+    }
+    return this.bodyLimitExceeded;
+  }
+
+  /** The request counter of one response code class, defined on first use. */
+  requestsFor(codeClass: i32): i32 {
+    let slot = this.requests[codeClass];
+    if (slot == NO_COUNTER) {
+      slot = this.counters.define(this.prefix + tagSegment(TAG_STATUS_CLASS, codeClassName(codeClass)) + REQUESTS_TOTAL);
+      this.requests[codeClass] = slot;
+    }
+    return slot;
+  }
+}
+
+/** The LLM stats of one (route, model) pair. */
+export class LlmStats {
+  private prefix: string;
+  private counters: Counters;
+  /** [stream 0/1][finish reason] request counters, defined on first use. */
+  private requests: StaticArray<i32> = new StaticArray<i32>(2 * FINISH_REASON_COUNT);
+  ttftMs: u32;
+  tpotUs: u32;
+  durationMs: u32;
+  inputTokens: i32;
+  outputTokens: i32;
+  streamChunks: i32;
+  usageMissing: i32;
+
+  constructor(route: string, model: string, counters: Counters) {
+    const prefix = tagSegment(TAG_ROUTE, route) + tagSegment(TAG_MODEL, model);
+    this.prefix = prefix;
+    this.counters = counters;
+    for (let i = 0; i < 2 * FINISH_REASON_COUNT; i++) this.requests[i] = NO_COUNTER;
+    this.ttftMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TTFT_MS);
+    this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
+    this.durationMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DURATION_MS);
+    this.inputTokens = counters.define(prefix + LLM_INPUT_TOKENS_TOTAL);
+    this.outputTokens = counters.define(prefix + LLM_OUTPUT_TOKENS_TOTAL);
+    this.streamChunks = counters.define(prefix + LLM_STREAM_CHUNKS_TOTAL);
+    this.usageMissing = counters.define(prefix + LLM_USAGE_MISSING_TOTAL);
+  }
+
+  requestsFor(stream: bool, finishReason: i32): i32 {
+    const index = (stream ? FINISH_REASON_COUNT : 0) + finishReason;
+    let slot = this.requests[index];
+    if (slot == NO_COUNTER) {
+      slot = this.counters.define(
+        this.prefix + tagSegment(TAG_STREAM, stream ? "true" : "false") + tagSegment(TAG_FINISH_REASON, finishReasonName(finishReason)) + LLM_REQUESTS_TOTAL,
+      );
+      this.requests[index] = slot;
+    }
+    return slot;
+  }
+}
+
 export class Stats {
   private routes: Map<string, RouteStats> = new Map();
   private other: RouteStats | null = null;
-  private errors: StaticArray<u32> = new StaticArray<u32>(ErrorReason.COUNT);
+  private errors: StaticArray<i32> = new StaticArray<i32>(ErrorReason.COUNT);
   maxRoutes: i32;
   maxModels: i32;
-  /** Counters go through the batch (flushed on tick) when true, straight to the host when false. */
-  private batching: bool = false;
-  private batch: CounterBatch = new CounterBatch();
+  private counters: Counters = new Counters();
   private models: Set<string> = new Set();
   private llm: Map<string, LlmStats> = new Map();
-  spansExported: u32;
-  spansDropped: u32;
-  spanExportFailures: u32;
-  policyUpdates: u32;
-  policyPollFailures: u32;
+  spansExported: i32;
+  spansDropped: i32;
+  spanExportFailures: i32;
+  policyUpdates: i32;
+  policyPollFailures: i32;
 
   constructor(maxRoutes: i32, maxModels: i32) {
     this.maxRoutes = maxRoutes;
     this.maxModels = maxModels;
-    this.spansExported = host.defineMetric(host.MetricKind.Counter, SPANS_EXPORTED_TOTAL);
-    this.spansDropped = host.defineMetric(host.MetricKind.Counter, SPANS_DROPPED_TOTAL);
-    this.spanExportFailures = host.defineMetric(host.MetricKind.Counter, SPAN_EXPORT_FAILURES_TOTAL);
-    this.policyUpdates = host.defineMetric(host.MetricKind.Counter, POLICY_UPDATES_TOTAL);
-    this.policyPollFailures = host.defineMetric(host.MetricKind.Counter, POLICY_POLL_FAILURES_TOTAL);
+    const counters = this.counters;
+    this.spansExported = counters.define(SPANS_EXPORTED_TOTAL);
+    this.spansDropped = counters.define(SPANS_DROPPED_TOTAL);
+    this.spanExportFailures = counters.define(SPAN_EXPORT_FAILURES_TOTAL);
+    this.policyUpdates = counters.define(POLICY_UPDATES_TOTAL);
+    this.policyPollFailures = counters.define(POLICY_POLL_FAILURES_TOTAL);
     for (let i = 0; i < ErrorReason.COUNT; i++) {
-      this.errors[i] = host.defineMetric(
-        host.MetricKind.Counter,
-        tagSegment(TAG_ERROR, errorReasonName(<ErrorReason>i)) + FILTER_ERRORS_TOTAL,
-      );
+      this.errors[i] = counters.define(tagSegment(TAG_ERROR, errorReasonName(<ErrorReason>i)) + FILTER_ERRORS_TOTAL);
     }
   }
 
@@ -183,12 +184,12 @@ export class Stats {
       this.error(ErrorReason.RouteOverflow);
       let other = this.other;
       if (other === null) {
-        other = new RouteStats(ROUTE_OTHER);
+        other = new RouteStats(ROUTE_OTHER, this.counters);
         this.other = other;
       }
       return other;
     }
-    const stats = new RouteStats(label);
+    const stats = new RouteStats(label, this.counters);
     this.routes.set(label, stats);
     return stats;
   }
@@ -223,26 +224,24 @@ export class Stats {
     }
     const key = route.label + "\0" + model;
     if (this.llm.has(key)) return this.llm.get(key);
-    const stats = new LlmStats(route.label, model);
+    const stats = new LlmStats(route.label, model, this.counters);
     this.llm.set(key, stats);
     return stats;
   }
 
-  /** Adds to a counter, now or at the next flush. */
-  count(id: u32, delta: i64): void {
-    if (id == host.NO_METRIC || delta <= 0) return;
-    if (this.batching) this.batch.add(id, delta);
-    else host.incrementCounter(id, delta);
+  /** Adds to a counter (a slot from this VM's stats), now or at the next flush. */
+  count(slot: i32, delta: i64): void {
+    this.counters.add(slot, delta);
   }
 
   /** Sends held counter increments to the host. */
   flushCounters(): void {
-    this.batch.flush();
+    this.counters.flush();
   }
 
   setBatching(batching: bool): void {
-    if (!batching) this.batch.flush();
-    this.batching = batching;
+    if (!batching) this.counters.flush();
+    this.counters.batching = batching;
   }
 
   error(reason: ErrorReason): void {
