@@ -1,5 +1,6 @@
-// Stats defined once per VM: ids are cached by route so that the request path costs one map
-// lookup, and distinct route labels are capped (Envoy never frees a stat: REFERENCE section 2).
+// Stats defined once per VM: each route's (and each route and model's) stats are looked up once and
+// reused, counters are slots flushed on a tick, and distinct route and model labels are capped
+// (Envoy never frees a stat: REFERENCE section 2).
 import { equalBuffers } from "./bytes";
 import * as host from "./host";
 import {

@@ -106,7 +106,14 @@ const configArb = fc.record(
       fc.constantFrom(null, [], 3),
     ),
     headers: fc.record({ tokenTraceId: headerName }, { requiredKeys: [] }),
-    stats: fc.record({ maxRoutes: mostly(fc.integer({ min: 1, max: 1024 }), fc.constantFrom(0, 1025, 1.5, "8")) }, { requiredKeys: [] }),
+    stats: fc.record(
+      {
+        maxRoutes: mostly(fc.integer({ min: 1, max: 1024 }), fc.constantFrom(0, 1025, 1.5, "8")),
+        maxModels: mostly(fc.integer({ min: 1, max: 1024 }), fc.constant(0)),
+        flushIntervalMs: mostly(fc.integer({ min: 0, max: 60000 }), fc.constantFrom(-1, 60001)),
+      },
+      { requiredKeys: [] },
+    ),
     llm: fc.record(
       {
         enabled: mostly(fc.boolean(), fc.constant("yes")),
