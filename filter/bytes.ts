@@ -15,14 +15,6 @@ export function writeHex(dst: usize, src: usize, length: i32): void {
   }
 }
 
-/** The value of a hex digit byte (either case), or -1. */
-export function hexDigitValue(c: u32): i32 {
-  if (c - 0x30 < 10) return <i32>(c - 0x30);
-  if (c - 0x61 < 6) return <i32>(c - 0x57);
-  if (c - 0x41 < 6) return <i32>(c - 0x37);
-  return -1;
-}
-
 export function isLowerHexByte(c: u32): bool {
   return c - 0x30 < 10 || c - 0x61 < 6;
 }
@@ -56,11 +48,4 @@ export function equalAsciiLowerCase(a: usize, aLength: i32, lowerB: ArrayBuffer)
 export function isAllZero(ptr: usize, length: i32): bool {
   for (let i = 0; i < length; i++) if (load<u8>(ptr + i) != 0) return false;
   return true;
-}
-
-/** Copies bytes into a new ArrayBuffer. */
-export function copyBytes(ptr: usize, length: i32): ArrayBuffer {
-  const out = new ArrayBuffer(length);
-  memory.copy(changetype<usize>(out), ptr, length);
-  return out;
 }
