@@ -23,7 +23,7 @@ const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
 const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
 const NS_PER_MS: u64 = 1_000_000;
 
-// Random bytes for new ids, drawn in one host call: 16 trace-id, 8 span-id, 16 token trace id, and
+// Random bytes for new ids, drawn together (host.fillRandom, pooled): 16 trace-id, 8 span-id, 16 token trace id, and
 // 8 for this proxy's own span when it continues a trace and exports a span for it.
 const RANDOM_BYTES: usize = memory.data(48);
 const TRACE_ID_BYTES: usize = RANDOM_BYTES;
