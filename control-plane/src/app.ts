@@ -9,6 +9,8 @@ import { filterRoutes } from "./api/filters.js";
 import type { ControlPlaneMetrics } from "./api/metrics.js";
 import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
+import { dashboardRoutes } from "./dashboard/routes.js";
+import type { DashboardSource } from "./dashboard/series.js";
 import type { OverrideSource } from "./policy/effective.js";
 import type { FieldError, Policy } from "./policy/model.js";
 import type { PolicyStore } from "./policy/store.js";
@@ -35,6 +37,8 @@ export interface AppDeps {
   log: (record: object) => void;
   /** Extra policy checks for this deployment (see {@link namespaceCheck}). */
   policyCheck?: (policy: Policy) => FieldError[];
+  /** The dashboard's series (the pipeline's joined batches); absent: the page shows policies only. */
+  dashboard?: DashboardSource;
 }
 
 /** In Kubernetes mode with one managed namespace, a policy elsewhere could never be applied: refuse it. */
@@ -67,6 +71,7 @@ export function createApp(deps: AppDeps): Express {
   );
   app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write, policyCheck: deps.policyCheck }));
   app.use(filterRoutes({ store: deps.store, overrides: deps.overrides, metrics: deps.metrics, read }));
+  app.use(dashboardRoutes(deps));
 
   app.get("/openapi.json", (_req, res) => {
     res.json(openApiDocument);

@@ -1,18 +1,23 @@
-// `make demo`: the simulated OpenAI-compatible server behind the local proxy running build/filter.wasm.
-// Ports and the simulation come from the environment (defaults below); SIGINT/SIGTERM stop it cleanly.
+// `make demo`: the whole local stack (stack.ts) on 127.0.0.1 in one process, with a one-line load
+// progress display. Ports and the simulation come from the environment (defaults below);
+// SIGINT/SIGTERM stop everything cleanly.
 import { fileURLToPath } from "node:url";
-import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
-import { startLocalProxy } from "../host/local-proxy.js";
-import { startLlmUpstream } from "./llm-upstream.js";
+import { formatProgress } from "./load.js";
+import { DEMO_POLICY, startDemoStack } from "./stack.js";
 
 /** Demo settings: environment variable, then default. */
 export interface DemoConfig {
   proxyPort: number;
   adminPort: number;
   upstreamPort: number;
+  controlPlanePort: number;
+  dcgmPort: number;
   ttftMs: number;
   tokensPerSecond: number;
   errorRate: number;
+  loadRps: number;
+  scrapeIntervalMs: number;
+  prometheus: "auto" | "off";
   pluginConfig: string;
   wasm: string;
 }
@@ -27,13 +32,20 @@ function numberFromEnv(name: string, fallback: number, min: number, max: number)
 
 /** Reads the demo settings, naming the variable and value on a bad one. */
 export function demoConfig(): DemoConfig {
+  const prom = process.env.TOKENTRACE_DEMO_PROMETHEUS ?? "auto";
+  if (prom !== "auto" && prom !== "off") throw new Error(`TOKENTRACE_DEMO_PROMETHEUS=${JSON.stringify(prom)} must be auto or off`);
   return {
     proxyPort: numberFromEnv("TOKENTRACE_DEMO_PORT", 10000, 0, 65535),
     adminPort: numberFromEnv("TOKENTRACE_DEMO_ADMIN_PORT", 15090, 0, 65535),
     upstreamPort: numberFromEnv("TOKENTRACE_DEMO_UPSTREAM_PORT", 0, 0, 65535),
+    controlPlanePort: numberFromEnv("TOKENTRACE_DEMO_CONTROL_PLANE_PORT", 8080, 0, 65535),
+    dcgmPort: numberFromEnv("TOKENTRACE_DEMO_DCGM_PORT", 9400, 0, 65535),
     ttftMs: numberFromEnv("TOKENTRACE_DEMO_TTFT_MS", 250, 0, 60000),
     tokensPerSecond: numberFromEnv("TOKENTRACE_DEMO_TOKENS_PER_SECOND", 40, 0, 100000),
     errorRate: numberFromEnv("TOKENTRACE_DEMO_ERROR_RATE", 0.02, 0, 1),
+    loadRps: numberFromEnv("TOKENTRACE_DEMO_LOAD_RPS", 5, 0, 1000),
+    scrapeIntervalMs: numberFromEnv("TOKENTRACE_DEMO_SCRAPE_INTERVAL_MS", 2000, 100, 60000),
+    prometheus: prom,
     pluginConfig: process.env.TOKENTRACE_DEMO_PLUGIN_CONFIG ?? "",
     wasm: process.env.TOKENTRACE_DEMO_WASM ?? fileURLToPath(new URL("../../build/filter.wasm", import.meta.url)),
   };
@@ -41,48 +53,78 @@ export function demoConfig(): DemoConfig {
 
 const LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "critical"];
 
-const ROUTES = [
-  { prefix: "/v1/chat/completions", name: "chat" },
-  { prefix: "/v1/completions", name: "completions" },
-  { prefix: "/v1/embeddings", name: "embeddings" },
-  { prefix: "/v1/models", name: "models" },
-];
-
 async function main(): Promise<void> {
   const cfg = demoConfig();
-  const upstream = await startLlmUpstream({ port: cfg.upstreamPort, ttftMs: cfg.ttftMs, tokensPerSecond: cfg.tokensPerSecond, errorRate: cfg.errorRate });
-  const proxy = await startLocalProxy({
+  // Progress redraws one line on a terminal; other lines clear it first so they do not interleave.
+  const tty = process.stdout.isTTY === true;
+  const clearLine = (): void => {
+    if (tty) process.stdout.write("\r\x1b[2K");
+  };
+  const stack = await startDemoStack({
     wasm: cfg.wasm,
-    pluginConfig: cfg.pluginConfig,
-    upstream: upstream.url,
-    routes: ROUTES,
-    listenPort: cfg.proxyPort,
+    proxyPort: cfg.proxyPort,
     adminPort: cfg.adminPort,
-    // The extraStatTags Istio needs for the filter's catalogue, so the stats show labels.
-    statTags: [...FILTER_STAT_TAGS],
+    upstreamPort: cfg.upstreamPort,
+    controlPlanePort: cfg.controlPlanePort,
+    dcgmPort: cfg.dcgmPort,
+    ttftMs: cfg.ttftMs,
+    tokensPerSecond: cfg.tokensPerSecond,
+    errorRate: cfg.errorRate,
+    loadRps: cfg.loadRps,
+    scrapeIntervalMs: cfg.scrapeIntervalMs,
+    prometheus: cfg.prometheus,
+    pluginConfig: cfg.pluginConfig,
     // The filter's log lines go to stderr the way Envoy prints "wasm log" lines.
-    vm: { onLog: (e) => console.error(`[wasm ${LEVEL_NAMES[e.level] ?? e.level}] ${e.message}`) },
+    onFilterLog: (e) => {
+      clearLine();
+      console.error(`[wasm ${LEVEL_NAMES[e.level] ?? e.level}] ${e.message}`);
+    },
+    log: (record) => {
+      const r = record as { level?: string; msg?: string };
+      if (r.level === "warn" || r.level === "error" || r.msg === "audit") {
+        clearLine();
+        console.error(JSON.stringify(record));
+      }
+    },
   });
   const body = (stream: boolean): string =>
     JSON.stringify({ model: "tokentrace-sim-1", ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}), messages: [{ role: "user", content: "Say hello" }] });
   console.log(`tokentrace demo: ${cfg.wasm} in front of a simulated OpenAI-compatible server`);
-  console.log(`  proxy:    ${proxy.url}`);
-  console.log(`  stats:    ${proxy.adminUrl}/stats/prometheus`);
-  console.log(`  upstream: ${upstream.url} (direct, without the filter)`);
-  console.log(`  filter configuration ${proxy.vm.configureAccepted ? "accepted" : "REJECTED (see the log above)"}`);
+  console.log(`  dashboard:     ${stack.dashboardUrl}`);
+  console.log(`  proxy:         ${stack.proxy.url}`);
+  console.log(`  stats:         ${stack.proxy.adminUrl}/stats/prometheus`);
+  console.log(`  control plane: ${stack.controlPlaneUrl}/v1/policies (API), ${stack.controlPlaneUrl}/metrics`);
+  console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated)`);
+  console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter)`);
+  console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target; try tokentrace_route_latency_seconds)` : `  prometheus:    not started: ${stack.prometheusNote}`);
+  console.log(`  write token:   ${stack.token} (demo only; the dashboard's policy editor asks for it)`);
+  console.log(`  filter configuration ${stack.filterConfigured ? "accepted" : "REJECTED (see the log above)"}; policy ${DEMO_POLICY} pulled every ${stack.pollIntervalMs} ms`);
   console.log("");
   console.log("Try:");
-  console.log(`  curl -sS ${proxy.url}/v1/chat/completions -H 'content-type: application/json' -d '${body(false)}'`);
-  console.log(`  curl -sSN ${proxy.url}/v1/chat/completions -H 'content-type: application/json' -d '${body(true)}'`);
-  console.log(`  curl -sS ${proxy.adminUrl}/stats/prometheus`);
+  console.log(`  curl -sS ${stack.proxy.url}/v1/chat/completions -H 'content-type: application/json' -d '${body(false)}'`);
+  console.log(`  curl -sSN ${stack.proxy.url}/v1/chat/completions -H 'content-type: application/json' -d '${body(true)}'`);
+  console.log(`  curl -sS ${stack.proxy.adminUrl}/stats/prometheus`);
+  console.log(`  curl -sS -X PATCH ${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY} -H 'authorization: Bearer ${stack.token}' -H 'content-type: application/merge-patch+json' -d '{"pluginConfig":{"sampling":{"defaultRate":0.5}}}'`);
   console.log("Ctrl-C stops it.");
+
+  const progress = stack.load
+    ? setInterval(() => {
+        const line = formatProgress(stack.load!.progress());
+        if (tty) process.stdout.write(`\r\x1b[2K${line}`);
+      }, 500)
+    : undefined;
+  // Without a terminal (CI, tests, a pipe) the progress goes out as a plain line every 10 s.
+  const plainProgress = stack.load && !tty ? setInterval(() => console.log(formatProgress(stack.load!.progress())), 10_000) : undefined;
 
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
+    if (progress) clearInterval(progress);
+    if (plainProgress) clearInterval(plainProgress);
+    clearLine();
     console.log(`${signal}: stopping`);
-    void Promise.all([proxy.close(), upstream.close()]).then(
+    void stack.close().then(
       () => {
         console.log("stopped");
         process.exit(0);
@@ -99,7 +141,7 @@ async function main(): Promise<void> {
 
 main().catch((e: unknown) => {
   const msg = e instanceof Error ? e.message : String(e);
-  const hint = /EADDRINUSE/.test(msg) ? " (a port is taken: set TOKENTRACE_DEMO_PORT / TOKENTRACE_DEMO_ADMIN_PORT, 0 picks a free one)" : "";
+  const hint = /EADDRINUSE/.test(msg) ? " (a port is taken: set TOKENTRACE_DEMO_PORT, _ADMIN_PORT, _CONTROL_PLANE_PORT or _DCGM_PORT; 0 picks a free one)" : "";
   console.error(`demo failed to start: ${msg}${hint}`);
   process.exit(1);
 });

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run for real (not mocked): Prometheus as the remote-write
-# receiver. Idempotent: does nothing when everything is present.
+# receiver, Chromium for the dashboard's browser test (driven by playwright-core). Idempotent: does
+# nothing when everything is present.
 set -euo pipefail
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,177 @@
+// The dashboard page: polls /v1/dashboard/series for the chosen route and draws it with uPlot;
+// the policy editor reads and writes /v1/policies (PUT with If-Match, the token typed by the user).
+/* global document, window, uPlot, Option */
+"use strict";
+
+const REFRESH_MS = 2000;
+const $ = (id) => document.getElementById(id);
+const charts = {};
+let currentRoute = "";
+
+const COLORS = { ttft: "#1f77b4", decode: "#ff7f0e", total: "#2ca02c" };
+const DASH = { P50: [], P95: [6, 3], P99: [2, 3] };
+
+function chartSpecs(quantileNames) {
+  const latency = [];
+  for (const phase of ["ttft", "decode", "total"]) {
+    for (const q of quantileNames) latency.push({ key: `${phase}${q}`, label: `${phase} ${q}`, stroke: COLORS[phase], dash: DASH[q] || [] });
+  }
+  return {
+    latency: { el: "chart-latency", series: latency, axes: [{ label: "ms" }] },
+    tokens: { el: "chart-tokens", series: [{ key: "outputTokensPerSecond", label: "output tokens/s", stroke: "#9467bd" }], axes: [{ label: "tokens/s" }] },
+    gpu: {
+      el: "chart-gpu",
+      series: [
+        { key: "gpuUtilizationPercent", label: "GPU util %", stroke: "#d62728", scale: "%" },
+        { key: "gpuPowerWatts", label: "power W", stroke: "#8c564b", scale: "W" },
+      ],
+      axes: [{ label: "%", scale: "%" }, { label: "W", scale: "W", side: 1 }],
+    },
+    sampling: {
+      el: "chart-sampling",
+      series: [
+        { key: "sampledPerSecond", label: "sampled/s", stroke: "#17becf" },
+        { key: "targetSampledPerSecond", label: "target/s", stroke: "#7f7f7f", dash: [6, 3] },
+      ],
+      axes: [{ label: "traces/s" }],
+    },
+  };
+}
+
+function makeChart(spec) {
+  const el = $(spec.el);
+  const opts = {
+    width: Math.max(300, el.clientWidth || 480),
+    height: 220,
+    scales: { x: { time: true } },
+    series: [{}, ...spec.series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, scale: s.scale || "y", spanGaps: true, width: 1.5 }))],
+    axes: [{}, ...spec.axes.map((a) => ({ label: a.label, scale: a.scale || "y", side: a.side === 1 ? 1 : 3, grid: { show: a.side !== 1 } }))],
+  };
+  const data = [[], ...spec.series.map(() => [])];
+  return new uPlot(opts, data, el);
+}
+
+function showStatus(text, isError) {
+  const el = $("status");
+  el.textContent = text;
+  el.className = isError ? "error" : "";
+}
+
+async function refresh() {
+  let body;
+  try {
+    const q = currentRoute ? `?route=${encodeURIComponent(currentRoute)}` : "";
+    const res = await fetch(`/v1/dashboard/series${q}`, { cache: "no-store" });
+    body = await res.json();
+    if (!res.ok) {
+      showStatus(describeError(body), true);
+      currentRoute = "";
+      return;
+    }
+  } catch (e) {
+    showStatus(`cannot load series: ${e}`, true);
+    return;
+  }
+  const select = $("route");
+  const known = [...select.options].map((o) => o.value).join(",");
+  if (known !== body.routes.join(",")) {
+    select.replaceChildren(...body.routes.map((r) => new Option(r, r)));
+  }
+  if (body.route) {
+    currentRoute = body.route;
+    select.value = body.route;
+  }
+  const specs = chartSpecs(body.quantiles.map((q) => `P${Math.round(q * 100)}`));
+  const cols = body.columns;
+  for (const [name, spec] of Object.entries(specs)) {
+    if (!charts[name]) charts[name] = makeChart(spec);
+    const data = [cols.t, ...spec.series.map((s) => cols[s.key] || [])];
+    charts[name].setData(data);
+    const withValues = spec.series.reduce((n, s) => n + (cols[s.key] || []).filter((v) => v !== null).length, 0);
+    $(spec.el).dataset.points = String(withValues);
+  }
+  const n = cols.t.length;
+  showStatus(body.route ? `${body.route} on ${body.pod}: ${n} points, last ${n ? new Date(cols.t[n - 1] * 1000).toLocaleTimeString() : "-"}` : "no data yet (the pipeline needs two scrapes)", false);
+}
+
+function describeError(body) {
+  if (!body || typeof body !== "object") return "unexpected answer";
+  const details = Array.isArray(body.details) ? body.details.map((d) => `${d.field}: ${d.reason}`).join("; ") : "";
+  return details ? `${body.error}: ${details}` : String(body.error);
+}
+
+// Policy editor.
+let policyEtag = "";
+
+async function loadPolicies(selectName) {
+  const res = await fetch("/v1/policies", { cache: "no-store" });
+  const body = await res.json();
+  const select = $("policy");
+  select.replaceChildren(...body.items.map((r) => new Option(r.policy.name, r.policy.name)));
+  if (selectName) select.value = selectName;
+  if (select.value) await loadPolicy(select.value);
+}
+
+async function loadPolicy(name) {
+  const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { cache: "no-store" });
+  const body = await res.json();
+  if (!res.ok) {
+    showPolicyResult(describeError(body), body.details, true);
+    return;
+  }
+  policyEtag = res.headers.get("etag") || "";
+  showPolicyResult("", [], false);
+  $("policy-editor").value = JSON.stringify(body.policy, null, 2);
+  $("policy-version").textContent = `version ${body.version}, by ${body.updatedBy}`;
+}
+
+function showPolicyResult(text, details, isError) {
+  const el = $("policy-result");
+  el.textContent = text;
+  el.className = isError ? "error" : "ok";
+  $("policy-errors").replaceChildren(
+    ...(details || []).map((d) => {
+      const li = document.createElement("li");
+      li.dataset.field = d.field;
+      li.textContent = `${d.field}: ${d.reason}`;
+      return li;
+    }),
+  );
+}
+
+async function savePolicy() {
+  const name = $("policy").value;
+  let doc;
+  try {
+    doc = JSON.parse($("policy-editor").value);
+  } catch (e) {
+    showPolicyResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
+    return;
+  }
+  const headers = { "content-type": "application/json" };
+  const token = $("token").value.trim();
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (policyEtag) headers["if-match"] = policyEtag;
+  const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { method: "PUT", headers, body: JSON.stringify(doc) });
+  const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+  if (!res.ok) {
+    showPolicyResult(`${res.status} ${body.error || ""}`.trim(), body.details, true);
+    return;
+  }
+  policyEtag = res.headers.get("etag") || "";
+  $("policy-version").textContent = `version ${body.version}, by ${body.updatedBy}`;
+  showPolicyResult(`saved: version ${body.version}`, [], false);
+}
+
+$("route").addEventListener("change", (e) => {
+  currentRoute = e.target.value;
+  void refresh();
+});
+$("policy").addEventListener("change", (e) => void loadPolicy(e.target.value));
+$("save").addEventListener("click", () => void savePolicy());
+$("reload").addEventListener("click", () => void loadPolicy($("policy").value));
+
+window.tokentraceDashboard = { charts, refresh };
+void loadPolicies().catch((e) => showPolicyResult(`cannot load policies: ${e}`, [], true));
+void refresh();
+window.setInterval(() => void refresh(), REFRESH_MS);

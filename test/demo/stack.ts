@@ -1,0 +1,253 @@
+// The whole local stack of `make demo`, in one process on 127.0.0.1: the control plane (embedded
+// file store in a temp dir, a demo write token, the dashboard), the local proxy running the built
+// filter in pull mode in front of the simulated LLM server, a simulated dcgm-exporter for the
+// simulated pod, the metrics pipeline scraping both, Prometheus as its remote-write target when
+// installed, and a load generator. main.ts and the dashboard's browser test both start it.
+import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createApp } from "../../control-plane/src/app.js";
+import { jsonLineAudit } from "../../control-plane/src/api/audit.js";
+import { parseTokens } from "../../control-plane/src/api/auth.js";
+import { createMetrics } from "../../control-plane/src/api/metrics.js";
+import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
+import { startPipeline, withDefaults, type RunningPipeline } from "../../control-plane/src/pipeline/index.js";
+import { FilePersistence } from "../../control-plane/src/policy/file-persistence.js";
+import { PolicyStore } from "../../control-plane/src/policy/store.js";
+import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
+import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
+import type { LogEntry } from "../host/vm.js";
+import { PrometheusInstance } from "../support/prometheus.js";
+import { startDcgmSim, type DcgmSim } from "./dcgm-sim.js";
+import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
+import { startLoad, type Load } from "./load.js";
+
+/** The simulated workload: namespace, pod and labels the policy selects and the GPUs map to. */
+export const DEMO_NAMESPACE = "demo";
+export const DEMO_POD = "llm-sim-0";
+export const DEMO_APP = "llm-sim";
+export const DEMO_NODE = "demo-gpu-node";
+/** The policy seeded through the REST API at start. */
+export const DEMO_POLICY = "demo-sampling";
+
+/** Histogram buckets (ms and µs) Istio is told to use for the filter's stats (README), so quantiles are sharp. */
+export const DEMO_HISTOGRAM_BUCKETS = [1, 5, 10, 20, 40, 60, 80, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000, 25000, 50000, 75000, 100000, 150000, 200000, 300000, 400000, 500000, 750000, 1000000, 2500000];
+
+/** Routes of the local proxy (VirtualService http route names). */
+export const DEMO_ROUTES = [
+  { prefix: "/v1/chat/completions", name: "chat" },
+  { prefix: "/v1/completions", name: "completions" },
+  { prefix: "/v1/embeddings", name: "embeddings" },
+  { prefix: "/v1/models", name: "models" },
+];
+
+/** Options of the stack; ports 0 = ephemeral. */
+export interface DemoStackOptions {
+  wasm: string;
+  proxyPort?: number;
+  adminPort?: number;
+  upstreamPort?: number;
+  controlPlanePort?: number;
+  dcgmPort?: number;
+  ttftMs: number;
+  tokensPerSecond: number;
+  errorRate: number;
+  /** Extra filter configuration merged over the pull-mode one (JSON object text), "" for none. */
+  pluginConfig?: string;
+  /** Scrape interval of the pipeline, ms; the filter polls its policy at this interval too, at least every 1000 ms (its minimum). */
+  scrapeIntervalMs?: number;
+  /** "auto": Prometheus when the `prometheus` binary is on PATH; "off": never. */
+  prometheus?: "auto" | "off";
+  /** Requests per second of the load generator; 0 = no load. */
+  loadRps?: number;
+  /** The write token; default a random one. */
+  token?: string;
+  /** Filter log lines and control-plane records. */
+  onFilterLog?: (entry: LogEntry) => void;
+  log?: (record: object) => void;
+}
+
+/** A running stack. */
+export interface DemoStack {
+  token: string;
+  controlPlaneUrl: string;
+  dashboardUrl: string;
+  proxy: LocalProxy;
+  upstream: LlmUpstream;
+  dcgm: DcgmSim;
+  pipeline: RunningPipeline;
+  dashboard: DashboardSeries;
+  store: PolicyStore;
+  prometheus: PrometheusInstance | undefined;
+  /** Why Prometheus is not running, when it is not. */
+  prometheusNote: string | undefined;
+  load: Load | undefined;
+  /** How often the filter polls its policy, ms. */
+  pollIntervalMs: number;
+  /** Whether the proxy's filter accepted its start-up configuration. */
+  filterConfigured: boolean;
+  close(): Promise<void>;
+}
+
+/** The policy seeded at start (the dashboard's editor changes it). */
+export function seedPolicy(): object {
+  return {
+    name: DEMO_POLICY,
+    target: { namespace: DEMO_NAMESPACE, selector: { matchLabels: { app: DEMO_APP } } },
+    pluginConfig: {
+      sampling: { defaultRate: 0.1, routes: [{ routeName: "chat", rate: 0.25 }], force: [{ header: "x-debug-trace" }] },
+    },
+  };
+}
+
+function prometheusInstalled(): boolean {
+  return spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+/** Starts everything; on a failure part-way, what started is stopped before the error is thrown. */
+export async function startDemoStack(opts: DemoStackOptions): Promise<DemoStack> {
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.reverse()) {
+      try {
+        await close();
+      } catch {
+        // keep stopping the rest
+      }
+    }
+    closers.length = 0;
+  };
+  try {
+    return await start(opts, closers, closeAll);
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], closeAll: () => Promise<void>): Promise<DemoStack> {
+  const log = opts.log ?? (() => undefined);
+  const dir = mkdtempSync(join(tmpdir(), "tokentrace-demo-"));
+  closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const intervalMs = opts.scrapeIntervalMs ?? 2000;
+  const token = opts.token ?? `demo-${randomBytes(12).toString("hex")}`;
+
+  // Control plane: the same app `make run` serves, with the dashboard fed by the pipeline below.
+  const store = new PolicyStore(new FilePersistence(join(dir, "policies.json")));
+  const metrics = createMetrics(false);
+  const dashboard = new DashboardSeries();
+  const tokens = parseTokens(`demo:${token}`, "demo", /,/);
+  if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
+  const app = createApp({
+    store,
+    tokens: tokens.tokens,
+    reads: "public",
+    bodyLimitBytes: 262144,
+    metrics,
+    audit: jsonLineAudit((line) => log(JSON.parse(line) as object)),
+    overrides: () => undefined,
+    readiness: () => ({ store: { ok: true, detail: `${store.list().length} policies` } }),
+    log,
+    dashboard,
+  });
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(opts.controlPlanePort ?? 0, "127.0.0.1", () => resolve(s));
+    s.once("error", reject);
+  });
+  closers.push(
+    () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  );
+  const controlPlaneUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const seeded = await fetch(`${controlPlaneUrl}/v1/policies`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(seedPolicy()) });
+  if (seeded.status !== 201) throw new Error(`seeding the demo policy failed: ${seeded.status} ${await seeded.text()}`);
+
+  const upstream = await startLlmUpstream({ port: opts.upstreamPort ?? 0, ttftMs: opts.ttftMs, tokensPerSecond: opts.tokensPerSecond, errorRate: opts.errorRate });
+  closers.push(() => upstream.close());
+
+  // The filter's minimum poll interval is 1000 ms (filter/config.schema.json).
+  const pollIntervalMs = Math.max(1000, intervalMs);
+  const extra = opts.pluginConfig ? (JSON.parse(opts.pluginConfig) as Record<string, unknown>) : {};
+  const pluginConfig = {
+    // Until the first poll answers: sample nothing. The pulled policy then replaces all but policySource.
+    sampling: { defaultRate: 0 },
+    ...extra,
+    policySource: { cluster: "control-plane", workload: `${DEMO_NAMESPACE}.${DEMO_POD}`, labels: { app: DEMO_APP }, intervalMs: pollIntervalMs },
+  };
+  const proxy = await startLocalProxy({
+    wasm: opts.wasm,
+    pluginConfig: JSON.stringify(pluginConfig),
+    upstream: upstream.url,
+    routes: DEMO_ROUTES,
+    clusters: { "control-plane": controlPlaneUrl },
+    listenPort: opts.proxyPort ?? 0,
+    adminPort: opts.adminPort ?? 0,
+    statTags: [...FILTER_STAT_TAGS],
+    vm: { histogramBuckets: DEMO_HISTOGRAM_BUCKETS, ...(opts.onFilterLog ? { onLog: opts.onFilterLog } : {}) },
+  });
+  closers.push(() => proxy.close());
+
+  let load: Load | undefined;
+  // GPU load: requests in flight over a batch of 8 (a small vLLM instance's sweet spot).
+  const dcgm = await startDcgmSim({ port: opts.dcgmPort ?? 0, namespace: DEMO_NAMESPACE, pod: DEMO_POD, hostname: DEMO_NODE, load: () => (load ? load.progress().inFlight / 8 : 0) });
+  closers.push(() => dcgm.close());
+
+  let prometheus: PrometheusInstance | undefined;
+  let prometheusNote: string | undefined;
+  if (opts.prometheus === "off") prometheusNote = "Prometheus disabled";
+  else if (!prometheusInstalled()) prometheusNote = "prometheus is not installed (make test-deps installs it): the pipeline runs without a remote-write target";
+  else {
+    prometheus = await PrometheusInstance.start();
+    const running = prometheus;
+    closers.push(() => running.destroy());
+  }
+
+  const pipeline = await startPipeline(
+    withDefaults({
+      scrape: {
+        intervalMs,
+        timeoutMs: Math.min(intervalMs, 5000),
+        spreadStart: false,
+        static: [
+          { url: `${proxy.adminUrl}/stats/prometheus`, kind: "envoy", namespace: DEMO_NAMESPACE, pod: DEMO_POD, node: DEMO_NODE },
+          { url: dcgm.metricsUrl, kind: "dcgm", node: DEMO_NODE },
+        ],
+      },
+      remoteWrite: { queueDir: join(dir, "remote-write"), targets: prometheus ? [{ name: "prometheus", url: prometheus.writeUrl, batchSendDeadlineMs: intervalMs, flushOnStopMs: 1000 }] : [] },
+    }),
+    { registry: metrics.registry, onBatch: (series, result) => dashboard.observe(series, result), log: (msg) => log({ msg: "pipeline", detail: msg }) },
+  );
+  closers.push(() => pipeline.stop());
+
+  if ((opts.loadRps ?? 0) > 0) {
+    const running = startLoad({ url: proxy.url, rps: opts.loadRps! });
+    load = running;
+    closers.push(() => running.stop());
+  }
+
+  return {
+    token,
+    controlPlaneUrl,
+    dashboardUrl: `${controlPlaneUrl}/dashboard`,
+    proxy,
+    upstream,
+    dcgm,
+    pipeline,
+    dashboard,
+    store,
+    prometheus,
+    prometheusNote,
+    load,
+    pollIntervalMs,
+    filterConfigured: proxy.vm.configureAccepted,
+    close: closeAll,
+  };
+}
