@@ -1,7 +1,7 @@
 # tokentrace: `make help` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps build typecheck lint test-deps test bench demo run clean
+.PHONY: help deps build typecheck lint test-deps test bench demo run manifests oci clean
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
@@ -49,6 +49,12 @@ demo: build ## local proxy running the filter in front of a simulated LLM server
 
 run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults
 	node --import tsx control-plane/src/main.ts
+
+manifests: build/filter.wasm | node_modules/.installed ## pin the istio/ manifests to build/filter.wasm (sha256)
+	node --import tsx scripts/manifests.ts
+
+oci: build/filter.wasm | node_modules/.installed ## package build/filter.wasm as an OCI image layout in build/oci/ for oci:// URLs
+	node --import tsx scripts/oci.ts
 
 clean: ## remove build outputs
 	rm -rf build

@@ -1,0 +1,142 @@
+// `make manifests` and `make oci`, run as make runs them (the scripts as child processes) on
+// temporary copies, so the repository's files are never touched by a test.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { CONFIGMAP_FILE, ENVOYFILTER_FILE, WASMPLUGIN_FILE } from "../../scripts/manifests.js";
+import { MEDIA_TYPE_CONFIG, MEDIA_TYPE_INDEX, MEDIA_TYPE_LAYER, MEDIA_TYPE_MANIFEST, PLUGIN_FILE, REF_NAME_ANNOTATION, VARIANT_ANNOTATION } from "../../scripts/oci.js";
+import { FILTER_WASM, requireArtifact } from "../filter/support.js";
+import { REPO, readYaml, type Manifest } from "./support.js";
+
+const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
+const runScript = (script: string, args: string[]): string =>
+  execFileSync(process.execPath, ["--import", "tsx", join(REPO, "scripts", script), ...args], { cwd: REPO, encoding: "utf8" });
+
+let work: string;
+before(() => {
+  work = mkdtempSync(join(tmpdir(), "tokentrace-make-"));
+});
+after(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("make manifests", () => {
+  const pinned = (root: string): { plugin: string; filter: string; env: string; filterConfig: unknown; pluginConfig: unknown } => {
+    const [plugin] = readYaml(join(root, WASMPLUGIN_FILE)) as Manifest[];
+    const [filter] = readYaml(join(root, ENVOYFILTER_FILE)) as Manifest[];
+    const env = (readYaml(join(root, CONFIGMAP_FILE)) as Manifest[]).find((m) => m.metadata.name === "tokentrace-control-plane-env")!;
+    const wasm = filter!.spec.configPatches[0].patch.value.typed_config.config;
+    return { plugin: plugin!.spec.sha256, filter: wasm.vm_config.code.remote.sha256, env: env.data.TOKENTRACE_WASM_SHA256, filterConfig: JSON.parse(wasm.configuration.value), pluginConfig: plugin!.spec.pluginConfig };
+  };
+
+  it("writes the sha256 of the .wasm into the WasmPlugin, the EnvoyFilter and the control plane's env, keeps comments, and is idempotent", () => {
+    const root = join(work, "manifests");
+    cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
+    // A module that is certainly not the committed one, so the script has to change all three.
+    const wasm = join(work, "other.wasm");
+    const bytes = Buffer.concat([readFileSync(requireArtifact(FILTER_WASM)), Buffer.from([0, 1, 2, 3])]);
+    writeFileSync(wasm, bytes);
+    const want = sha256(bytes);
+    const out = runScript("manifests.ts", ["--root", root, "--wasm", wasm]);
+    assert.match(out, new RegExp(`^sha256 ${want} .*updated ${WASMPLUGIN_FILE}, ${CONFIGMAP_FILE}, ${ENVOYFILTER_FILE}\\n$`));
+    const p = pinned(root);
+    assert.deepEqual([p.plugin, p.filter, p.env], [want, want, want]);
+    assert.deepEqual(p.filterConfig, p.pluginConfig);
+    const after1 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
+    assert.match(after1[0]!, /^# The filter on every sidecar/m, "comments survive");
+    assert.match(after1[2]!, /^# Why this exists/m, "comments survive");
+    // Only the hash lines differ from the committed files.
+    const committed = readFileSync(join(REPO, WASMPLUGIN_FILE), "utf8").split("\n");
+    const changed = after1[0]!.split("\n").filter((line, i) => line !== committed[i]);
+    assert.deepEqual(changed, [`  sha256: ${want}`]);
+    assert.match(runScript("manifests.ts", ["--root", root, "--wasm", wasm]), /manifests already up to date\n$/);
+    const after2 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
+    assert.deepEqual(after2, after1);
+  });
+
+  it("copies a changed default pluginConfig into the EnvoyFilter", () => {
+    const root = join(work, "config");
+    cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
+    const path = join(root, WASMPLUGIN_FILE);
+    writeFileSync(path, readFileSync(path, "utf8").replace("defaultRate: 0.01", "defaultRate: 0.25"));
+    runScript("manifests.ts", ["--root", root, "--wasm", requireArtifact(FILTER_WASM)]);
+    const p = pinned(root);
+    assert.equal((p.filterConfig as { sampling: { defaultRate: number } }).sampling.defaultRate, 0.25);
+    assert.deepEqual(p.filterConfig, p.pluginConfig);
+  });
+});
+
+describe("make oci", () => {
+  const out = (): string => join(work, "oci");
+  const blob = (digest: string): Buffer => readFileSync(join(out(), "blobs", "sha256", digest.replace(/^sha256:/, "")));
+  let wasm: Buffer;
+
+  before(() => {
+    wasm = readFileSync(requireArtifact(FILTER_WASM));
+    mkdirSync(out(), { recursive: true });
+    // A stale blob from an earlier build must not survive.
+    mkdirSync(join(out(), "blobs", "sha256"), { recursive: true });
+    writeFileSync(join(out(), "blobs", "sha256", "0".repeat(64)), "stale");
+    runScript("oci.ts", ["--wasm", FILTER_WASM, "--out", out(), "--tag", "9.9.9"]);
+  });
+
+  it("writes an OCI image layout whose every descriptor's digest and size match its blob, and no other blob", () => {
+    assert.deepEqual(JSON.parse(readFileSync(join(out(), "oci-layout"), "utf8")), { imageLayoutVersion: "1.0.0" });
+    const index = JSON.parse(readFileSync(join(out(), "index.json"), "utf8"));
+    assert.equal(index.schemaVersion, 2);
+    assert.equal(index.mediaType, MEDIA_TYPE_INDEX);
+    assert.equal(index.manifests.length, 1);
+    const ref = index.manifests[0];
+    assert.equal(ref.mediaType, MEDIA_TYPE_MANIFEST);
+    assert.equal(ref.annotations[REF_NAME_ANNOTATION], "9.9.9");
+    const seen: string[] = [];
+    const check = (d: { digest: string; size: number }): Buffer => {
+      const bytes = blob(d.digest);
+      assert.equal(`sha256:${sha256(bytes)}`, d.digest);
+      assert.equal(bytes.length, d.size);
+      seen.push(d.digest.slice(7));
+      return bytes;
+    };
+    const manifest = JSON.parse(check(ref).toString("utf8"));
+    assert.equal(manifest.schemaVersion, 2);
+    assert.equal(manifest.mediaType, MEDIA_TYPE_MANIFEST);
+    assert.equal(manifest.config.mediaType, MEDIA_TYPE_CONFIG);
+    assert.deepEqual(manifest.annotations, { [VARIANT_ANNOTATION]: "compat" });
+    assert.equal(manifest.layers.length, 1, "Istio's compat variant: exactly one layer");
+    assert.equal(manifest.layers[0].mediaType, MEDIA_TYPE_LAYER);
+    const config = JSON.parse(check(manifest.config).toString("utf8"));
+    const layer = check(manifest.layers[0]);
+    assert.deepEqual(config.rootfs, { type: "layers", diff_ids: [`sha256:${sha256(gunzipSync(layer))}`] });
+    assert.deepEqual(readdirSync(join(out(), "blobs", "sha256")).sort(), seen.sort());
+  });
+
+  it("the layer is a gzip tar holding exactly plugin.wasm, byte-identical to build/filter.wasm (read by system tar)", () => {
+    const index = JSON.parse(readFileSync(join(out(), "index.json"), "utf8"));
+    const manifest = JSON.parse(blob(index.manifests[0].digest).toString("utf8"));
+    const layerPath = join(out(), "blobs", "sha256", manifest.layers[0].digest.slice(7));
+    assert.equal(execFileSync("tar", ["-tzf", layerPath], { encoding: "utf8" }), `${PLUGIN_FILE}\n`);
+    const extracted = execFileSync("tar", ["-xOzf", layerPath, PLUGIN_FILE]);
+    assert.equal(sha256(extracted), sha256(wasm));
+    assert.equal(extracted.length, statSync(FILTER_WASM).size);
+    // The magic number of a wasm module, for a human reading a failure.
+    assert.deepEqual([...extracted.subarray(0, 4)], [0x00, 0x61, 0x73, 0x6d]);
+  });
+
+  it("is reproducible: a second run gives the same manifest digest", () => {
+    const first = JSON.parse(readFileSync(join(out(), "index.json"), "utf8")).manifests[0].digest;
+    const again = join(work, "oci-again");
+    runScript("oci.ts", ["--wasm", FILTER_WASM, "--out", again, "--tag", "9.9.9"]);
+    assert.equal(JSON.parse(readFileSync(join(again, "index.json"), "utf8")).manifests[0].digest, first);
+  });
+
+  it("the Makefile has both targets, documented for make help", () => {
+    const makefile = readFileSync(join(REPO, "Makefile"), "utf8");
+    assert.match(makefile, /^manifests: build\/filter\.wasm .*## .+\n\tnode --import tsx scripts\/manifests\.ts$/m);
+    assert.match(makefile, /^oci: build\/filter\.wasm .*## .+\n\tnode --import tsx scripts\/oci\.ts$/m);
+  });
+});

@@ -1,0 +1,314 @@
+// istio/ manifests: every object valid against its real schema (Istio's CRDs and Kubernetes' own,
+// through the maintained kubernetes-models packages), and the files agreeing with each other and
+// with the code they deploy (the filter's root id, schema and stat tags, the control plane's config
+// loader, routes and Kubernetes calls).
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { parse as parseYaml } from "yaml";
+import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter";
+import { WasmPlugin } from "@kubernetes-models/istio/extensions.istio.io/v1alpha1/WasmPlugin";
+import { IstioOperator } from "@kubernetes-models/istio/install.istio.io/v1alpha1/IstioOperator";
+import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { Namespace } from "kubernetes-models/v1/Namespace";
+import { Service } from "kubernetes-models/v1/Service";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole";
+import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
+import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
+import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
+import { envOverrides, loadConfig } from "../../control-plane/src/config.js";
+import { managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
+import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
+import { FILTER_WASM, loadFilter, requireArtifact } from "../filter/support.js";
+import { startTestApp } from "../control-plane/helpers.js";
+import { ISTIO_DIR, REPO, isPatch, manifests, one, readYaml, yamlFiles, type Manifest } from "./support.js";
+
+/** The model class that validates each apiVersion/kind; a kind missing here fails the test. */
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  "v1/Namespace": Namespace,
+  "v1/ServiceAccount": ServiceAccount,
+  "v1/ConfigMap": ConfigMap,
+  "v1/Service": Service,
+  "apps/v1/Deployment": Deployment,
+  "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
+  "rbac.authorization.k8s.io/v1/Role": Role,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
+  "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
+  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
+  "install.istio.io/v1alpha1/IstioOperator": IstioOperator,
+  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
+};
+
+function validateObject(m: unknown): void {
+  const { apiVersion, kind } = m as Manifest;
+  const Model = MODELS[`${apiVersion}/${kind}`];
+  if (!Model) throw new Error(`no schema for ${apiVersion}/${kind}`);
+  const { file: _file, ...object } = m as Manifest;
+  new Model(object as never).validate();
+}
+
+const all = manifests();
+const plugin = one(all, "WasmPlugin", "tokentrace");
+const envoyFilter = one(all, "EnvoyFilter", "tokentrace");
+const deployment = one(all, "Deployment", "tokentrace-control-plane");
+const service = one(all, "Service", "tokentrace-control-plane");
+const serviceAccount = one(all, "ServiceAccount", "tokentrace-control-plane");
+const configMap = one(all, "ConfigMap", "tokentrace-control-plane");
+const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
+const container = deployment.spec.template.spec.containers[0];
+const filterSchema = JSON.parse(readFileSync(join(REPO, "filter/config.schema.json"), "utf8")) as object;
+const validatePluginConfig = new Ajv2020({ strict: true, allErrors: true }).compile(filterSchema);
+
+describe("istio/ manifests against the real schemas", () => {
+  for (const m of all) {
+    it(`${m.file}: ${m.kind} ${m.metadata.name} is valid`, () => {
+      validateObject(m);
+    });
+  }
+
+  // Negative controls: the validators are not vacuous for the kinds that matter most.
+  const broken: Array<[string, Manifest, (o: Manifest) => void, RegExp]> = [
+    ["WasmPlugin with an unknown failStrategy", plugin, (o) => { o.spec.failStrategy = "FAIL_SOMETIMES"; }, /failStrategy/],
+    ["WasmPlugin with an unknown phase", plugin, (o) => { o.spec.phase = "LOGGING"; }, /phase/],
+    ["EnvoyFilter with an unknown patch operation", envoyFilter, (o) => { o.spec.configPatches[0].patch.operation = "APPEND"; }, /operation/],
+    ["Deployment with a string container port", deployment, (o) => { o.spec.template.spec.containers[0].ports[0].containerPort = "http"; }, /containerPort/],
+    ["Service with a named port number", service, (o) => { o.spec.ports[0].port = "http"; }, /port/],
+  ];
+  for (const [what, original, breakIt, message] of broken) {
+    it(`rejects a ${what}`, () => {
+      const copy = structuredClone(original);
+      breakIt(copy);
+      assert.throws(() => validateObject(copy), message);
+    });
+  }
+
+  it("every YAML file in a Kustomize directory is listed in its kustomization.yaml, and every listed file exists", () => {
+    for (const dir of ["base", "mesh"]) {
+      const k = parseYaml(readFileSync(join(ISTIO_DIR, dir, "kustomization.yaml"), "utf8")) as { resources: string[] };
+      const files = yamlFiles(join(ISTIO_DIR, dir)).map((f) => f.slice(`istio/${dir}/`.length)).filter((f) => f !== "kustomization.yaml" && !isPatch(f));
+      assert.deepEqual([...k.resources].sort(), files, `istio/${dir}/kustomization.yaml`);
+    }
+  });
+});
+
+describe("WasmPlugin and EnvoyFilter", () => {
+  it("runs the filter in the STATS phase, fail-open, pinned by sha256, from an oci:// image", () => {
+    assert.equal(plugin.metadata.namespace, "istio-system");
+    assert.equal(plugin.spec.phase, "STATS");
+    assert.equal(plugin.spec.failStrategy, "FAIL_OPEN");
+    assert.equal(plugin.spec.type, "HTTP");
+    assert.equal(plugin.spec.imagePullPolicy, "IfNotPresent");
+    assert.match(plugin.spec.url, /^oci:\/\/[a-z0-9.-]+\/[a-z0-9/._-]+:[0-9A-Za-z._-]+$/);
+    assert.match(plugin.spec.sha256, /^[0-9a-f]{64}$/);
+    assert.equal(plugin.spec.targetRefs, undefined, "selector and targetRefs are exclusive");
+    assert.deepEqual(Object.keys(plugin.spec.selector.matchLabels), ["tokentrace.dev/llm-workload"]);
+  });
+
+  it("names the root id the filter registers, and the shipped filter.wasm starts with it and the default pluginConfig", async () => {
+    const source = readFileSync(join(REPO, "filter/index.ts"), "utf8");
+    assert.equal(/const PLUGIN_NAME = "([^"]+)"/.exec(source)?.[1], plugin.spec.pluginName);
+    requireArtifact(FILTER_WASM);
+    const vm = await loadFilter({ rootId: plugin.spec.pluginName, config: plugin.spec.pluginConfig });
+    assert.equal(vm.configureAccepted, true);
+    assert.equal(vm.failed, false);
+  });
+
+  it("ships a default pluginConfig that filter/config.schema.json accepts", () => {
+    assert.equal(validatePluginConfig(plugin.spec.pluginConfig), true, JSON.stringify(validatePluginConfig.errors));
+    // Control: the same validator refuses an unknown key.
+    assert.equal(validatePluginConfig({ ...plugin.spec.pluginConfig, samplingRate: 1 }), false);
+  });
+
+  it("is not marked as managed by the control plane, which would delete it as drift", () => {
+    assert.equal(plugin.metadata.labels?.[managedByLabel], undefined);
+  });
+
+  it("EnvoyFilter carries the same module, sha256, root id, configuration and workload selector as the WasmPlugin", () => {
+    const [extension, slot] = envoyFilter.spec.configPatches;
+    const wasm = extension.patch.value.typed_config;
+    assert.equal(extension.applyTo, "EXTENSION_CONFIG");
+    assert.equal(wasm["@type"], "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm");
+    assert.equal(wasm.config.root_id, plugin.spec.pluginName);
+    assert.equal(wasm.config.fail_open, true);
+    assert.equal(wasm.config.vm_config.runtime, "envoy.wasm.runtime.v8");
+    assert.equal(wasm.config.vm_config.code.remote.http_uri.uri, plugin.spec.url);
+    assert.equal(wasm.config.vm_config.code.remote.sha256, plugin.spec.sha256);
+    assert.deepEqual(JSON.parse(wasm.config.configuration.value), plugin.spec.pluginConfig);
+    assert.deepEqual(envoyFilter.spec.workloadSelector.labels, plugin.spec.selector.matchLabels);
+    assert.equal(envoyFilter.metadata.namespace, plugin.metadata.namespace);
+    // The HTTP filter slot refers to the extension config by name, before the router.
+    assert.equal(slot.applyTo, "HTTP_FILTER");
+    assert.equal(slot.patch.operation, "INSERT_BEFORE");
+    assert.equal(slot.match.listener.filterChain.filter.subFilter.name, "envoy.filters.http.router");
+    assert.equal(slot.patch.value.name, extension.patch.value.name);
+    assert.deepEqual(slot.patch.value.config_discovery.type_urls, [wasm["@type"]]);
+    assert.equal(slot.match.context, extension.match.context);
+  });
+
+  it("says why the EnvoyFilter exists", () => {
+    const text = readFileSync(join(ISTIO_DIR, "envoyfilter/envoyfilter.yaml"), "utf8");
+    assert.match(text, /^# Why this exists: WasmPlugin needs/m);
+  });
+});
+
+describe("mesh settings", () => {
+  const operator = one(all, "IstioOperator", "tokentrace");
+
+  it("extraStatTags are exactly the filter catalogue's tags", () => {
+    assert.deepEqual(operator.spec.meshConfig.defaultConfig.extraStatTags, [...FILTER_STAT_TAGS]);
+  });
+
+  it("the workload patch labels the pod as the WasmPlugin selects it and sets increasing wasmcustom buckets; applied to a Deployment it stays valid", () => {
+    const [patch] = readYaml(join(ISTIO_DIR, "mesh/llm-workload-patch.yaml")) as Manifest[];
+    const template = patch!.spec.template.metadata;
+    for (const [k, v] of Object.entries(plugin.spec.selector.matchLabels)) assert.equal(template.labels[k], v);
+    const buckets = JSON.parse(template.annotations["sidecar.istio.io/statsHistogramBuckets"]) as Record<string, number[]>;
+    assert.deepEqual(Object.keys(buckets), ["wasmcustom"]);
+    const b = buckets.wasmcustom!;
+    assert.ok(b.length > 10 && b.every((x, i) => x > 0 && (i === 0 || x > b[i - 1]!)), "positive and strictly increasing");
+    // Covers sub-10 ms TTFT up to multi-second TPOT in µs.
+    assert.ok(b[0]! <= 1 && b[b.length - 1]! >= 1_000_000);
+    const target = {
+      apiVersion: "apps/v1", kind: "Deployment", metadata: { name: patch!.metadata.name },
+      spec: { selector: { matchLabels: { app: "vllm" } }, template: { metadata: { labels: { app: "vllm", ...template.labels }, annotations: template.annotations }, spec: { containers: [{ name: "vllm", image: "vllm/vllm-openai:v0.11.0" }] } } },
+    };
+    validateObject(target);
+  });
+});
+
+describe("control plane Deployment, Service, RBAC and config", () => {
+  it("everything of the control plane lives in its Namespace", () => {
+    const ns = one(all, "Namespace", "tokentrace-system");
+    for (const m of [deployment, service, serviceAccount, configMap, envConfigMap]) assert.equal(m.metadata.namespace, ns.metadata.name, `${m.kind} ${m.metadata.name}`);
+  });
+
+  it("Service selects the Deployment's pods and targets its named container port 8080", () => {
+    const podLabels = deployment.spec.template.metadata.labels as Record<string, string>;
+    assert.deepEqual(deployment.spec.selector.matchLabels, Object.fromEntries(Object.keys(deployment.spec.selector.matchLabels).map((k) => [k, podLabels[k]])));
+    for (const [k, v] of Object.entries(service.spec.selector as Record<string, string>)) assert.equal(podLabels[k], v, `service selector ${k}`);
+    const [port] = service.spec.ports;
+    assert.equal(port.port, 8080);
+    const containerPort = container.ports.find((p: { name: string }) => p.name === port.targetPort);
+    assert.equal(containerPort?.containerPort, 8080);
+  });
+
+  it("runs as the ServiceAccount that the RBAC binding names", () => {
+    assert.equal(deployment.spec.template.spec.serviceAccountName, serviceAccount.metadata.name);
+    const binding = one(all, "ClusterRoleBinding", "tokentrace-control-plane");
+    assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
+    assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "tokentrace-control-plane" });
+  });
+
+  it("RBAC grants exactly the Kubernetes calls the control plane makes, nothing else", () => {
+    const role = one(all, "ClusterRole", "tokentrace-control-plane");
+    const grants = new Set<string>();
+    for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>) {
+      for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+    }
+    // Read from the code: the WasmPlugin client (list, watch, get, create, replace, delete) and pod discovery (informer).
+    const client = readFileSync(join(REPO, "control-plane/src/k8s/client.ts"), "utf8");
+    const discovery = readFileSync(join(REPO, "control-plane/src/scrape/discovery.ts"), "utf8");
+    const verbsOf: Record<string, string> = { list: "list", get: "get", create: "create", replace: "update", delete: "delete" };
+    const used = new Set<string>();
+    for (const m of client.matchAll(/this\.api\.(list|get|create|replace|delete)\w*CustomObject\(/g)) used.add(`${wasmPluginGroup}/${wasmPluginPlural}:${verbsOf[m[1]!]}`);
+    if (client.includes(`/apis/\${group}/\${version}/`) && client.includes("this.watcher.watch(")) used.add(`${wasmPluginGroup}/${wasmPluginPlural}:watch`);
+    if (/makeInformer<V1Pod>/.test(discovery)) for (const v of ["list", "watch"]) used.add(`/pods:${v}`);
+    assert.deepEqual([...grants].sort(), [...used].sort());
+    assert.equal(wasmPluginVersion, "v1alpha1");
+    assert.ok(![...grants].some((g) => g.includes("*")), "no wildcards");
+  });
+
+  it("the ConfigMap's config.yaml loads with the control plane's own loader, with the Deployment's env and args", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-istio-"));
+    try {
+      const path = join(dir, "config.yaml");
+      writeFileSync(path, configMap.data["config.yaml"]);
+      const args = (container.args as string[]).map((a) => (a === "/etc/tokentrace/config.yaml" ? path : a));
+      const env: NodeJS.ProcessEnv = { ...envConfigMap.data, TOKENTRACE_API_TOKENS: "admin:0123456789abcdef0123" };
+      const result = loadConfig(args, env);
+      assert.equal(result.ok, true, result.ok ? "" : result.errors.join("; "));
+      if (!result.ok) return;
+      assert.equal(result.source, path);
+      assert.equal(result.config.store.mode, "kubernetes");
+      assert.equal(result.config.listen.port, container.ports[0].containerPort);
+      assert.equal(result.config.listen.host, "0.0.0.0");
+      assert.equal(result.config.kubernetes.wasmPlugin.url, plugin.spec.url);
+      assert.equal(result.config.kubernetes.wasmPlugin.sha256, plugin.spec.sha256);
+      assert.equal(result.config.kubernetes.wasmPlugin.pluginName, plugin.spec.pluginName);
+      assert.equal(result.config.pipeline.enabled, true);
+      // Control: the loader does refuse a bad file.
+      writeFileSync(path, "listen:\n  prot: 8080\n");
+      assert.equal(loadConfig(args, env).ok, false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the config file is mounted where --config points, and writable paths are volumes (read-only root)", () => {
+    const args = container.args as string[];
+    const configPath = args[args.indexOf("--config") + 1]!;
+    const mount = container.volumeMounts.find((v: { mountPath: string }) => configPath.startsWith(`${v.mountPath}/`));
+    const volume = deployment.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name);
+    assert.equal(volume.configMap.name, configMap.metadata.name);
+    assert.ok(volume.configMap.items.some((i: { key: string; path: string }) => i.key === "config.yaml" && configPath === `${mount.mountPath}/${i.path}`));
+    const config = parseYaml(configMap.data["config.yaml"]) as { store: { path: string }; pipeline: { remoteWrite: { queueDir: string } } };
+    const mountOf = (p: string): { name: string; readOnly?: boolean } | undefined => container.volumeMounts.find((v: { mountPath: string }) => p === v.mountPath || p.startsWith(`${v.mountPath}/`));
+    for (const p of [config.store.path, config.pipeline.remoteWrite.queueDir]) {
+      const m = mountOf(p);
+      assert.ok(m && m.readOnly !== true, `${p} is on a writable volume`);
+    }
+  });
+
+  it("every environment variable is one the loader reads; the token comes from a Secret, never a literal", () => {
+    const names = [...Object.keys(envConfigMap.data), ...(container.env as Array<{ name: string }>).map((e) => e.name)];
+    for (const n of names) assert.ok(n in envOverrides, `${n} is not read by control-plane/src/config.ts`);
+    assert.deepEqual(container.envFrom, [{ configMapRef: { name: envConfigMap.metadata.name } }]);
+    const token = (container.env as Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>).find((e) => e.name === "TOKENTRACE_API_TOKENS");
+    assert.equal(token?.value, undefined);
+    assert.deepEqual(token?.valueFrom, { secretKeyRef: { name: "tokentrace-api-tokens", key: "tokens" } });
+    for (const m of all) assert.notEqual(m.kind, "Secret", `${m.file} must not ship a Secret`);
+    assert.ok(!/TOKENTRACE_API_TOKENS/.test(JSON.stringify(envConfigMap.data)));
+  });
+
+  it("runs non-root with a read-only root filesystem, no privilege escalation, no capabilities, and resources set", () => {
+    const pod = deployment.spec.template.spec.securityContext;
+    assert.equal(pod.runAsNonRoot, true);
+    assert.ok(pod.runAsUser > 0);
+    assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(container.securityContext.capabilities.drop, ["ALL"]);
+    assert.ok(container.resources.requests.cpu && container.resources.requests.memory && container.resources.limits.memory);
+    // SIGTERM handling needs shutdownGraceMs inside the pod's grace period.
+    const config = parseYaml(configMap.data["config.yaml"]) as { shutdownGraceMs: number };
+    assert.ok(deployment.spec.template.spec.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs);
+  });
+
+  it("probes and the scrape annotation hit routes the control plane serves, on its port", async () => {
+    const portByName = new Map((container.ports as Array<{ name: string; containerPort: number }>).map((p) => [p.name, p.containerPort]));
+    const probes = [container.readinessProbe.httpGet, container.livenessProbe.httpGet] as Array<{ path: string; port: string }>;
+    assert.deepEqual(probes.map((p) => p.path), ["/readyz", "/healthz"]);
+    for (const p of probes) assert.equal(portByName.get(p.port), 8080);
+    const annotations = deployment.spec.template.metadata.annotations as Record<string, string>;
+    assert.equal(Number(annotations["prometheus.io/port"]), 8080);
+    const app = await startTestApp();
+    try {
+      for (const path of [...probes.map((p) => p.path), annotations["prometheus.io/path"]!]) {
+        const res = await fetch(`${app.url}${path}`);
+        assert.equal(res.status, 200, path);
+        await res.arrayBuffer();
+      }
+      const unknown = await fetch(`${app.url}/ready`);
+      assert.equal(unknown.status, 404, "control: an unserved path is 404");
+      await unknown.arrayBuffer();
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,143 @@
+// The series the project produces and the labels on each, read from the running code rather than
+// from a second hand-written list: the real filter.wasm under the test host (its /stats/prometheus
+// text with the mesh's extraStatTags), passed through the real metrics pipeline join with a
+// dcgm-exporter and a vLLM scrape (fixtures in test/fixtures/istio/), plus the control plane's
+// prom-client registries. Dashboards and alerts may only name what this returns.
+import { readFileSync } from "node:fs";
+import { Registry } from "prom-client";
+import { createMetrics } from "../../control-plane/src/api/metrics.js";
+import { Joiner } from "../../control-plane/src/join/joiner.js";
+import { createPipelineMetrics } from "../../control-plane/src/pipeline/metrics.js";
+import { createRemoteWriteMetrics } from "../../control-plane/src/remote-write/metrics.js";
+import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
+import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
+import { parseText } from "../../control-plane/src/scrape/text-parser.js";
+import { ManualClock, type FilterVm } from "../host/index.js";
+import { countingRandom, loadFilter } from "../filter/support.js";
+
+/** Series name -> label names it can carry. */
+export type SeriesCatalogue = Map<string, Set<string>>;
+
+const fixture = (name: string): string => readFileSync(new URL(`../fixtures/istio/${name}`, import.meta.url), "utf8");
+
+const NAMESPACE = "llm";
+const POD = "vllm-0";
+const ENVOY: ScrapeTarget = { id: `envoy/${NAMESPACE}/${POD}`, kind: "envoy", url: "http://10.1.0.7:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: NAMESPACE, pod: POD, node: "gpu-node-1" };
+const VLLM: ScrapeTarget = { ...ENVOY, id: `vllm/${NAMESPACE}/${POD}`, kind: "vllm", url: "http://10.1.0.7:8000/metrics" };
+const DCGM: ScrapeTarget = { id: "dcgm/gpu-operator/dcgm-1", kind: "dcgm", url: "http://10.1.0.9:9400/metrics", intervalMs: 15000, timeoutMs: 5000, namespace: "gpu-operator", pod: "dcgm-1", node: "gpu-node-1" };
+
+function scrape(target: ScrapeTarget, text: string, timestampMs: number): ScrapeResult {
+  const p = parseText(text);
+  return { target, timestampMs, durationMs: 9, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors };
+}
+
+/** Replaces the value of every sample line of `name`. */
+function setValue(text: string, name: string, value: number): string {
+  return text.replace(new RegExp(`^(${name.replace(/[:]/g, "\\$&")}\\{[^}]*\\}) \\S+$`, "gm"), `$1 ${value}`);
+}
+
+/** A streaming and a non-streaming chat completion, an oversized request body and a request with a malformed traceparent. */
+function traffic(vm: FilterVm, clock: ManualClock, route: string): void {
+  const model = "llama-3.1-8b";
+  const sse = (events: unknown[]): string => events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
+  for (const stream of [true, false]) {
+    const s = vm.newStream({ routeName: route });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
+    s.requestBody(JSON.stringify({ model, stream, messages: [{ role: "user", content: "x" }] }), true);
+    clock.advanceMs(180);
+    if (stream) {
+      s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
+      s.responseBody(sse([{ model, choices: [{ index: 0, delta: { content: "a" }, finish_reason: null }] }]).replace("data: [DONE]\n\n", ""), false);
+      clock.advanceMs(40);
+      s.responseBody(sse([{ model, choices: [{ index: 0, delta: { content: "b" }, finish_reason: "stop" }] }, { model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } }]), true);
+    } else {
+      s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+      s.responseBody(JSON.stringify({ model, choices: [{ index: 0, message: { role: "assistant", content: "ab" }, finish_reason: "length" }], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } }), true);
+    }
+    s.end();
+  }
+  // A request body past llm.maxRequestBodyBytes (counted, passed through unread).
+  const big = vm.newStream({ routeName: route });
+  big.requestHeaders([[":method", "POST"], [":path", "/v1/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
+  big.requestBody(JSON.stringify({ model, prompt: "x".repeat(70_000) }), true);
+  big.responseHeaders([[":status", "200"], ["content-type", "application/json"]], true);
+  big.end();
+  const bad = vm.newStream({ routeName: route });
+  bad.requestHeaders([[":method", "GET"], [":path", "/health"], [":authority", "vllm.llm.svc"], ["traceparent", "00-XYZ-bad"]], true);
+  bad.responseHeaders([[":status", "503"]], true);
+  bad.end();
+}
+
+function addSeries(catalogue: SeriesCatalogue, name: string, labels: Iterable<string>): void {
+  const set = catalogue.get(name) ?? new Set<string>();
+  for (const l of labels) set.add(l);
+  catalogue.set(name, set);
+}
+
+/** The filter's series as the sidecar exports them, and after the pipeline's join. */
+export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: string[]): Promise<{ sidecar: SeriesCatalogue; joined: SeriesCatalogue }> {
+  const clock = new ManualClock(1_800_000_000_000_000_000n);
+  const vm = await loadFilter({ clock, random: countingRandom(), config: pluginConfig, statTags });
+  if (!vm.configureAccepted) throw new Error("the filter rejected the pluginConfig");
+  const sidecar: SeriesCatalogue = new Map();
+  const t0 = 1_800_000_000_000;
+  const joiner = new Joiner();
+  const joined: SeriesCatalogue = new Map();
+  const collect = (out: ReturnType<Joiner["join"]>): void => {
+    for (const s of out) {
+      const names: string[] = [];
+      let metric = "";
+      for (let i = 0; i < s.labels.length; i += 2) {
+        if (s.labels[i] === "__name__") metric = s.labels[i + 1]!;
+        else names.push(s.labels[i]!);
+      }
+      addSeries(joined, metric, names);
+    }
+  };
+  const dcgm = fixture("dcgm-gpu-node-1.prom");
+  const vllm = fixture("vllm-0.prom");
+  // Two rounds 15 s apart: rates and the latency attribution need two consecutive scrapes.
+  for (let round = 0; round < 2; round++) {
+    traffic(vm, clock, "chat");
+    traffic(vm, clock, "default");
+    const text = vm.stats.prometheus();
+    for (const s of parseText(text).samples) addSeries(sidecar, s.name, s.labels.filter((_, i) => i % 2 === 0));
+    const at = t0 + round * 15000;
+    collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_100_000_000 + round * 2_000_000), at)));
+    collect(joiner.join(scrape(VLLM, setValue(setValue(vllm, "vllm:request_queue_time_seconds_count", 40 + round * 10), "vllm:request_prefill_time_seconds_count", 40 + round * 10), at)));
+    collect(joiner.join(scrape(ENVOY, text, at + 1000)));
+  }
+  // Tokens per joule needs the pods' token rate first, then a dcgm energy delta.
+  collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_104_000_000), t0 + 30000)));
+  return { sidecar, joined };
+}
+
+/** The control plane's /metrics: prom-client names with histogram suffixes, plus job and instance from the scrape. */
+export function controlPlaneSeries(): SeriesCatalogue {
+  const { registry } = createMetrics(true);
+  const pipeline = new Registry();
+  createPipelineMetrics(pipeline);
+  createRemoteWriteMetrics(pipeline);
+  const out: SeriesCatalogue = new Map();
+  for (const reg of [registry, pipeline]) {
+    for (const m of reg.getMetricsAsArray()) {
+      const raw = m as unknown as { name: string; labelNames?: string[]; constructor: { name: string } };
+      const labels = [...(raw.labelNames ?? []), "job", "instance"];
+      if (raw.constructor.name === "Histogram") {
+        addSeries(out, `${raw.name}_bucket`, [...labels, "le"]);
+        addSeries(out, `${raw.name}_sum`, labels);
+        addSeries(out, `${raw.name}_count`, labels);
+      } else {
+        addSeries(out, raw.name, labels);
+      }
+    }
+  }
+  return out;
+}
+
+/** Union of catalogues. */
+export function merge(...catalogues: SeriesCatalogue[]): SeriesCatalogue {
+  const out: SeriesCatalogue = new Map();
+  for (const c of catalogues) for (const [name, labels] of c) addSeries(out, name, labels);
+  return out;
+}
