@@ -4,9 +4,10 @@
 // loader, routes and Kubernetes calls).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter";
@@ -54,6 +55,58 @@ function validateObject(m: unknown): void {
   new Model(object as never).validate();
 }
 
+/**
+ * Field names a model's schema knows: the property names its compiled validator (and the schema
+ * modules it imports from the same package) descends into. The API server prunes, and kubectl's
+ * strict field validation rejects, a field its CRD schema does not declare, while the compiled
+ * validators accept it silently; this catches a misspelt field before a cluster does.
+ */
+function schemaVocabulary(modelSpecifier: string): Set<string> {
+  const modelFile = fileURLToPath(import.meta.resolve(modelSpecifier));
+  const source = readFileSync(modelFile, "utf8");
+  const schemaRef = /_schemas\/(\w+)/.exec(source)?.[1];
+  if (!schemaRef) throw new Error(`${modelSpecifier}: no schema module`);
+  let root = dirname(modelFile);
+  while (!existsSync(join(root, "_schemas"))) root = dirname(root);
+  const vocabulary = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(file, "utf8");
+    for (const m of text.matchAll(/instancePath\+"\/([^"/]+)"/g)) vocabulary.add(m[1]!.replace(/~1/g, "/").replace(/~0/g, "~"));
+    for (const m of text.matchAll(/from"\.\/(\w+)\.js"/g)) visit(join(root, "_schemas", `${m[1]}.js`));
+  };
+  visit(join(root, "_schemas", `${schemaRef}.js`));
+  return vocabulary;
+}
+
+/** Keys the schema does not know, skipping free-form subtrees and ObjectMeta (validated by the model). */
+function unknownFields(object: unknown, vocabulary: Set<string>, freeForm: RegExp, path = ""): string[] {
+  if (freeForm.test(path) || /(^|\.)metadata$/.test(path) || object === null || typeof object !== "object") return [];
+  if (Array.isArray(object)) return object.flatMap((item, i) => unknownFields(item, vocabulary, freeForm, `${path}[${i}]`));
+  return Object.entries(object).flatMap(([key, value]) => {
+    const at = path === "" ? key : `${path}.${key}`;
+    return [...(vocabulary.has(key) ? [] : [at]), ...unknownFields(value, vocabulary, freeForm, at)];
+  });
+}
+
+/** Kinds checked field by field, and the subtrees that are free-form by design. */
+const STRICT_KINDS: Record<string, { model: string; freeForm: RegExp }> = {
+  // selector is apimachinery's LabelSelector (another package); requests and limits are maps.
+  Deployment: { model: "kubernetes-models/apps/v1/Deployment", freeForm: /^spec\.selector$|\.resources\.(requests|limits)$/ },
+  Service: { model: "kubernetes-models/v1/Service", freeForm: /^spec\.selector$/ },
+  ServiceAccount: { model: "kubernetes-models/v1/ServiceAccount", freeForm: /^$/ },
+  ConfigMap: { model: "kubernetes-models/v1/ConfigMap", freeForm: /^data$/ },
+  Namespace: { model: "kubernetes-models/v1/Namespace", freeForm: /^$/ },
+  ClusterRole: { model: "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole", freeForm: /^$/ },
+  ClusterRoleBinding: { model: "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding", freeForm: /^$/ },
+  WasmPlugin: { model: "@kubernetes-models/istio/extensions.istio.io/v1alpha1/WasmPlugin", freeForm: /^spec\.pluginConfig$|\.matchLabels$/ },
+  // patch.value is Envoy configuration (a protobuf Struct), checked by the EnvoyFilter tests below.
+  EnvoyFilter: { model: "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter", freeForm: /\.patch\.value$|^spec\.workloadSelector\.labels$/ },
+  PrometheusRule: { model: "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule", freeForm: /\.rules\[\d+\]\.(labels|annotations)$/ },
+};
+
 const all = manifests();
 const plugin = one(all, "WasmPlugin", "tokentrace");
 const envoyFilter = one(all, "EnvoyFilter", "tokentrace");
@@ -72,6 +125,20 @@ describe("istio/ manifests against the real schemas", () => {
       validateObject(m);
     });
   }
+
+  for (const m of all.filter((x) => x.kind in STRICT_KINDS)) {
+    it(`${m.file}: every field of ${m.kind} ${m.metadata.name} is one its schema declares (nothing pruned)`, () => {
+      const { model, freeForm } = STRICT_KINDS[m.kind]!;
+      const { file: _file, ...object } = m;
+      assert.deepEqual(unknownFields(object, schemaVocabulary(model), freeForm), []);
+    });
+  }
+
+  it("the field check finds a misspelt WasmPlugin field", () => {
+    const { model, freeForm } = STRICT_KINDS.WasmPlugin!;
+    const spec = { ...structuredClone(plugin.spec), failStratgy: "FAIL_OPEN" };
+    assert.deepEqual(unknownFields({ spec }, schemaVocabulary(model), freeForm), ["spec.failStratgy"]);
+  });
 
   // Negative controls: the validators are not vacuous for the kinds that matter most.
   const broken: Array<[string, Manifest, (o: Manifest) => void, RegExp]> = [
