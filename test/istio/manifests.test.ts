@@ -23,8 +23,9 @@ import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/Clus
 import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
-import { envOverrides, loadConfig } from "../../control-plane/src/config.js";
-import { managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
+import { envOverrides, loadConfig, type Config } from "../../control-plane/src/config.js";
+import type { Policy } from "../../control-plane/src/policy/model.js";
+import { desiredWasmPlugin, managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { FILTER_WASM, loadFilter, requireArtifact } from "../filter/support.js";
 import { startTestApp } from "../control-plane/helpers.js";
@@ -118,6 +119,20 @@ const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
 const container = deployment.spec.template.spec.containers[0];
 const filterSchema = JSON.parse(readFileSync(join(REPO, "filter/config.schema.json"), "utf8")) as object;
 const validatePluginConfig = new Ajv2020({ strict: true, allErrors: true }).compile(filterSchema);
+
+/** The control plane's config as the Deployment loads it (config.yaml, env ConfigMap, a token), or the loader's errors. */
+function deployedConfig(mutateFile: (text: string) => string = (t) => t): ReturnType<typeof loadConfig> & { path: string } {
+  const dir = mkdtempSync(join(tmpdir(), "tokentrace-istio-"));
+  try {
+    const path = join(dir, "config.yaml");
+    writeFileSync(path, mutateFile(configMap.data["config.yaml"]));
+    const args = (container.args as string[]).map((a) => (a === "/etc/tokentrace/config.yaml" ? path : a));
+    const env: NodeJS.ProcessEnv = { ...envConfigMap.data, TOKENTRACE_API_TOKENS: "admin:0123456789abcdef0123" };
+    return { ...loadConfig(args, env), path };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 describe("istio/ manifests against the real schemas", () => {
   for (const m of all) {
@@ -293,28 +308,35 @@ describe("control plane Deployment, Service, RBAC and config", () => {
   });
 
   it("the ConfigMap's config.yaml loads with the control plane's own loader, with the Deployment's env and args", () => {
-    const dir = mkdtempSync(join(tmpdir(), "tokentrace-istio-"));
-    try {
-      const path = join(dir, "config.yaml");
-      writeFileSync(path, configMap.data["config.yaml"]);
-      const args = (container.args as string[]).map((a) => (a === "/etc/tokentrace/config.yaml" ? path : a));
-      const env: NodeJS.ProcessEnv = { ...envConfigMap.data, TOKENTRACE_API_TOKENS: "admin:0123456789abcdef0123" };
-      const result = loadConfig(args, env);
-      assert.equal(result.ok, true, result.ok ? "" : result.errors.join("; "));
-      if (!result.ok) return;
-      assert.equal(result.source, path);
-      assert.equal(result.config.store.mode, "kubernetes");
-      assert.equal(result.config.listen.port, container.ports[0].containerPort);
-      assert.equal(result.config.listen.host, "0.0.0.0");
-      assert.equal(result.config.kubernetes.wasmPlugin.url, plugin.spec.url);
-      assert.equal(result.config.kubernetes.wasmPlugin.sha256, plugin.spec.sha256);
-      assert.equal(result.config.kubernetes.wasmPlugin.pluginName, plugin.spec.pluginName);
-      assert.equal(result.config.pipeline.enabled, true);
-      // Control: the loader does refuse a bad file.
-      writeFileSync(path, "listen:\n  prot: 8080\n");
-      assert.equal(loadConfig(args, env).ok, false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    const result = deployedConfig();
+    assert.equal(result.ok, true, result.ok ? "" : result.errors.join("; "));
+    if (!result.ok) return;
+    assert.equal(result.source, result.path);
+    assert.equal(result.config.store.mode, "kubernetes");
+    assert.equal(result.config.listen.port, container.ports[0].containerPort);
+    assert.equal(result.config.listen.host, "0.0.0.0");
+    assert.equal(result.config.kubernetes.wasmPlugin.url, plugin.spec.url);
+    assert.equal(result.config.kubernetes.wasmPlugin.sha256, plugin.spec.sha256);
+    assert.equal(result.config.kubernetes.wasmPlugin.pluginName, plugin.spec.pluginName);
+    assert.equal(result.config.pipeline.enabled, true);
+    // Control: the loader does refuse a bad file.
+    assert.equal(deployedConfig(() => "listen:\n  prot: 8080\n").ok, false);
+  });
+
+  it("the WasmPlugins the control plane creates with this config are valid and pin the same module as the base one", () => {
+    const result = deployedConfig();
+    assert.ok(result.ok);
+    const settings: Config["kubernetes"]["wasmPlugin"] = result.config.kubernetes.wasmPlugin;
+    const targets: Policy["target"][] = [
+      { namespace: "llm", selector: { matchLabels: { app: "vllm" } } },
+      { namespace: "llm", targetRefs: [{ kind: "Service", group: "", name: "vllm" }] },
+    ];
+    for (const target of targets) {
+      const policy: Policy = { name: "chat", target, pluginConfig: plugin.spec.pluginConfig };
+      const created = desiredWasmPlugin({ policy, version: "1", updatedAt: "2026-12-02T12:00:00Z", updatedBy: "admin" }, policy.pluginConfig, "1", settings);
+      validateObject(created);
+      assert.deepEqual(unknownFields({ spec: created.spec }, schemaVocabulary(STRICT_KINDS.WasmPlugin!.model), STRICT_KINDS.WasmPlugin!.freeForm), []);
+      for (const key of ["url", "sha256", "pluginName", "phase", "failStrategy"]) assert.equal(created.spec[key], plugin.spec[key], key);
     }
   });
 
