@@ -193,7 +193,7 @@ describe("WasmPlugin and EnvoyFilter", () => {
     assert.deepEqual(Object.keys(plugin.spec.selector.matchLabels), ["tokentrace.dev/llm-workload"]);
   });
 
-  it("names the root id the filter registers, and the shipped filter.wasm starts with it and the default pluginConfig", async () => {
+  it("names the root id the filter registers, and the shipped filter.wasm starts with it and the default pluginConfig (emulated Envoy host)", async () => {
     const source = readFileSync(join(REPO, "filter/index.ts"), "utf8");
     assert.equal(/const PLUGIN_NAME = "([^"]+)"/.exec(source)?.[1], plugin.spec.pluginName);
     requireArtifact(FILTER_WASM);

@@ -32,7 +32,7 @@ before(async () => {
   produced = merge(sidecar, joined, controlPlaneSeries());
 });
 
-describe("the produced-series catalogue the checks rely on", () => {
+describe("the produced-series catalogue the checks rely on (filter.wasm under the emulated Envoy host, emulated dcgm-exporter and vLLM scrapes)", () => {
   it("holds every series filter/metrics.ts defines, histograms with Envoy's _bucket/_sum/_count", () => {
     const source = readFileSync(join(REPO, "filter/metrics.ts"), "utf8");
     const names = [...source.matchAll(/^export const \w+ = "(tokentrace_\w+)";$/gm)].map((m) => m[1]!);
@@ -59,7 +59,7 @@ describe("the produced-series catalogue the checks rely on", () => {
   });
 });
 
-describe("Grafana dashboard", () => {
+describe("Grafana dashboard (queries checked against the emulated-stack catalogue)", () => {
   it("is a dashboard with a uid, a schema version, a Prometheus datasource variable and namespace/route variables", () => {
     assert.match(dashboard.uid, /^[a-z0-9-]{1,40}$/);
     assert.ok(dashboard.title.length > 0);
@@ -140,7 +140,7 @@ describe("Grafana dashboard", () => {
   });
 });
 
-describe("PrometheusRule alerts", () => {
+describe("PrometheusRule alerts (queries checked against the emulated-stack catalogue)", () => {
   it("every alert has a unique CamelCase name, a severity, a summary and a description; durations are Prometheus durations", () => {
     const names = allRules.map((r) => r.alert);
     assert.equal(new Set(names).size, names.length);
