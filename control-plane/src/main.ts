@@ -15,6 +15,7 @@ import { jsonLineAudit } from "./api/audit.js";
 import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
+import { DashboardSeries } from "./dashboard/series.js";
 import { realDelay } from "./k8s/backoff.js";
 import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
 import { startPipeline, type RunningPipeline } from "./pipeline/index.js";
@@ -93,6 +94,8 @@ export async function startControlPlane(
 
   // The metrics pipeline (scrape -> join -> remote write), when enabled; its self-metrics share /metrics.
   let pipeline: RunningPipeline | undefined;
+  // The dashboard's series come from the pipeline's joined batches (empty while it is off).
+  const dashboard = new DashboardSeries();
   if (config.pipeline.enabled) {
     const pipelineConfig = pipelineConfigOf(config);
     if (!pipelineConfig.ok) throw new Error(pipelineConfig.errors.join("; "));
@@ -100,6 +103,7 @@ export async function startControlPlane(
       registry: metrics.registry,
       ...(pipelineConfig.config.scrape.kubernetes.enabled ? { kubeConfig: kubeConfig() } : {}),
       log: (message) => log({ msg: "pipeline", detail: message }),
+      onBatch: (series, result) => dashboard.observe(series, result),
     });
   }
 
@@ -118,6 +122,7 @@ export async function startControlPlane(
     },
     log,
     policyCheck: config.store.mode === "kubernetes" && config.kubernetes.namespace !== "" ? namespaceCheck(config.kubernetes.namespace) : undefined,
+    dashboard,
   });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.listen.port, config.listen.host, () => resolve(s));

@@ -62,7 +62,7 @@ describe("service endpoints", () => {
     }
     assert.ok(refs.length >= 10);
     const served = servedRoutes();
-    assert.equal(served.length, 14);
+    assert.equal(served.length, 15);
     assert.deepEqual(described, served);
   });
 

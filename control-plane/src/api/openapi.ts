@@ -173,6 +173,15 @@ export const openApiDocument = {
         },
       },
     },
+    "/v1/dashboard/series": {
+      get: {
+        operationId: "dashboardSeries",
+        summary: "The dashboard's series for one route (the page at /dashboard draws them)",
+        description: "Columns for uPlot from the metrics pipeline's joined scrapes: t (s), ttft/decode/total at P50/P95/P99 (ms), outputTokensPerSecond, requestsPerSecond, gpuUtilizationPercent, gpuPowerWatts, sampledPerSecond, targetSampledPerSecond; null where unknown.",
+        parameters: [{ name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." }],
+        responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "401": errorResponse("Token required for reads."), "404": errorResponse("No data for this route.") },
+      },
+    },
     "/openapi.json": { get: { operationId: "openapi", summary: "This document", responses: { "200": { description: "OpenAPI 3.1.", content: jsonContent({ type: "object" }) } } } },
     "/healthz": { get: { operationId: "healthz", summary: "Liveness", responses: { "200": { description: "The process serves requests.", content: jsonContent({ type: "object" }) } } } },
     "/readyz": {

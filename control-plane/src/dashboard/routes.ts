@@ -72,8 +72,13 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   const assets = loadAssets();
   const read = readAccess(deps.tokens, deps.reads);
 
-  router.get(["/dashboard", "/dashboard/app.js", "/dashboard/style.css", "/dashboard/vendor/uPlot.iife.min.js", "/dashboard/vendor/uPlot.min.css"], (req: Request, res: Response) => {
-    const asset = assets.get(req.path.replace(/\/$/, ""))!;
+  // Static files, served like express.static (a middleware, not API routes, so not in /openapi.json).
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const asset = req.method === "GET" || req.method === "HEAD" ? assets.get(req.path.replace(/(.)\/$/, "$1")) : undefined;
+    if (!asset) {
+      next();
+      return;
+    }
     res.set("content-type", asset.type).set("cache-control", "no-cache").send(asset.body);
   });
 

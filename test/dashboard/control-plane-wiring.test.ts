@@ -1,0 +1,56 @@
+// `make run`'s control plane serves the dashboard, and with the pipeline enabled its series come
+// from the pipeline's scrapes (here of a static Envoy-format target whose counters move).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defaultConfig } from "../../control-plane/src/config.js";
+import { startControlPlane } from "../../control-plane/src/main.js";
+
+test("the control plane serves /dashboard and fills /v1/dashboard/series from its pipeline's scrapes", async () => {
+  let scrapes = 0;
+  // Each scrape: 4 more chat requests and 40 more output tokens.
+  const target = createServer((_req, res) => {
+    scrapes++;
+    res.end(`tokentrace_requests_total{route="chat",status_class="2xx"} ${scrapes * 4}\ntokentrace_llm_output_tokens_total{route="chat",model="m"} ${scrapes * 40}\n`);
+  });
+  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/stats/prometheus`;
+  const dir = mkdtempSync(join(tmpdir(), "tt-dashboard-"));
+  const running = await startControlPlane(
+    {
+      ...defaultConfig,
+      listen: { host: "127.0.0.1", port: 0 },
+      store: { mode: "embedded", path: join(dir, "policies.json") },
+      adaptive: { ...defaultConfig.adaptive, enabled: false },
+      pipeline: { enabled: true, scrape: { intervalMs: 100, timeoutMs: 100, spreadStart: false, static: [{ url, kind: "envoy", namespace: "llm", pod: "chat-0" }] } },
+    },
+    { log: () => undefined },
+  );
+  try {
+    const page = await fetch(`${running.url}/dashboard`);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<script src="\/dashboard\/app\.js"><\/script>/);
+    let body: { routes: string[]; pod: string | null; columns: Record<string, (number | null)[]> } = { routes: [], pod: null, columns: {} };
+    const deadline = Date.now() + 10_000;
+    while ((body.columns.t?.length ?? 0) < 2) {
+      assert.ok(Date.now() < deadline, `no points after 10 s: ${JSON.stringify(body)}`);
+      await new Promise((r) => setTimeout(r, 50));
+      body = (await (await fetch(`${running.url}/v1/dashboard/series`)).json()) as typeof body;
+    }
+    assert.deepEqual(body.routes, ["chat"]);
+    assert.equal(body.pod, "llm/chat-0");
+    // Rates from real wall-clock intervals: 4 requests and 40 tokens per ~100 ms scrape.
+    for (const v of body.columns.requestsPerSecond!) assert.ok(v !== null && v > 4 && v < 80, `requests/s ${v}`);
+    // 10 tokens per request; each rate is rounded to 3 decimals on its own.
+    body.columns.outputTokensPerSecond!.forEach((v, i) => assert.ok(Math.abs(v! - body.columns.requestsPerSecond![i]! * 10) <= 0.005 * 11, `tokens/s ${v} against requests/s ${body.columns.requestsPerSecond![i]}`));
+    assert.deepEqual(body.columns.targetSampledPerSecond!.slice(0, 2), [null, null], "no policy targets namespace llm");
+  } finally {
+    await running.stop();
+    await new Promise<void>((resolve) => target.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
