@@ -35,7 +35,7 @@ typecheck: | node_modules/.installed ## TypeScript strict type-check
 lint: | node_modules/.installed ## ESLint, zero warnings
 	$(BIN)/eslint --max-warnings 0 .
 
-test-deps: ## install the Debian packages the tests run (prometheus)
+test-deps: ## install the Debian packages the tests run (prometheus, chromium)
 	bash test/support/install-system-deps.sh
 
 test: build typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
@@ -44,7 +44,7 @@ test: build typecheck lint test-deps ## build, type-check, lint and run every te
 bench: build ## run every benchmark and print one table
 	node --import tsx test/bench/run.ts
 
-demo: build ## local proxy running the filter in front of a simulated LLM server
+demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
 	node --import tsx test/demo/main.ts
 
 run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults
