@@ -99,22 +99,14 @@ export function prometheusMetricName(extractedName: string): string | undefined 
  * digits, [left, left + width); 0 has its own zero-width bin.
  */
 export function envoyBin(v: number): [left: number, width: number] {
-  if (v === 0) return [0, 0];
-  let val = v;
-  let exp = 1;
-  if (val < 10) {
-    val *= 10;
-    exp -= 1;
-  }
-  while (val >= 100) {
-    val = Math.floor(val / 10);
-    exp++;
-  }
-  const p = 10 ** exp;
-  return [(val / 10) * p, p / 10];
+  const left = envoyBinLeft(v);
+  return [left, v === 0 ? 0 : binWidth];
 }
 
-/** The left edge of a value's bin, as envoyBin()[0] without the pair (histograms record on every request). */
+/** The width of the bin envoyBinLeft last placed a value in. */
+let binWidth = 0;
+
+/** The left edge of a value's bin (and its width in binWidth), without allocating: histograms record on every request. */
 function envoyBinLeft(v: number): number {
   if (v === 0) return 0;
   let val = v;
@@ -127,7 +119,9 @@ function envoyBinLeft(v: number): number {
     val = Math.floor(val / 10);
     exp++;
   }
-  return (val / 10) * 10 ** exp;
+  const p = 10 ** exp;
+  binWidth = p / 10;
+  return (val / 10) * p;
 }
 
 function sortedBins(m: Metric): Array<{ left: number; width: number; count: number }> {
@@ -258,7 +252,7 @@ export class StatsStore {
     const left = envoyBinLeft(v);
     const bin = m.bins.get(left);
     if (bin) bin.count++;
-    else m.bins.set(left, { left, width: envoyBin(v)[1], count: 1 });
+    else m.bins.set(left, { left, width: binWidth, count: 1 });
   }
 
   private retained(m: Metric): number[] {
