@@ -100,7 +100,7 @@ export function prometheusMetricName(extractedName: string): string | undefined 
  */
 export function envoyBin(v: number): [left: number, width: number] {
   const left = envoyBinLeft(v);
-  return [left, v === 0 ? 0 : binWidth];
+  return [left, binWidth];
 }
 
 /** The width of the bin envoyBinLeft last placed a value in. */
@@ -108,7 +108,10 @@ let binWidth = 0;
 
 /** The left edge of a value's bin (and its width in binWidth), without allocating: histograms record on every request. */
 function envoyBinLeft(v: number): number {
-  if (v === 0) return 0;
+  if (v === 0) {
+    binWidth = 0; // 0 has its own zero-width bin
+    return 0;
+  }
   let val = v;
   let exp = 1;
   if (val < 10) {
