@@ -27,9 +27,15 @@ export class HeaderList implements HeaderMap {
     return n;
   }
 
+  // Lookups run on every host call of every request: index loops, no iterator or closure, and
+  // no lower-casing of a name that is already lower-case (what modules send).
   get(name: string): string | undefined {
-    const key = name.toLowerCase();
-    for (const [k, v] of this.list) if (k === key) return v;
+    const key = lower(name);
+    const list = this.list;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      if (e[0] === key) return e[1];
+    }
     return undefined;
   }
 
@@ -55,23 +61,45 @@ export class HeaderList implements HeaderMap {
 
   /** Envoy's setCopy: every entry of the name goes, one entry with the new value stays (in the first one's place). */
   replace(name: string, value: string): void {
-    const key = name.toLowerCase();
-    const first = this.list.findIndex(([k]) => k === key);
+    const key = lower(name);
+    const list = this.list;
+    let first = -1;
+    let more = false;
+    for (let i = 0; i < list.length; i++) {
+      if (list[i]![0] !== key) continue;
+      if (first < 0) first = i;
+      else more = true;
+    }
     if (first < 0) {
-      this.list.push([key, value]);
+      list.push([key, value]);
       return;
     }
-    if (this.list.findIndex(([k], i) => i > first && k === key) >= 0) this.list = this.list.filter(([k], i) => k !== key || i === first);
+    if (more) this.list = list.filter(([k], i) => k !== key || i === first);
     this.list[first] = [key, value];
   }
 
   remove(name: string): void {
-    const key = name.toLowerCase();
-    if (this.list.some(([k]) => k === key)) this.list = this.list.filter(([k]) => k !== key);
+    const key = lower(name);
+    const list = this.list;
+    for (let i = 0; i < list.length; i++) {
+      if (list[i]![0] === key) {
+        this.list = list.filter(([k]) => k !== key);
+        return;
+      }
+    }
   }
 
   /** proxy_set_header_map_pairs: every entry removed, the new pairs added with lower-cased names. */
   setAll(pairs: Pairs): void {
     this.list = pairs.map(([k, v]) => [k.toLowerCase(), v]);
   }
+}
+
+/** `name` lower-cased, without a new string when it already is (header names modules send are). */
+function lower(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) return name.toLowerCase();
+  }
+  return name;
 }
