@@ -7,4 +7,4 @@ export { HeaderList, type HeaderMap } from "./headers.js";
 export { StatsStore, extractTags, istioTagRegex, escapeLabelValue, prometheusMetricName, ENVOY_DEFAULT_BUCKETS, DEFAULT_STAT_TAGS, WASM_CUSTOM_PREFIX } from "./stats.js";
 export { encodePairs, decodePairs, pairsByteLength, PairsFormatError, type Pairs } from "./pairs.js";
 export { propertyPath, splitPropertyPath, encodeInt64, resolveProperty } from "./properties.js";
-export { WasmResult, HeaderMapType, BufferType, MetricType, StreamType, LogLevel, FilterHeadersStatus } from "./abi.js";
+export { WasmResult, HeaderMapType, BufferType, MetricType, StreamType, LogLevel, FilterHeadersStatus, FilterDataStatus } from "./abi.js";

@@ -1,4 +1,5 @@
 // One HTTP stream context as a test drives it, in Envoy's callback order, and the state the VM keeps for it.
+import { FilterDataStatus } from "./abi.js";
 import { HeaderList, type HeaderMap } from "./headers.js";
 import type { Pairs } from "./pairs.js";
 import type { StreamFacts } from "./properties.js";
@@ -52,8 +53,6 @@ export interface StreamState extends StreamFacts {
   bufferedResponse?: Buffer;
 }
 
-/** FilterDataStatus values (proxy-wasm ABI). */
-const STOP_ITERATION_AND_BUFFER = 1;
 
 /** How FilterStream reaches into its VM (kept off the public surface). */
 export interface StreamDriver {
@@ -178,17 +177,7 @@ export class FilterStream {
   requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["request", "response"], "requestBody", "request");
     this.endOf("request", "requestBody", endOfStream);
-    const b = withBuffered(this.s.bufferedRequest, toBuffer(chunk));
-    const status = this.driver.call(this.vm, this.s, "proxy_on_request_body", b.length, endOfStream ? 1 : 0, { which: "request", chunk: b });
-    // Envoy keeps what a StopIterationAndBuffer held and shows it again with the next chunk; nothing
-    // goes upstream until the filter continues.
-    if (status === STOP_ITERATION_AND_BUFFER && !endOfStream) {
-      this.s.bufferedRequest = this.s.lastRequestChunk;
-      this.s.lastRequestChunk = EMPTY_CHUNK;
-    } else {
-      this.s.bufferedRequest = undefined;
-    }
-    return status;
+    return this.body("request", toBuffer(chunk), endOfStream);
   }
 
   /** proxy_on_request_trailers. */
@@ -214,13 +203,27 @@ export class FilterStream {
   responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
     this.expect(["response"], "responseBody", "response");
     this.endOf("response", "responseBody", endOfStream);
-    const b = withBuffered(this.s.bufferedResponse, toBuffer(chunk));
-    const status = this.driver.call(this.vm, this.s, "proxy_on_response_body", b.length, endOfStream ? 1 : 0, { which: "response", chunk: b });
-    if (status === STOP_ITERATION_AND_BUFFER && !endOfStream) {
-      this.s.bufferedResponse = this.s.lastResponseChunk;
-      this.s.lastResponseChunk = EMPTY_CHUNK;
+    return this.body("response", toBuffer(chunk), endOfStream);
+  }
+
+  /**
+   * One body callback. Envoy keeps what a StopIterationAndBuffer held and shows it again with the
+   * next chunk; nothing goes on until the filter continues.
+   */
+  private body(which: "request" | "response", chunk: Buffer, endOfStream: boolean): number {
+    const s = this.s;
+    const request = which === "request";
+    const held = request ? s.bufferedRequest : s.bufferedResponse;
+    const b = held === undefined || held.length === 0 ? chunk : Buffer.concat([held, chunk]);
+    const callback = request ? "proxy_on_request_body" : "proxy_on_response_body";
+    const status = this.driver.call(this.vm, s, callback, b.length, endOfStream ? 1 : 0, { which, chunk: b });
+    const keep = status === FilterDataStatus.StopIterationAndBuffer && !endOfStream;
+    if (request) {
+      s.bufferedRequest = keep ? s.lastRequestChunk : undefined;
+      if (keep) s.lastRequestChunk = EMPTY_CHUNK;
     } else {
-      this.s.bufferedResponse = undefined;
+      s.bufferedResponse = keep ? s.lastResponseChunk : undefined;
+      if (keep) s.lastResponseChunk = EMPTY_CHUNK;
     }
     return status;
   }
@@ -242,7 +245,3 @@ export class FilterStream {
 }
 
 const EMPTY_CHUNK = Buffer.alloc(0);
-
-function withBuffered(buffered: Buffer | undefined, chunk: Buffer): Buffer {
-  return buffered === undefined || buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-}
