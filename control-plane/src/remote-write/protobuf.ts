@@ -164,20 +164,24 @@ function writeLabelAscii(w: ProtoWriter, name: string, value: string): boolean {
   b[p++] = total;
   b[p++] = LABEL_NAME;
   b[p++] = nl;
-  for (let i = 0; i < nl; i++) {
-    const c = name.charCodeAt(i);
-    if (c >= 0x80) return false;
-    b[p++] = c;
-  }
+  p = copyAscii(b, p, name);
+  if (p < 0) return false;
   b[p++] = LABEL_VALUE;
   b[p++] = vl;
-  for (let i = 0; i < vl; i++) {
-    const c = value.charCodeAt(i);
-    if (c >= 0x80) return false;
-    b[p++] = c;
-  }
+  p = copyAscii(b, p, value);
+  if (p < 0) return false;
   w.pos = p;
   return true;
+}
+
+/** Copies an ASCII string into `b` at `p`; returns the position after it, or -1 at the first non-ASCII unit. */
+function copyAscii(b: Uint8Array, p: number, s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return -1;
+    b[p++] = c;
+  }
+  return p;
 }
 
 /** Appends one 1.0 TimeSeries (as field 1 of WriteRequest) to `w`. */
