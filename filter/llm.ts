@@ -226,17 +226,17 @@ export class LlmExchange {
     this.endResponse();
     const request = this.requestScanner;
     if (request !== null) request.finish();
-    let model = request === null ? "" : request.model;
     let stream = request !== null && request.stream == 1;
     let finishReason = "";
     let promptTokens: i64 = -1;
     let completionTokens: i64 = -1;
+    let responseModel = "";
     let chunks = 0;
     const sse = this.sse;
     const json = this.json;
     if (sse !== null) {
       stream = true;
-      if (model.length == 0) model = sse.model;
+      responseModel = sse.model;
       finishReason = sse.finishReason;
       promptTokens = sse.promptTokens;
       completionTokens = sse.completionTokens;
@@ -244,7 +244,7 @@ export class LlmExchange {
       if (sse.malformedEvents > 0) this.stats.error(ErrorReason.SseMalformed);
     } else if (json !== null) {
       if (json.done) {
-        if (model.length == 0) model = json.model;
+        responseModel = json.model;
         finishReason = json.finishReason;
         promptTokens = json.promptTokens;
         completionTokens = json.completionTokens;
@@ -253,10 +253,12 @@ export class LlmExchange {
       }
     }
     this.requestModel = request === null ? "" : request.model;
-    this.responseModel = sse !== null ? sse.model : json !== null && json.done ? json.model : "";
+    this.responseModel = responseModel;
     this.finishReason = finishReason;
     this.inputTokens = promptTokens;
     this.outputTokens = completionTokens;
+    // The model asked for names the series; the one that answered stands in when the request had none.
+    const model = this.requestModel.length > 0 ? this.requestModel : responseModel;
     const llm = this.stats.forLlm(this.route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
     this.stats.count(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
     const durationNs = endNs - startNs;
