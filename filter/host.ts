@@ -3,6 +3,7 @@
 // or a failed metric definition (REFERENCE section 1); these wrappers call the raw imports and
 // report failure as a value instead.
 import * as imports from "@solo-io/proxy-runtime/assembly/imports";
+import { endLoan, lend } from "./host-memory";
 
 // @ts-ignore: decorator
 @external("wasi_snapshot_preview1", "random_get")
@@ -77,23 +78,91 @@ export function utf8(s: string): ArrayBuffer {
   return String.UTF8.encode(s);
 }
 
-/** A property as raw bytes, or null when absent. `path` is the NUL-joined segments, UTF-8. */
-export function getProperty(path: ArrayBuffer): ArrayBuffer | null {
-  resetOut();
-  const status = imports.proxy_get_property(changetype<usize>(path), path.byteLength, OUT_PTR, OUT_SIZE);
-  if (status == OK) return takeHostBuffer();
-  if (status != NOT_FOUND) failedCalls++;
-  return null;
+/**
+ * A value read in place: the host copies it into this slot's static bytes (host-memory.ts), where
+ * it stays until the slot is read into again, so it is never kept across callbacks. A value
+ * larger than the slot arrives in a managed buffer, held here while it is in use.
+ */
+export class HostValue {
+  /** Where the value's bytes are (valid when present). */
+  ptr: usize = 0;
+  /** Its length in bytes; -1 when absent. */
+  length: i32 = -1;
+  overflow: ArrayBuffer | null = null;
+
+  constructor(public readonly base: usize, public readonly capacity: i32) {}
+
+  get present(): bool {
+    return this.length >= 0;
+  }
+
+  clear(): void {
+    this.length = -1;
+    this.overflow = null;
+  }
+
+  /** A managed copy, for a value that must outlive the callback (empty when absent). */
+  copy(): ArrayBuffer {
+    const n = this.length < 0 ? 0 : this.length;
+    const out = new ArrayBuffer(n);
+    memory.copy(changetype<usize>(out), this.ptr, n);
+    return out;
+  }
 }
+
+/** Settles the value of a successful host read into `into`; false when the host's answer is malformed. */
+function takeInto(into: HostValue): bool {
+  const ptr = load<usize>(OUT_PTR);
+  const size = <i32>load<u32>(OUT_SIZE);
+  if (ptr == into.base || ptr == 0) {
+    if (ptr == 0 && size != 0) {
+      failedCalls++;
+      return false;
+    }
+    into.ptr = into.base;
+  } else {
+    __unpin(ptr);
+    into.overflow = changetype<ArrayBuffer>(ptr);
+    into.ptr = ptr;
+    bytesSinceCollect += size;
+  }
+  into.length = size;
+  return true;
+}
+
+/** Reads a property into `into`; false when absent. `path` is the NUL-joined segments, UTF-8. */
+export function readProperty(path: ArrayBuffer, into: HostValue): bool {
+  into.clear();
+  resetOut();
+  lend(into.base, into.capacity);
+  const status = imports.proxy_get_property(changetype<usize>(path), path.byteLength, OUT_PTR, OUT_SIZE);
+  endLoan();
+  if (status == OK) return takeInto(into);
+  if (status != NOT_FOUND) failedCalls++;
+  return false;
+}
+
+/** Reads a header into `into`; false when absent. */
+export function readHeader(map: HeaderMap, name: ArrayBuffer, into: HostValue): bool {
+  into.clear();
+  resetOut();
+  lend(into.base, into.capacity);
+  const status = imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE);
+  endLoan();
+  if (status == OK) return takeInto(into);
+  if (status != NOT_FOUND) failedCalls++;
+  return false;
+}
+
+const INT_VALUE = new HostValue(memory.data(8), 8);
 
 /** An integer property (8 bytes little-endian), or `fallback` when absent or malformed. */
 export function getIntProperty(path: ArrayBuffer, fallback: i64): i64 {
-  const raw = getProperty(path);
-  if (raw === null || raw.byteLength != 8) return fallback;
-  return load<i64>(changetype<usize>(raw));
+  if (!readProperty(path, INT_VALUE) || INT_VALUE.length != 8) return fallback;
+  return load<i64>(INT_VALUE.ptr);
 }
 
-/** A header value as raw bytes, or null when the header is absent. */
+/** A header value as a managed buffer (kept beyond the callback), or null when the header is absent. */
 export function getHeader(map: HeaderMap, name: ArrayBuffer): ArrayBuffer | null {
   resetOut();
   const status = imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE);

@@ -14,9 +14,8 @@ const NS_PER_MS: i64 = 1_000_000;
 const NS_PER_US: i64 = 1_000;
 
 /** True when the :path (query ignored) ends with one of the configured suffixes. */
-export function isLlmPath(path: ArrayBuffer, suffixes: Array<ArrayBuffer>): bool {
-  const p = changetype<usize>(path);
-  let end = path.byteLength;
+export function isLlmPath(p: usize, length: i32, suffixes: Array<ArrayBuffer>): bool {
+  let end = length;
   for (let i = 0; i < end; i++) {
     if (load<u8>(p + i) == 0x3f) {
       end = i;

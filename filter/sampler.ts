@@ -1,6 +1,6 @@
 // Sampling: which rate applies to a request, and the consistent-probability decision.
 // Pure logic: no host calls.
-import { equalAsciiLowerCase, equalBuffers, startsWith } from "./bytes";
+import { equalAsciiLowerCase, equalBytes, startsWith } from "./bytes";
 import { Config, ForceRule } from "./config";
 
 /** 2^56: the randomness of a level-2 trace-id is its low 56 bits (REFERENCE section 4). */
@@ -58,11 +58,14 @@ export function writeThreshold(out: usize, threshold: u64): i32 {
   return n;
 }
 
-/** The request attributes rules match on, as raw header bytes (null when not read or absent). */
+/** The request attributes rules match on, as raw header bytes where they lie (length -1: not read or absent). */
 export class RequestMatch {
-  routeName: ArrayBuffer | null = null;
-  path: ArrayBuffer | null = null;
-  authority: ArrayBuffer | null = null;
+  routeName: usize = 0;
+  routeNameLength: i32 = -1;
+  path: usize = 0;
+  pathLength: i32 = -1;
+  authority: usize = 0;
+  authorityLength: i32 = -1;
 }
 
 /** The rate for a request: the first route rule whose every given matcher matches, else the default. */
@@ -72,19 +75,16 @@ export function rateFor(config: Config, req: RequestMatch): f64 {
     const rule = rules[i];
     const routeName = rule.routeNameBytes;
     if (routeName !== null) {
-      const actual = req.routeName;
-      if (actual === null || !equalBuffers(actual, routeName)) continue;
+      if (req.routeNameLength < 0 || !equalBytes(req.routeName, req.routeNameLength, changetype<usize>(routeName), routeName.byteLength)) continue;
     }
     const prefix = rule.pathPrefixBytes;
     if (prefix !== null) {
-      const path = req.path;
-      if (path === null || !startsWith(changetype<usize>(path), path.byteLength, prefix)) continue;
+      if (req.pathLength < 0 || !startsWith(req.path, req.pathLength, prefix)) continue;
     }
     const host = rule.hostBytes;
     if (host !== null) {
-      const authority = req.authority;
-      if (authority === null) continue;
-      if (!equalAsciiLowerCase(changetype<usize>(authority), hostLength(authority), host)) continue;
+      if (req.authorityLength < 0) continue;
+      if (!equalAsciiLowerCase(req.authority, hostLength(req.authority, req.authorityLength), host)) continue;
     }
     return rule.rate;
   }
@@ -92,9 +92,7 @@ export function rateFor(config: Config, req: RequestMatch): f64 {
 }
 
 /** Length of the host part of an :authority value, without its port (IPv6 literals keep their brackets). */
-export function hostLength(authority: ArrayBuffer): i32 {
-  const p = changetype<usize>(authority);
-  const n = authority.byteLength;
+export function hostLength(p: usize, n: i32): i32 {
   if (n > 0 && load<u8>(p) == 0x5b) {
     for (let i = 1; i < n; i++) if (load<u8>(p + i) == 0x5d) return i + 1;
     return n;
@@ -103,9 +101,9 @@ export function hostLength(authority: ArrayBuffer): i32 {
   return n;
 }
 
-/** True when a force rule matches the header value seen for its header (null: header absent). */
-export function forceRuleMatches(rule: ForceRule, value: ArrayBuffer | null): bool {
-  if (value === null) return false;
+/** True when a force rule matches the `length` bytes seen for its header (-1: header absent). */
+export function forceRuleMatches(rule: ForceRule, value: usize, length: i32): bool {
+  if (length < 0) return false;
   const want = rule.valueBytes;
-  return want === null || equalBuffers(want, value);
+  return want === null || equalBytes(changetype<usize>(want), want.byteLength, value, length);
 }

@@ -25,10 +25,10 @@ export class SpanRecord {
   firstTokenNs: i64 = 0;
 }
 
-/** The GenAI operation name of an OpenAI-compatible path. */
-export function operationOf(path: ArrayBuffer | null): string {
-  if (path === null) return "chat";
-  let s = String.UTF8.decode(path);
+/** The GenAI operation name of an OpenAI-compatible path (`length` bytes; -1: no path). */
+export function operationOf(path: usize, length: i32): string {
+  if (length < 0) return "chat";
+  let s = String.UTF8.decodeUnsafe(path, length);
   const q = s.indexOf("?");
   if (q >= 0) s = s.substring(0, q);
   if (s.endsWith("/chat/completions")) return "chat";

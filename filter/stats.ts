@@ -1,7 +1,7 @@
 // Stats defined once per VM: each route's (and each route and model's) stats are looked up once and
 // reused, counters are slots flushed on a tick, and distinct route and model labels are capped
 // (Envoy never frees a stat: REFERENCE section 2).
-import { equalBuffers } from "./bytes";
+import { equalBytes } from "./bytes";
 import * as host from "./host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
@@ -164,14 +164,17 @@ export class Stats {
   private lastRouteName: ArrayBuffer = new ArrayBuffer(0);
   private lastRoute: RouteStats | null = null;
 
-  /** The stats of a route given its raw xds.route_name (null or empty: "default"). */
-  forRouteName(raw: ArrayBuffer | null): RouteStats {
-    const name = raw === null ? new ArrayBuffer(0) : raw;
+  /** The stats of a route given the `length` bytes of its xds.route_name at `raw` (absent, -1, or empty: "default"). */
+  forRouteName(raw: usize, length: i32): RouteStats {
+    const n = length < 0 ? 0 : length;
     const last = this.lastRoute;
-    if (last !== null && equalBuffers(name, this.lastRouteName)) return last;
-    const stats = this.forRoute(name.byteLength == 0 ? ROUTE_DEFAULT : sanitizeLabelValue(String.UTF8.decode(name)));
+    const lastName = this.lastRouteName;
+    if (last !== null && equalBytes(raw, n, changetype<usize>(lastName), lastName.byteLength)) return last;
+    const stats = this.forRoute(n == 0 ? ROUTE_DEFAULT : sanitizeLabelValue(String.UTF8.decodeUnsafe(raw, n)));
     // Overflowed routes count an error per request, so they are not cached.
     if (stats.label != ROUTE_OTHER) {
+      const name = new ArrayBuffer(n);
+      memory.copy(changetype<usize>(name), raw, n);
       this.lastRouteName = name;
       this.lastRoute = stats;
     }

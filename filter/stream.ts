@@ -10,7 +10,7 @@ import { codeClassIndex, ErrorReason } from "./metrics";
 import { forceRuleMatches, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
 import { encodeSpan, operationOf, SpanExporter, SpanRecord } from "./spans";
 import { RouteStats, Stats } from "./stats";
-import { isValidTokenTraceId, uuidV4 } from "./token-trace-id";
+import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./token-trace-id";
 import {
   FLAG_RANDOM, FLAG_SAMPLED, isValidTraceState, PARENT_ID_OFFSET, parseTraceParent, TRACE_ID_OFFSET, TRACEPARENT_INVALID,
   TRACEPARENT_LENGTH, TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
@@ -31,9 +31,23 @@ const SPAN_ID_BYTES: usize = RANDOM_BYTES + 16;
 const TOKEN_ID_BYTES: usize = RANDOM_BYTES + 24;
 const OWN_SPAN_BYTES: usize = RANDOM_BYTES + 40;
 const RANDOM_END: usize = RANDOM_BYTES + 48;
-// The outgoing traceparent and tracestate are written here; the host copies them on set.
+// The outgoing traceparent, tracestate and new token trace id are written here; the host copies them on set.
 const TRACEPARENT_OUT: usize = memory.data(TRACEPARENT_LENGTH);
 const TRACESTATE_OUT: usize = memory.data(32);
+const TOKEN_ID_OUT: usize = memory.data(UUID_LENGTH);
+const TOKEN_ID_RAW: usize = memory.data(16);
+// Values read in place (host.HostValue), one slot each, sized for ordinary values; a longer one
+// arrives in a managed buffer. They hold for one callback only.
+const ROUTE_NAME = new host.HostValue(memory.data(128), 128);
+const PATH_VALUE = new host.HostValue(memory.data(512), 512);
+const TOKEN_ID_IN = new host.HostValue(memory.data(MAX_TOKEN_TRACE_ID_LENGTH), MAX_TOKEN_TRACE_ID_LENGTH);
+const TRACEPARENT_IN = new host.HostValue(memory.data(128), 128);
+const TRACESTATE_IN = new host.HostValue(memory.data(512), 512);
+const AUTHORITY_VALUE = new host.HostValue(memory.data(256), 256);
+const FORCE_VALUE = new host.HostValue(memory.data(256), 256);
+/** Reused for every rate lookup (one stream runs at a time on a VM). */
+const REQUEST_MATCH = new RequestMatch();
+const NO_BYTES = new ArrayBuffer(0);
 const OT_THRESHOLD_PREFIX = "ot=th:";
 /** Streams between two garbage collections: amortises a collection, bounds the garbage between. */
 const COLLECT_EVERY_STREAMS: i32 = 32;
@@ -43,12 +57,17 @@ export class TokentraceStream extends Context {
   private stats: Stats;
   private active: ActiveConfig;
   private route: RouteStats | null = null;
-  /** The id returned downstream, and the header (of the config in force at request start) carrying it. */
-  private tokenTraceId: ArrayBuffer | null = null;
-  private tokenTraceIdHeader: ArrayBuffer = new ArrayBuffer(0);
+  /**
+   * The id returned downstream: one that came in, or the 16 bytes of a new UUID (written out when
+   * sent, so a request allocates nothing for it). The header is the config's at request start.
+   */
+  private keptTokenId: ArrayBuffer | null = null;
+  private newTokenIdHigh: u64 = 0;
+  private newTokenIdLow: u64 = 0;
+  private hasNewTokenId: bool = false;
+  private tokenTraceIdHeader: ArrayBuffer = NO_BYTES;
   /** Set for LLM calls only; other traffic never has its bodies read. */
   private llm: LlmExchange | null = null;
-  private path: ArrayBuffer | null = null;
   private exporter: SpanExporter;
   /** Set when this request gets a span: its ids, filled in at proxy_on_log. */
   private span: SpanRecord | null = null;
@@ -63,28 +82,26 @@ export class TokentraceStream extends Context {
   onRequestHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
     // The configuration in force when the request starts serves the whole request.
     const config = this.active.config;
-    const routeName = host.getProperty(ROUTE_NAME_PROPERTY);
-    const route = this.stats.forRouteName(routeName);
+    host.readProperty(ROUTE_NAME_PROPERTY, ROUTE_NAME);
+    const route = this.stats.forRouteName(ROUTE_NAME.ptr, ROUTE_NAME.length);
     this.route = route;
     const llmConfig = config.llm;
-    if (llmConfig.enabled || config.rulesUsePath) this.path = host.getHeader(host.HeaderMap.Request, PATH);
-    const path = this.path;
-    if (llmConfig.enabled && path !== null && isLlmPath(path, llmConfig.pathSuffixes)) {
+    PATH_VALUE.clear();
+    if (llmConfig.enabled || config.rulesUsePath) host.readHeader(host.HeaderMap.Request, PATH, PATH_VALUE);
+    if (llmConfig.enabled && PATH_VALUE.present && isLlmPath(PATH_VALUE.ptr, PATH_VALUE.length, llmConfig.pathSuffixes)) {
       this.llm = new LlmExchange(llmConfig, this.stats, route);
       // The body may grow by the include_usage member: its length is Envoy's to recompute.
       if (llmConfig.requestUsageInStream) host.removeHeader(host.HeaderMap.Request, CONTENT_LENGTH);
     }
 
     this.tokenTraceIdHeader = config.tokenTraceIdHeader;
-    const incomingTokenId = host.getHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
-    const keepTokenId = incomingTokenId !== null && isValidTokenTraceId(changetype<usize>(incomingTokenId), incomingTokenId.byteLength);
-    if (incomingTokenId !== null && !keepTokenId) this.stats.error(ErrorReason.InvalidTokenTraceId);
+    const hasTokenId = host.readHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, TOKEN_ID_IN);
+    const keepTokenId = hasTokenId && isValidTokenTraceId(TOKEN_ID_IN.ptr, TOKEN_ID_IN.length);
+    if (hasTokenId && !keepTokenId) this.stats.error(ErrorReason.InvalidTokenTraceId);
 
-    const incomingParent = host.getHeader(host.HeaderMap.Request, TRACEPARENT);
-    const parsed = incomingParent === null
-      ? TRACEPARENT_INVALID
-      : parseTraceParent(changetype<usize>(incomingParent), incomingParent.byteLength, TRACEPARENT_OUT);
-    if (incomingParent !== null && parsed == TRACEPARENT_INVALID) this.stats.error(ErrorReason.InvalidTraceParent);
+    const hasParent = host.readHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_IN);
+    const parsed = hasParent ? parseTraceParent(TRACEPARENT_IN.ptr, TRACEPARENT_IN.length, TRACEPARENT_OUT) : TRACEPARENT_INVALID;
+    if (hasParent && parsed == TRACEPARENT_INVALID) this.stats.error(ErrorReason.InvalidTraceParent);
 
     const forced = this.isForced(config);
     // With span export on, this proxy is a hop for sampled LLM requests: it sends its own span id
@@ -102,23 +119,35 @@ export class TokentraceStream extends Context {
     if (parsed != TRACEPARENT_INVALID) {
       sampled = this.continueTrace(parsed, forced, ownSpan && haveRandom);
     } else if (haveRandom) {
-      sampled = this.startTrace(config, routeName, route, forced);
+      sampled = this.startTrace(config, route, forced);
       if (sampled && exportsSpan) this.span = spanFromTraceParent(false);
     }
+    const span = this.span;
+    if (span !== null) span.operation = operationOf(PATH_VALUE.ptr, PATH_VALUE.length);
     // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) this.stats.count(route.tracesSampled, 1);
 
     if (keepTokenId) {
-      this.tokenTraceId = incomingTokenId;
+      this.keptTokenId = TOKEN_ID_IN.copy();
     } else if (haveRandom) {
-      const id = uuidV4(TOKEN_ID_BYTES);
-      this.tokenTraceId = id;
-      host.setHeaderBytes(host.HeaderMap.Request, config.tokenTraceIdHeader, id);
-    } else if (incomingTokenId !== null) {
+      markUuidV4(TOKEN_ID_BYTES);
+      this.newTokenIdHigh = load<u64>(TOKEN_ID_BYTES);
+      this.newTokenIdLow = load<u64>(TOKEN_ID_BYTES + 8);
+      this.hasNewTokenId = true;
+      host.setHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, this.writeNewTokenId(), UUID_LENGTH);
+    } else if (hasTokenId) {
       host.removeHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
     }
     this.stats.flushHostFailures();
     return FilterHeadersStatusValues.Continue;
+  }
+
+  /** Writes the new token trace id's 36 characters at TOKEN_ID_OUT and returns that address. */
+  private writeNewTokenId(): usize {
+    store<u64>(TOKEN_ID_RAW, this.newTokenIdHigh);
+    store<u64>(TOKEN_ID_RAW + 8, this.newTokenIdLow);
+    writeUuid(TOKEN_ID_OUT, TOKEN_ID_RAW);
+    return TOKEN_ID_OUT;
   }
 
   /**
@@ -141,8 +170,7 @@ export class TokentraceStream extends Context {
       rewrite = true;
     }
     if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
-    const state = host.getHeader(host.HeaderMap.Request, TRACESTATE);
-    if (state !== null && !isValidTraceState(changetype<usize>(state), state.byteLength)) {
+    if (host.readHeader(host.HeaderMap.Request, TRACESTATE, TRACESTATE_IN) && !isValidTraceState(TRACESTATE_IN.ptr, TRACESTATE_IN.length)) {
       this.stats.error(ErrorReason.InvalidTraceState);
       host.removeHeader(host.HeaderMap.Request, TRACESTATE);
     }
@@ -150,11 +178,11 @@ export class TokentraceStream extends Context {
   }
 
   /** Starts a new trace from the random bytes already drawn; returns whether it is sampled. */
-  private startTrace(config: Config, routeName: ArrayBuffer | null, route: RouteStats, forced: bool): bool {
+  private startTrace(config: Config, route: RouteStats, forced: bool): bool {
     // W3C forbids all-zero ids; an all-zero draw (p = 2^-64 or less) becomes ...01.
     if (isAllZero(TRACE_ID_BYTES, 16)) store<u8>(TRACE_ID_BYTES + 15, 1);
     if (isAllZero(SPAN_ID_BYTES, 8)) store<u8>(SPAN_ID_BYTES + 7, 1);
-    const rate = forced ? 1.0 : this.rateFor(config, routeName);
+    const rate = forced ? 1.0 : this.rateFor(config);
     const sampled = forced || isSampled(TRACE_ID_BYTES, rate);
     writeTraceParent(TRACEPARENT_OUT, TRACE_ID_BYTES, SPAN_ID_BYTES, FLAG_RANDOM | (sampled ? FLAG_SAMPLED : 0));
     host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
@@ -171,20 +199,26 @@ export class TokentraceStream extends Context {
     return sampled;
   }
 
-  /** The sampling rate for this request; reads :path and :authority only when a rule needs them. */
-  private rateFor(config: Config, routeName: ArrayBuffer | null): f64 {
+  /** The sampling rate for this request; reads :authority only when a rule needs it (:path is read already). */
+  private rateFor(config: Config): f64 {
     if (config.routes.length == 0) return config.defaultRate;
-    const req = new RequestMatch();
-    req.routeName = routeName;
-    req.path = this.path;
-    if (config.rulesUseHost) req.authority = host.getHeader(host.HeaderMap.Request, AUTHORITY);
+    const req = REQUEST_MATCH;
+    req.routeName = ROUTE_NAME.ptr;
+    req.routeNameLength = ROUTE_NAME.length;
+    req.path = PATH_VALUE.ptr;
+    req.pathLength = PATH_VALUE.length;
+    AUTHORITY_VALUE.clear();
+    if (config.rulesUseHost) host.readHeader(host.HeaderMap.Request, AUTHORITY, AUTHORITY_VALUE);
+    req.authority = AUTHORITY_VALUE.ptr;
+    req.authorityLength = AUTHORITY_VALUE.length;
     return rateFor(config, req);
   }
 
   private isForced(config: Config): bool {
     const rules = config.force;
     for (let i = 0; i < rules.length; i++) {
-      if (forceRuleMatches(rules[i], host.getHeader(host.HeaderMap.Request, rules[i].headerBytes))) return true;
+      host.readHeader(host.HeaderMap.Request, rules[i].headerBytes, FORCE_VALUE);
+      if (forceRuleMatches(rules[i], FORCE_VALUE.ptr, FORCE_VALUE.length)) return true;
     }
     return false;
   }
@@ -211,9 +245,12 @@ export class TokentraceStream extends Context {
   }
 
   onResponseHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
-    const id = this.tokenTraceId;
-    if (id !== null) {
-      host.setHeaderBytes(host.HeaderMap.Response, this.tokenTraceIdHeader, id);
+    const kept = this.keptTokenId;
+    if (kept !== null) {
+      host.setHeaderBytes(host.HeaderMap.Response, this.tokenTraceIdHeader, kept);
+      this.stats.flushHostFailures();
+    } else if (this.hasNewTokenId) {
+      host.setHeader(host.HeaderMap.Response, this.tokenTraceIdHeader, this.writeNewTokenId(), UUID_LENGTH);
       this.stats.flushHostFailures();
     }
     return FilterHeadersStatusValues.Continue;
@@ -252,15 +289,15 @@ export class TokentraceStream extends Context {
       const span = this.span;
       const spans = this.active.config.spans;
       if (span !== null && spans !== null) {
-        span.operation = operationOf(this.path);
         span.requestModel = llm.requestModel;
         span.responseModel = llm.responseModel;
         span.finishReason = llm.finishReason;
         span.inputTokens = llm.inputTokens;
         span.outputTokens = llm.outputTokens;
         span.firstTokenNs = llm.firstByteNs;
-        const id = this.tokenTraceId;
-        span.tokenTraceId = id === null ? "" : String.UTF8.decode(id);
+        const kept = this.keptTokenId;
+        if (kept !== null) span.tokenTraceId = String.UTF8.decode(kept);
+        else if (this.hasNewTokenId) span.tokenTraceId = String.UTF8.decodeUnsafe(this.writeNewTokenId(), UUID_LENGTH);
         span.route = route.label;
         span.statusCode = code;
         span.startNs = startNs;

@@ -17,20 +17,21 @@ export function isValidTokenTraceId(ptr: usize, length: i32): bool {
   return true;
 }
 
-/** Writes 16 random bytes at `random` as a UUIDv4 (RFC 9562) into a new 36-byte buffer, setting the version and variant bits. */
-export function uuidV4(random: usize): ArrayBuffer {
+/** Sets the UUIDv4 version and variant bits (RFC 9562) in the 16 random bytes at `random`. */
+export function markUuidV4(random: usize): void {
   store<u8>(random + 6, (load<u8>(random + 6) & 0x0f) | 0x40);
   store<u8>(random + 8, (load<u8>(random + 8) & 0x3f) | 0x80);
-  const out = new ArrayBuffer(UUID_LENGTH);
-  const p = changetype<usize>(out);
-  writeHex(p, random, 4);
-  store<u8>(p + 8, 0x2d);
-  writeHex(p + 9, random + 4, 2);
-  store<u8>(p + 13, 0x2d);
-  writeHex(p + 14, random + 6, 2);
-  store<u8>(p + 18, 0x2d);
-  writeHex(p + 19, random + 8, 2);
-  store<u8>(p + 23, 0x2d);
-  writeHex(p + 24, random + 10, 6);
-  return out;
+}
+
+/** Writes the 16 bytes at `id` as a UUID's 36 characters at `dst`. */
+export function writeUuid(dst: usize, id: usize): void {
+  writeHex(dst, id, 4);
+  store<u8>(dst + 8, 0x2d);
+  writeHex(dst + 9, id + 4, 2);
+  store<u8>(dst + 13, 0x2d);
+  writeHex(dst + 14, id + 6, 2);
+  store<u8>(dst + 18, 0x2d);
+  writeHex(dst + 19, id + 8, 2);
+  store<u8>(dst + 23, 0x2d);
+  writeHex(dst + 24, id + 10, 6);
 }
