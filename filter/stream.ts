@@ -50,7 +50,7 @@ const REQUEST_MATCH = new RequestMatch();
 const NO_BYTES = new ArrayBuffer(0);
 const OT_THRESHOLD_PREFIX = "ot=th:";
 /** Streams between two garbage collections: amortises a collection, bounds the garbage between. */
-const COLLECT_EVERY_STREAMS: i32 = 32;
+const COLLECT_EVERY_STREAMS: i32 = 128;
 let deletedSinceCollect: i32 = 0;
 
 export class TokentraceStream extends Context {

@@ -3,7 +3,7 @@
 export * from "@solo-io/proxy-runtime/assembly/proxy";
 import { RootContext, Context, registerRootContext } from "@solo-io/proxy-runtime/assembly";
 
-const COLLECT_EVERY_STREAMS: i32 = 32;
+const COLLECT_EVERY_STREAMS: i32 = 128;
 let deletedSinceCollect: i32 = 0;
 
 class NoopStream extends Context {
