@@ -64,6 +64,16 @@ describe("join", () => {
     assert.deepEqual(find(out, "tokentrace_pod_gpu_power_watts").map((s) => s.samples[0]!.value), [512.25, 401.5]);
     assert.deepEqual(find(out, "tokentrace_pod_gpu_sm_active_ratio").map((s) => s.samples[0]!.value), [0.812, 0.59]);
     assert.deepEqual(j.gpuIndex.podsOfGpu("GPU-1111aaaa-0000-4000-8000-000000000000"), ["llm/chat-7d9f-abcde", "llm/embed-5c4b-fghij"]);
+    const info = find(out, "tokentrace_pod_gpu_info").map((s) => [labelsOf(s).pod, labelsOf(s).gpu, labelsOf(s).gpu_model, labelsOf(s).gpu_pods, s.samples[0]!.value]);
+    assert.deepEqual(info, [["chat-7d9f-abcde", "0", "NVIDIA H100 80GB HBM3", "2", 1], ["chat-7d9f-abcde", "1", "NVIDIA H100 80GB HBM3", "1", 1]]);
+  });
+
+  it("emits the (pod, GPU) info series even when dcgm-exporter reports none of the state fields", () => {
+    const j = new Joiner();
+    j.join(result(DCGM, 'DCGM_FI_DEV_SM_CLOCK{gpu="3",UUID="GPU-x",modelName="L4",Hostname="n",namespace="a",pod="p"} 1500\n', T0));
+    const out = j.join(result({ ...CHAT, namespace: "a", pod: "p", id: "e/a/p" }, "tokentrace_requests_total{route=\"r\"} 1\n", T0 + 1));
+    assert.equal(find(out, "tokentrace_pod_gpu_utilization_percent").length, 0);
+    assert.deepEqual(find(out, "tokentrace_pod_gpu_info").map((s) => [labelsOf(s).gpu_uuid, labelsOf(s).gpu_model, s.samples[0]!.value]), [["GPU-x", "L4", 1]]);
   });
 
   it("falls back to the node's unmapped GPUs for a pod dcgm-exporter did not map, and reads the lower-case hostname label", () => {

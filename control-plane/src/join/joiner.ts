@@ -169,6 +169,8 @@ export class Joiner {
         [C.POD_GPU_MEMORY_USED, g.memoryUsedMiB === undefined ? undefined : g.memoryUsedMiB * 1024 * 1024],
         [C.POD_GPU_POWER, g.powerWatts],
       ];
+      // The info series exists for every link, so PromQL can join on it even when dcgm-exporter left a field out.
+      out.push({ labels: ["__name__", C.POD_GPU_INFO, ...gl], samples: [{ value: 1, timestampMs: ts }] });
       for (const [name, v] of state) if (v !== undefined) out.push({ labels: ["__name__", name, ...gl], samples: [{ value: v, timestampMs: ts }] });
     }
     // Current values of the counters the derived series need, per route and model.
