@@ -18,6 +18,7 @@ const CHROMIUM = "/usr/bin/chromium";
 // The few DOM shapes the page callbacks use (the project's tsconfig has no DOM lib; these callbacks run in Chromium).
 interface El {
   value: string;
+  className: string;
   textContent: string | null;
   dataset: Record<string, string | undefined>;
 }
@@ -131,6 +132,40 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     const shot = join(resultsDir, "dashboard.png");
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(statSync(shot).size > 10_000, "the screenshot has content");
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    await context.close();
+    rmSync(userDataDir, { recursive: true, force: true });
+    await stack.close();
+  }
+});
+
+test("dashboard in headless Chromium with api.reads = token (emulated Envoy, simulated LLM and GPU): refused until a token is typed, then charts and policies load with it", { timeout: 90_000 }, async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  const wasm = requireArtifact(FILTER_WASM);
+  const stack = await startDemoStack({ wasm, ttftMs: 20, tokensPerSecond: 400, errorRate: 0, scrapeIntervalMs: 500, prometheus: "off", loadRps: 25, reads: "token" });
+  const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
+  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1400, height: 900 } });
+  try {
+    await until("two dashboard points for the chat route", () => stack.dashboard.points("chat").length >= 2);
+    const page = context.pages()[0] ?? (await context.newPage());
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    assert.equal((await page.goto(stack.dashboardUrl))?.status(), 200);
+
+    // Without a token: both reads are refused, and the page says so instead of drawing nothing.
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("status")?.className === "error");
+    assert.match((await page.textContent("#status")) ?? "", /token/i);
+    await page.waitForFunction(() => ((globalThis as unknown as Win).document.getElementById("policy-result")?.textContent ?? "") !== "");
+    assert.match((await page.textContent("#policy-result")) ?? "", /token/i);
+    assert.equal(await page.getAttribute("#chart-latency", "data-points"), "0");
+
+    // With the token typed: the series and the policy load.
+    await page.fill("#token", stack.token);
+    await page.dispatchEvent("#token", "change");
+    await page.waitForFunction(() => Number((globalThis as unknown as Win).document.getElementById("chart-latency")?.dataset.points ?? "0") > 0, undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-editor")?.value.includes("demo-sampling") === true);
+    assert.equal(await page.textContent("#policy-version"), "version 1, by demo");
     assert.deepEqual(pageErrors, []);
   } finally {
     await context.close();

@@ -66,6 +66,8 @@ export interface DemoStackOptions {
   loadRps?: number;
   /** The write token; default a random one. */
   token?: string;
+  /** The control plane's api.reads: "token" makes reads need the token too (pull-mode filters then get 401). Default "public". */
+  reads?: "public" | "token";
   /** Filter log lines and control-plane records. */
   onFilterLog?: (entry: LogEntry) => void;
   log?: (record: object) => void;
@@ -145,7 +147,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   const app = createApp({
     store,
     tokens: tokens.tokens,
-    reads: "public",
+    reads: opts.reads ?? "public",
     bodyLimitBytes: 262144,
     metrics,
     audit: jsonLineAudit((line) => log(JSON.parse(line) as object)),

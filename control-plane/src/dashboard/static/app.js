@@ -1,5 +1,6 @@
 // The dashboard page: polls /v1/dashboard/series for the chosen route and draws it with uPlot;
-// the policy editor reads and writes /v1/policies (PUT with If-Match, the token typed by the user).
+// the policy editor reads and writes /v1/policies (PUT with If-Match). The token typed by the user
+// goes with every request, so the page also works when the API runs with api.reads = token.
 /* global document, window, uPlot, Option */
 "use strict";
 
@@ -51,6 +52,14 @@ function makeChart(spec) {
   return new uPlot(opts, data, el);
 }
 
+/** Request headers with the typed token as a bearer token (none when the field is empty). */
+function authHeaders(extra) {
+  const headers = { ...extra };
+  const token = $("token").value.trim();
+  if (token) headers.authorization = `Bearer ${token}`;
+  return headers;
+}
+
 function showStatus(text, isError) {
   const el = $("status");
   el.textContent = text;
@@ -61,7 +70,7 @@ async function refresh() {
   let body;
   try {
     const q = currentRoute ? `?route=${encodeURIComponent(currentRoute)}` : "";
-    const res = await fetch(`/v1/dashboard/series${q}`, { cache: "no-store" });
+    const res = await fetch(`/v1/dashboard/series${q}`, { cache: "no-store", headers: authHeaders() });
     body = await res.json();
     if (!res.ok) {
       showStatus(describeError(body), true);
@@ -104,8 +113,12 @@ function describeError(body) {
 let policyEtag = "";
 
 async function loadPolicies(selectName) {
-  const res = await fetch("/v1/policies", { cache: "no-store" });
+  const res = await fetch("/v1/policies", { cache: "no-store", headers: authHeaders() });
   const body = await res.json();
+  if (!res.ok) {
+    showPolicyResult(describeError(body), body.details, true);
+    return;
+  }
   const select = $("policy");
   select.replaceChildren(...body.items.map((r) => new Option(r.policy.name, r.policy.name)));
   if (selectName) select.value = selectName;
@@ -113,7 +126,7 @@ async function loadPolicies(selectName) {
 }
 
 async function loadPolicy(name) {
-  const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { cache: "no-store" });
+  const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { cache: "no-store", headers: authHeaders() });
   const body = await res.json();
   if (!res.ok) {
     showPolicyResult(describeError(body), body.details, true);
@@ -148,9 +161,7 @@ async function savePolicy() {
     showPolicyResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
     return;
   }
-  const headers = { "content-type": "application/json" };
-  const token = $("token").value.trim();
-  if (token) headers.authorization = `Bearer ${token}`;
+  const headers = authHeaders({ "content-type": "application/json" });
   if (policyEtag) headers["if-match"] = policyEtag;
   const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { method: "PUT", headers, body: JSON.stringify(doc) });
   const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
@@ -170,6 +181,12 @@ $("route").addEventListener("change", (e) => {
 $("policy").addEventListener("change", (e) => void loadPolicy(e.target.value));
 $("save").addEventListener("click", () => void savePolicy());
 $("reload").addEventListener("click", () => void loadPolicy($("policy").value));
+// A token typed (or changed) may open reads that were refused: load again with it. The policy list
+// is loaded only if it was refused, so an edit in progress is never replaced.
+$("token").addEventListener("change", () => {
+  void refresh();
+  if ($("policy").options.length === 0) void loadPolicies().catch((e) => showPolicyResult(`cannot load policies: ${e}`, [], true));
+});
 
 window.tokentraceDashboard = { charts, refresh };
 void loadPolicies().catch((e) => showPolicyResult(`cannot load policies: ${e}`, [], true));
