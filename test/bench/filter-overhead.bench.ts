@@ -3,11 +3,14 @@
 // Rounds interleave the VMs after a warm-up, each is timed in this process's CPU time (the work is
 // synchronous; waiting for a core on a loaded machine is not the filter's cost), and the median
 // round counts, so load spikes on the shared machine hit every side alike. A hand-built module with empty callbacks shows what the host
-// itself costs (the noop figure is host + SDK).
+// itself costs (the noop figure is host + SDK), and one making the filter's host calls with no logic
+// shows what those calls alone cost: with the SDK's own work added, the floor of the ratio in this
+// host for any filter that makes them.
 import { statSync } from "node:fs";
 import { FilterVm, ManualClock } from "../host/index.js";
 import { callDrop, HEAP_PTR_ADDR, HEAP_START, proxyModule, seq } from "../host/support/proxy-module.js";
 import { op } from "../host/support/wasm-writer.js";
+import { hostCallFloorModule } from "./host-call-floor.js";
 import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
 
@@ -76,6 +79,7 @@ export async function run(): Promise<BenchRow[]> {
     { name: "noop.wasm", wasm: wasmPath("noop.wasm") as string | Uint8Array },
     { name: "empty hand-built module", wasm: proxyModule() as string | Uint8Array },
     { name: "ten header lookups", wasm: lookupModule() as string | Uint8Array },
+    { name: "host-call floor", wasm: hostCallFloorModule() as string | Uint8Array },
   ];
   const vms = await Promise.all(
     sides.map(async (side) => {
@@ -86,6 +90,7 @@ export async function run(): Promise<BenchRow[]> {
     }),
   );
   const filterCallsBefore = vms[0]!.vm.hostCalls;
+  const floorByNameBefore = vms[4]!.vm.hostCallsByName();
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < vms.length; k++) {
       const side = vms[(r + k) % vms.length]!;
@@ -98,7 +103,7 @@ export async function run(): Promise<BenchRow[]> {
   for (const side of vms) {
     if (side.vm.failed) throw new Error(`${side.name} failed during the benchmark: ${side.vm.failureReason}`);
   }
-  const [filter, noop, empty, lookups] = vms.map((v) => median(v.rounds)) as [number, number, number, number];
+  const [filter, noop, empty, lookups, floor] = vms.map((v) => median(v.rounds)) as [number, number, number, number, number];
   const filterCallsPerRequest = (vms[0]!.vm.hostCalls - filterCallsBefore) / (ROUNDS * REQUESTS_PER_ROUND);
   // Which host calls the filter makes per request, for whoever tunes it (stderr, beside the runner's progress lines).
   const measured = WARMUP_REQUESTS + ROUNDS * REQUESTS_PER_ROUND;
@@ -107,6 +112,7 @@ export async function run(): Promise<BenchRow[]> {
     .filter(([, n]) => n >= 0.01)
     .sort((a, b) => b[1] - a[1]);
   console.error(`filter.wasm host calls per request: ${perName.map(([name, n]) => `${name.replace(/^env\./, "")} ${n.toFixed(2)}`).join(", ")}`);
+  assertFloorMatches(perName, vms[4]!.vm.hostCallsByName(), floorByNameBefore, ROUNDS * REQUESTS_PER_ROUND + WARMUP_REQUESTS);
   const perCall = (lookups - empty) / LOOKUPS;
   const ratio = filter / noop;
   const sizeKiB = statSync(wasmPath("filter.wasm")).size / 1024;
@@ -119,6 +125,14 @@ export async function run(): Promise<BenchRow[]> {
       ratio,
       bar: `ratio <= ${RATIO_BAR}`,
       pass: ratio <= RATIO_BAR,
+    },
+    {
+      // The hand-built module has no SDK: add the SDK's own per-request work (noop - empty module).
+      figure: "the filter's host calls alone plus the SDK's own work (same calls, no logic): the ratio's floor here",
+      value: floor + (noop - empty),
+      unit: "µs",
+      baseline: { name: "noop.wasm", value: noop },
+      ratio: (floor + noop - empty) / noop,
     },
     {
       figure: "test host alone per request (empty hand-built module; the noop figure is host + SDK)",
@@ -145,4 +159,18 @@ export async function run(): Promise<BenchRow[]> {
       pass: sizeKiB <= SIZE_BAR_KIB,
     },
   ];
+}
+
+/** Fails the bench when the floor module's env calls per request (rounded) differ from the filter's. */
+function assertFloorMatches(filterPerRequest: ReadonlyArray<readonly [string, number]>, floorTotal: Record<string, number>, floorAtStart: Record<string, number>, requests: number): void {
+  const rounded = (entries: Array<readonly [string, number]>): string =>
+    entries
+      .filter(([name, n]) => name.startsWith("env.") && Math.round(n) > 0)
+      .map(([name, n]) => `${name} ${Math.round(n)}`)
+      .sort()
+      .join(", ");
+  const floor = Object.entries(floorTotal).map(([name, n]) => [name, (n - (floorAtStart[name] ?? 0)) / requests] as const);
+  const want = rounded([...filterPerRequest]);
+  const got = rounded(floor);
+  if (want !== got) throw new Error(`host-call floor module is out of date: filter makes [${want}] per request, the floor module [${got}]`);
 }
