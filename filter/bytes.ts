@@ -10,9 +10,41 @@ for (let b = 0; b < 256; b++) {
 
 /** Writes `length` bytes from `src` as lower-case hex at `dst` (2 * length bytes). */
 export function writeHex(dst: usize, src: usize, length: i32): void {
-  for (let i = 0; i < length; i++) {
+  let i = 0;
+  // Whole 16-byte blocks, then an 8-byte one, in wasm SIMD: ids are 16 and 8 bytes long.
+  for (; i + 16 <= length; i += 16) {
+    const v = v128.load(src + i);
+    v128.store(dst + (<usize>i << 1), hexLow8(v));
+    v128.store(dst + (<usize>i << 1) + 16, hexHigh8(v));
+  }
+  if (i + 8 <= length) {
+    v128.store(dst + (<usize>i << 1), hexLow8(v128.load64_zero(src + i)));
+    i += 8;
+  }
+  for (; i < length; i++) {
     store<u16>(dst + (<usize>i << 1), load<u16>(HEX_PAIRS + (<usize>load<u8>(src + i) << 1)));
   }
+}
+
+// @ts-ignore: decorator
+@inline function hexDigits(nibbles: v128): v128 {
+  return i8x16.swizzle(i8x16(0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66), nibbles);
+}
+
+/** The hex characters of bytes 0..7 of `v`, high nibble first. */
+// @ts-ignore: decorator
+@inline function hexLow8(v: v128): v128 {
+  const high = hexDigits(i8x16.shr_u(v, 4));
+  const low = hexDigits(v128.and(v, i8x16.splat(0x0f)));
+  return i8x16.shuffle(high, low, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+
+/** The hex characters of bytes 8..15 of `v`, high nibble first. */
+// @ts-ignore: decorator
+@inline function hexHigh8(v: v128): v128 {
+  const high = hexDigits(i8x16.shr_u(v, 4));
+  const low = hexDigits(v128.and(v, i8x16.splat(0x0f)));
+  return i8x16.shuffle(high, low, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 }
 
 export function isLowerHexByte(c: u32): bool {

@@ -23,15 +23,19 @@ export function markUuidV4(random: usize): void {
   store<u8>(random + 8, (load<u8>(random + 8) & 0x3f) | 0x80);
 }
 
+const UUID_HEX: usize = memory.data(32);
+
 /** Writes the 16 bytes at `id` as a UUID's 36 characters at `dst`. */
 export function writeUuid(dst: usize, id: usize): void {
-  writeHex(dst, id, 4);
+  writeHex(UUID_HEX, id, 16);
+  store<u64>(dst, load<u64>(UUID_HEX));
   store<u8>(dst + 8, 0x2d);
-  writeHex(dst + 9, id + 4, 2);
+  store<u32>(dst + 9, load<u32>(UUID_HEX + 8));
   store<u8>(dst + 13, 0x2d);
-  writeHex(dst + 14, id + 6, 2);
+  store<u32>(dst + 14, load<u32>(UUID_HEX + 12));
   store<u8>(dst + 18, 0x2d);
-  writeHex(dst + 19, id + 8, 2);
+  store<u32>(dst + 19, load<u32>(UUID_HEX + 16));
   store<u8>(dst + 23, 0x2d);
-  writeHex(dst + 24, id + 10, 6);
+  store<u64>(dst + 24, load<u64>(UUID_HEX + 20));
+  store<u32>(dst + 32, load<u32>(UUID_HEX + 28));
 }

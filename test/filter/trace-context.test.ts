@@ -118,3 +118,26 @@ describe("tracestate through filter.wasm (emulated Envoy host)", () => {
     });
   }
 });
+
+describe("ids the filter writes (emulated Envoy host)", () => {
+  it("writes every byte value of new trace, span and token ids as lower-case hex", async () => {
+    // Sixteen requests whose trace-ids together hold all 256 byte values; span and token ids get others.
+    const blocks: Uint8Array[] = [];
+    for (let k = 0; k < 16; k++) {
+      blocks.push(Uint8Array.from({ length: 24 }, (_, i) => (i < 16 ? k * 16 + i : 255 - k * 8 - (i - 16))));
+      blocks.push(Uint8Array.from({ length: 16 }, (_, i) => (k * 37 + i * 11) & 0xff));
+    }
+    const vm = await loadFilter({ random: scriptedRandom(blocks), config: { sampling: { defaultRate: 1 } } });
+    for (let k = 0; k < 16; k++) {
+      const s = exchange(vm, { headers: baseRequest(), route: "chat", status: 200 });
+      const ids = blocks[2 * k]!;
+      const token = Buffer.from(blocks[2 * k + 1]!);
+      token[6] = (token[6]! & 0x0f) | 0x40;
+      token[8] = (token[8]! & 0x3f) | 0x80;
+      const hex = token.toString("hex");
+      assert.equal(s.request.get("traceparent"), `00-${Buffer.from(ids.subarray(0, 16)).toString("hex")}-${Buffer.from(ids.subarray(16)).toString("hex")}-03`);
+      assert.equal(s.request.get("x-token-trace-id"), `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`);
+    }
+  });
+});
+
