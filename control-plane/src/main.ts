@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { AdaptiveSampler } from "./adaptive/sampler.js";
+import { PipelineRateSource } from "./adaptive/pipeline-rates.js";
 import { PrometheusRateSource } from "./adaptive/prometheus.js";
 import { noRates, type RateSource } from "./adaptive/rates.js";
 import { createApp, namespaceCheck, type ReadinessCheck } from "./app.js";
@@ -50,8 +51,21 @@ export async function startControlPlane(
   const metrics = createMetrics(true);
   let sync: KubernetesSync | undefined;
 
+  const namespaceOf = (name: string): string | undefined => store.get(name)?.policy.target.namespace;
+  const pipelineConfig = config.pipeline.enabled ? pipelineConfigOf(config) : undefined;
+  if (pipelineConfig !== undefined && !pipelineConfig.ok) throw new Error(pipelineConfig.errors.join("; "));
+  // Without a Prometheus to ask, adaptive sampling learns rates from the pipeline's own scrapes:
+  // a rate counts for three scrape intervals, and at least two adaptive steps.
+  const pipelineRates =
+    pipelineConfig?.ok && config.adaptive.prometheus.url === ""
+      ? new PipelineRateSource({
+          namespaceOf,
+          now: () => Date.now(),
+          maxAgeMs: Math.max(3 * pipelineConfig.config.scrape.intervalMs, 2 * config.adaptive.intervalSeconds * 1000),
+        })
+      : undefined;
   const sampler = new AdaptiveSampler({
-    source: rates ?? rateSourceFor(config, (name) => store.get(name)?.policy.target.namespace),
+    source: rates ?? pipelineRates ?? rateSourceFor(config, namespaceOf),
     policies: () => store.list(),
     now: () => Date.now(),
     minPushIntervalMs: config.adaptive.minPushIntervalSeconds * 1000,
@@ -96,14 +110,15 @@ export async function startControlPlane(
   let pipeline: RunningPipeline | undefined;
   // The dashboard's series come from the pipeline's joined batches (empty while it is off).
   const dashboard = new DashboardSeries();
-  if (config.pipeline.enabled) {
-    const pipelineConfig = pipelineConfigOf(config);
-    if (!pipelineConfig.ok) throw new Error(pipelineConfig.errors.join("; "));
+  if (pipelineConfig?.ok) {
     pipeline = await startPipeline(pipelineConfig.config, {
       registry: metrics.registry,
       ...(pipelineConfig.config.scrape.kubernetes.enabled ? { kubeConfig: kubeConfig() } : {}),
       log: (message) => log({ msg: "pipeline", detail: message }),
-      onBatch: (series, result) => dashboard.observe(series, result),
+      onBatch: (series, result) => {
+        dashboard.observe(series, result);
+        pipelineRates?.observe(series, result);
+      },
     });
   }
 

@@ -1,5 +1,5 @@
-// Where adaptive sampling learns request rates. The metrics pipeline's scraper (or a Prometheus
-// query API client) implements this later; tests feed synthetic traffic.
+// Where adaptive sampling learns request rates: a Prometheus query API (prometheus.ts) or the
+// control plane's own metrics pipeline (pipeline-rates.ts); tests feed synthetic traffic.
 
 /** Observed requests per second on one route of a policy's workloads. */
 export interface RouteRate {
