@@ -4,7 +4,7 @@
 // policy's rates are those of the targets in its namespace, summed per route (what the Prometheus
 // source's default query asks for). A target whose last rate is older than `maxAgeMs` (a pod that
 // went away, a sidecar no longer scraped) no longer counts.
-import type { Labels } from "../scrape/sample.js";
+import { labelValue } from "../scrape/sample.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import type { RateSource, RouteRate } from "./rates.js";
 
@@ -38,11 +38,6 @@ interface TargetRates {
   byRoute: Map<string, number>;
 }
 
-function label(labels: Labels, name: string): string | undefined {
-  for (let i = 0; i + 1 < labels.length; i += 2) if (labels[i] === name) return labels[i + 1];
-  return undefined;
-}
-
 /** Request rates per route from the pipeline's joined batches (see the file comment). */
 export class PipelineRateSource implements RateSource {
   private readonly previous = new Map<string, Totals>();
@@ -56,8 +51,8 @@ export class PipelineRateSource implements RateSource {
     if ((target.kind !== "envoy" && target.kind !== "static") || target.namespace === undefined) return;
     const totals = new Map<string, number>();
     for (const s of series) {
-      if (label(s.labels, "__name__") !== REQUESTS) continue;
-      const route = label(s.labels, "route");
+      if (labelValue(s.labels, "__name__") !== REQUESTS) continue;
+      const route = labelValue(s.labels, "route");
       const value = s.samples[s.samples.length - 1]?.value;
       if (route === undefined || value === undefined || !Number.isFinite(value)) continue;
       // Summed over status classes (and models, should a series carry one).

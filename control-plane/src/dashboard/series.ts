@@ -4,7 +4,7 @@
 // latency quantiles from the filter's histogram buckets (as Prometheus's histogram_quantile does),
 // token, request and sampled-trace rates from its counters, and the pod's GPU state from the join.
 import type { WriteSeries } from "../remote-write/series.js";
-import type { Labels } from "../scrape/sample.js";
+import { labelValue } from "../scrape/sample.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 
 /** Quantiles the page shows, in this order. */
@@ -57,11 +57,6 @@ const REQUESTS = "tokentrace_requests_total";
 const SAMPLED = "tokentrace_traces_sampled_total";
 const OUTPUT_TOKENS = "tokentrace_llm_output_tokens_total";
 
-function label(labels: Labels, name: string): string | undefined {
-  for (let i = 0; i + 1 < labels.length; i += 2) if (labels[i] === name) return labels[i + 1];
-  return undefined;
-}
-
 /** Counter delta with a reset read as "started again from zero" (as the join does). */
 const delta = (prev: number, cur: number): number => (cur >= prev ? cur - prev : cur);
 
@@ -112,16 +107,16 @@ export class DashboardSeries implements DashboardSource {
     const util: number[] = [];
     let power: number | null = null;
     for (const s of series) {
-      const name = label(s.labels, "__name__");
+      const name = labelValue(s.labels, "__name__");
       const value = s.samples[s.samples.length - 1]?.value;
       if (name === undefined || value === undefined || !Number.isFinite(value)) continue;
       if (name === POD_GPU_UTILIZATION) util.push(value);
       else if (name === POD_GPU_POWER) power = (power ?? 0) + value;
       if (!name.startsWith("tokentrace_")) continue;
-      const route = label(s.labels, "route");
+      const route = labelValue(s.labels, "route");
       if (route === undefined) continue;
       if (name === TTFT_BUCKET || name === DURATION_BUCKET) {
-        const le = label(s.labels, "le");
+        const le = labelValue(s.labels, "le");
         if (le === undefined) continue;
         const bound = le === "+Inf" ? Infinity : Number(le);
         if (Number.isNaN(bound)) continue;
