@@ -64,10 +64,10 @@ export const FilterHeadersStatus = {
   StopAllIterationAndWatermark: 4,
 } as const;
 
-/** Limits Envoy's host applies to a header-map pairs buffer (proxy-wasm-cpp-host limits.h). */
 /** FilterDataStatus (body callbacks). */
 export const FilterDataStatus = { Continue: 0, StopIterationAndBuffer: 1, StopIterationAndWatermark: 2, StopIterationNoBuffer: 3 } as const;
 
+/** Limits Envoy's host applies to a header-map pairs buffer (proxy-wasm-cpp-host limits.h). */
 export const PAIRS_MAX_BYTES = 1024 * 1024;
 export const PAIRS_MAX_COUNT = 1024;
 
