@@ -410,23 +410,3 @@ export function decodeWriteRequestV1(buf: Uint8Array): DecodedSeries[] {
   }
   return out;
 }
-
-/** Counts the samples of an encoded 1.0 WriteRequest without decoding labels. */
-export function countSamplesV1(buf: Uint8Array): number {
-  const r = new Reader(buf);
-  let n = 0;
-  while (r.pos < buf.length) {
-    const key = r.varint();
-    if (key !== V1_TIMESERIES) {
-      r.skip(key & 7);
-      continue;
-    }
-    const tsEnd = r.varint() + r.pos;
-    while (r.pos < tsEnd) {
-      const k = r.varint();
-      if (k === V1_SAMPLES) n++;
-      r.skip(k & 7);
-    }
-  }
-  return n;
-}
