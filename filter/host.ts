@@ -162,17 +162,6 @@ export function getIntProperty(path: ArrayBuffer, fallback: i64): i64 {
   return load<i64>(INT_VALUE.ptr);
 }
 
-/** A header value as a managed buffer (kept beyond the callback), or null when the header is absent. */
-export function getHeader(map: HeaderMap, name: ArrayBuffer): ArrayBuffer | null {
-  resetOut();
-  const status = imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE);
-  if (status != OK) {
-    if (status != NOT_FOUND) failedCalls++;
-    return null;
-  }
-  return takeHostBuffer();
-}
-
 /** Sets a header to exactly one value (adds it when absent) from `length` bytes at `value`. */
 export function setHeader(map: HeaderMap, name: ArrayBuffer, value: usize, length: i32): bool {
   const status = imports.proxy_replace_header_map_value(map, changetype<usize>(name), name.byteLength, value, length);
@@ -302,10 +291,13 @@ export function httpCall(cluster: ArrayBuffer, headerPairs: ArrayBuffer, body: A
   return <i64>load<u32>(OUT_PTR);
 }
 
-/** A header of the HTTP call response being delivered, or null. */
-export function getHttpCallResponseHeader(name: ArrayBuffer): ArrayBuffer | null {
-  return getHeader(<HeaderMap>HTTP_CALL_RESPONSE_HEADERS, name);
+/** Reads a header of the HTTP call response being delivered into `into`; false when absent. */
+export function readHttpCallResponseHeader(name: ArrayBuffer, into: HostValue): bool {
+  return readHeader(<HeaderMap>HTTP_CALL_RESPONSE_HEADERS, name, into);
 }
+
+/** The `:status` of an HTTP call response, read in place by whoever handles the response. */
+export const HTTP_CALL_STATUS = new HostValue(memory.data(16), 16);
 
 export function setTickPeriodMs(ms: u32): void {
   if (imports.proxy_set_tick_period_milliseconds(ms) != OK) failedCalls++;

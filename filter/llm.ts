@@ -53,10 +53,9 @@ export function insertIncludeUsage(body: ArrayBuffer): ArrayBuffer | null {
   return out;
 }
 
-/** The media type of a content-type value: up to ";", without surrounding spaces. */
-function mediaTypeLength(value: ArrayBuffer): i32 {
-  const p = changetype<usize>(value);
-  let n = value.byteLength;
+/** The media type of the `length`-byte content-type value at `p`: up to ";", without surrounding spaces. */
+function mediaTypeLength(p: usize, length: i32): i32 {
+  let n = length;
   for (let i = 0; i < n; i++) {
     if (load<u8>(p + i) == 0x3b) {
       n = i;
@@ -68,6 +67,10 @@ function mediaTypeLength(value: ArrayBuffer): i32 {
 }
 
 const enum ResponseKind { NotRead, Json, EventStream }
+
+// The response headers classifyResponse inspects, read in place (host.HostValue).
+const CONTENT_ENCODING_VALUE = new host.HostValue(memory.data(64), 64);
+const CONTENT_TYPE_VALUE = new host.HostValue(memory.data(128), 128);
 
 export class LlmExchange {
   private config: LlmConfig;
@@ -166,18 +169,18 @@ export class LlmExchange {
    * with the headers, so responses without a body cost no header reads.
    */
   private classifyResponse(): void {
-    const encoding = host.getHeader(host.HeaderMap.Response, CONTENT_ENCODING);
-    if (encoding !== null && !equalAsciiLowerCase(changetype<usize>(encoding), encoding.byteLength, IDENTITY)) {
+    const encoding = CONTENT_ENCODING_VALUE;
+    if (host.readHeader(host.HeaderMap.Response, CONTENT_ENCODING, encoding) && !equalAsciiLowerCase(encoding.ptr, encoding.length, IDENTITY)) {
       this.stats.error(ErrorReason.BodyEncoded); // gzip etc.: counted, not decoded
       return;
     }
-    const contentType = host.getHeader(host.HeaderMap.Response, CONTENT_TYPE);
-    if (contentType === null) return;
-    const n = mediaTypeLength(contentType);
+    const contentType = CONTENT_TYPE_VALUE;
+    if (!host.readHeader(host.HeaderMap.Response, CONTENT_TYPE, contentType)) return;
+    const n = mediaTypeLength(contentType.ptr, contentType.length);
     const types = this.config.contentTypes;
     for (let i = 0; i < types.length; i++) {
-      if (!equalAsciiLowerCase(changetype<usize>(contentType), n, types[i])) continue;
-      if (equalAsciiLowerCase(changetype<usize>(contentType), n, EVENT_STREAM)) {
+      if (!equalAsciiLowerCase(contentType.ptr, n, types[i])) continue;
+      if (equalAsciiLowerCase(contentType.ptr, n, EVENT_STREAM)) {
         this.responseKind = ResponseKind.EventStream;
         this.sse = new SseScanner();
       } else {

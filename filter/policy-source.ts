@@ -66,8 +66,8 @@ export class PolicyPoller {
   onResponse(token: u32, headerCount: u32, bodySize: u32): PollOutcome {
     if (<i64>token != this.inFlightToken) return PollOutcome.NotOurs;
     this.inFlightToken = -1;
-    const status: ArrayBuffer | null = headerCount == 0 ? null : host.getHttpCallResponseHeader(STATUS);
-    const code = status === null ? "" : String.UTF8.decode(status);
+    const status = host.HTTP_CALL_STATUS;
+    const code = headerCount != 0 && host.readHttpCallResponseHeader(STATUS, status) ? String.UTF8.decodeUnsafe(status.ptr, status.length) : "";
     if (code == "304") return PollOutcome.Unchanged;
     if (code != "200") return this.fail("the control plane answered " + (code.length > 0 ? code : "nothing (timeout or reset)"));
     const body = host.getHttpCallResponseBody(bodySize);

@@ -134,8 +134,8 @@ export class SpanExporter {
     this.inFlightToken = -1;
     this.inFlightSpans = 0;
     // No headers means the call failed (timeout, reset, no healthy upstream).
-    const status: ArrayBuffer | null = headerCount == 0 ? null : host.getHttpCallResponseHeader(STATUS);
-    if (status !== null && status.byteLength == 3 && load<u8>(changetype<usize>(status)) == 0x32) {
+    const status = host.HTTP_CALL_STATUS;
+    if (headerCount != 0 && host.readHttpCallResponseHeader(STATUS, status) && status.length == 3 && load<u8>(status.ptr) == 0x32) {
       this.stats.count(this.stats.spansExported, n);
     } else {
       this.failed(n);
