@@ -4,6 +4,7 @@
 // policy's rates are those of the targets in its namespace, summed per route (what the Prometheus
 // source's default query asks for). A target whose last rate is older than `maxAgeMs` (a pod that
 // went away, a sidecar no longer scraped) no longer counts.
+import { counterDelta } from "../join/joiner.js";
 import { labelValue } from "../scrape/sample.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import type { RateSource, RouteRate } from "./rates.js";
@@ -68,7 +69,7 @@ export class PipelineRateSource implements RateSource {
       // A route first seen in this scrape has no rate yet (as Prometheus's rate() needs two points).
       if (then === undefined) continue;
       // A counter that went down was reset (the sidecar restarted): it counted up from zero.
-      byRoute.set(route, (now >= then ? now - then : now) / seconds);
+      byRoute.set(route, counterDelta(then, now) / seconds);
     }
     this.rates.set(target.id, { namespace: target.namespace, timestampMs, byRoute });
   }

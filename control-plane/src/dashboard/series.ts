@@ -6,6 +6,7 @@
 import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
+import { counterDelta } from "../join/joiner.js";
 
 /** Quantiles the page shows, in this order. */
 export const QUANTILES = [0.5, 0.95, 0.99] as const;
@@ -56,9 +57,6 @@ const DURATION_BUCKET = "tokentrace_llm_duration_ms_bucket";
 const REQUESTS = "tokentrace_requests_total";
 const SAMPLED = "tokentrace_traces_sampled_total";
 const OUTPUT_TOKENS = "tokentrace_llm_output_tokens_total";
-
-/** Counter delta with a reset read as "started again from zero" (as the join does). */
-const delta = (prev: number, cur: number): number => (cur >= prev ? cur - prev : cur);
 
 /**
  * The q-quantile of a histogram given as cumulative counts per upper bound (+Inf included), by
@@ -137,7 +135,7 @@ export class DashboardSeries implements DashboardSource {
       const before = prev.routes.get(route);
       const diff = (now: Map<number, number>, then: Map<number, number> | undefined): Map<number, number> => {
         const out = new Map<number, number>();
-        for (const [le, v] of now) out.set(le, delta(then?.get(le) ?? 0, v));
+        for (const [le, v] of now) out.set(le, counterDelta(then?.get(le) ?? 0, v));
         return out;
       };
       const ttft = QUANTILES.map((q) => histogramQuantile(q, diff(cur.ttftBuckets, before?.ttftBuckets)));
@@ -149,9 +147,9 @@ export class DashboardSeries implements DashboardSource {
         ttftMs: ttft.map((v) => (v === null ? null : round3(v))),
         decodeMs: total.map((v, i) => (v === null || ttft[i] === null ? null : round3(Math.max(0, v - ttft[i]!)))),
         totalMs: total.map((v) => (v === null ? null : round3(v))),
-        requestsPerSecond: round3(delta(before?.requests ?? 0, cur.requests) / dtSec),
-        sampledPerSecond: round3(delta(before?.sampled ?? 0, cur.sampled) / dtSec),
-        outputTokensPerSecond: round3(delta(before?.outputTokens ?? 0, cur.outputTokens) / dtSec),
+        requestsPerSecond: round3(counterDelta(before?.requests ?? 0, cur.requests) / dtSec),
+        sampledPerSecond: round3(counterDelta(before?.sampled ?? 0, cur.sampled) / dtSec),
+        outputTokensPerSecond: round3(counterDelta(before?.outputTokens ?? 0, cur.outputTokens) / dtSec),
         gpuUtilizationPercent: gpuUtil,
         gpuPowerWatts: power === null ? null : round3(power),
       };
