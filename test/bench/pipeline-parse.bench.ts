@@ -37,9 +37,8 @@ export async function run(): Promise<BenchRow[]> {
       value: oursMs,
       unit: "ms",
       baseline: { name: "parse-prometheus-text-format", value: peerMs },
-      ratio,
-      bar: "peer/ours >= 3",
-      pass: ratio >= 3,
+      ratio: { value: ratio, of: "peer/ours time", better: "higher" },
+      bar: { on: "ratio", min: 3 },
     },
   ];
 }
