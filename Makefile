@@ -38,7 +38,7 @@ lint: | node_modules/.installed ## ESLint, zero warnings
 test-deps: ## install the Debian packages the tests run (prometheus, chromium)
 	bash test/support/install-system-deps.sh
 
-test: build typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
+test: build build/oci/index.json typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
 	node --import tsx --test --test-timeout=180000 --test-reporter=spec $(TESTS)
 
 bench: build ## run every benchmark and print one table
@@ -50,11 +50,13 @@ demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, fi
 run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults
 	node --import tsx control-plane/src/main.ts
 
-manifests: build/filter.wasm | node_modules/.installed ## pin the istio/ manifests to build/filter.wasm (sha256)
+manifests: build/filter.wasm build/oci/index.json | node_modules/.installed ## pin istio/ to the build: OCI manifest digest for oci:// URLs, file sha256 otherwise
 	node --import tsx scripts/manifests.ts
 
-oci: build/filter.wasm | node_modules/.installed ## package build/filter.wasm as an OCI image layout in build/oci/ for oci:// URLs
+build/oci/index.json: build/filter.wasm scripts/oci.ts | node_modules/.installed
 	node --import tsx scripts/oci.ts
+
+oci: build/oci/index.json ## package build/filter.wasm as an OCI image layout in build/oci/ for oci:// URLs
 
 clean: ## remove build outputs
 	rm -rf build

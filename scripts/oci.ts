@@ -8,10 +8,10 @@
 // Byte-for-byte reproducible: fixed tar header fields and mtime 0, so the same module gives the
 // same digests.  node --import tsx scripts/oci.ts [--wasm <file>] [--out <dir>] [--tag <tag>]
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 
 export const MEDIA_TYPE_INDEX = "application/vnd.oci.image.index.v1+json";
 export const MEDIA_TYPE_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
@@ -80,6 +80,45 @@ export function writeOciLayout(wasm: Uint8Array, outDir: string, tag: string): {
   writeFileSync(join(outDir, "index.json"), JSON.stringify(index));
   writeFileSync(join(outDir, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
   return { manifest, layer, config };
+}
+
+/** The image a tag names in a layout (as `oras cp --from-oci-layout <dir>:<tag>` pushes it). */
+export interface LayoutImage {
+  /** The manifest's descriptor; its digest is what a registry serves the tag as. */
+  manifest: Descriptor;
+  /** The wasm module inside the compat layer. */
+  wasm: Buffer;
+}
+
+/** Reads the image tagged `tag` from a layout written by {@link writeOciLayout}; throws when absent or corrupt. */
+export function readOciLayout(dir: string, tag: string): LayoutImage {
+  const indexPath = join(dir, "index.json");
+  if (!existsSync(indexPath)) throw new Error(`${dir}: no OCI image layout (run \`make oci\`)`);
+  const index = JSON.parse(readFileSync(indexPath, "utf8")) as { manifests?: Descriptor[] };
+  const manifest = index.manifests?.find((d) => d.annotations?.[REF_NAME_ANNOTATION] === tag);
+  if (manifest === undefined) throw new Error(`${dir}: no image tagged ${tag}`);
+  const blob = (d: Descriptor): Buffer => {
+    const bytes = readFileSync(join(dir, "blobs", "sha256", d.digest.replace(/^sha256:/, "")));
+    if (digestOf(bytes) !== d.digest) throw new Error(`${dir}: blob ${d.digest} does not match its digest`);
+    return bytes;
+  };
+  const body = JSON.parse(blob(manifest).toString("utf8")) as { layers: Descriptor[] };
+  const layer = body.layers[body.layers.length - 1];
+  if (layer === undefined) throw new Error(`${dir}: image ${tag} has no layer`);
+  return { manifest: { mediaType: manifest.mediaType, digest: manifest.digest, size: manifest.size }, wasm: untarOneFile(gunzipSync(blob(layer)), PLUGIN_FILE) };
+}
+
+/** The bytes of `name` in a ustar archive (the inverse of {@link tarOneFile}). */
+export function untarOneFile(tar: Buffer, name: string): Buffer {
+  for (let offset = 0; offset + 512 <= tar.length; ) {
+    const header = tar.subarray(offset, offset + 512);
+    if (header.every((b) => b === 0)) break;
+    const entry = header.toString("utf8", 0, 100).replace(/\0.*$/s, "");
+    const size = parseInt(header.toString("ascii", 124, 136).replace(/\0.*$/s, "").trim() || "0", 8);
+    if (entry === name) return Buffer.from(tar.subarray(offset + 512, offset + 512 + size));
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  throw new Error(`tar: ${name} not found`);
 }
 
 function argValue(argv: string[], name: string): string | undefined {

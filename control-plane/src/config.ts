@@ -293,6 +293,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Loa
   if (errors.length === 0 && config.kubernetes.backoff.maxMs < config.kubernetes.backoff.initialMs) {
     errors.push(`kubernetes.backoff.maxMs: must be >= kubernetes.backoff.initialMs (${config.kubernetes.backoff.initialMs}), got ${config.kubernetes.backoff.maxMs}`);
   }
+  const pinned = /@sha256:([a-f0-9]{64})$/.exec(errors.length === 0 ? config.kubernetes.wasmPlugin.url : "");
+  if (pinned !== null && config.kubernetes.wasmPlugin.sha256 !== "" && pinned[1] !== config.kubernetes.wasmPlugin.sha256) {
+    // istio/api extensions/v1alpha1/wasm.proto (sha256): a digest in the url must match this field.
+    errors.push(`kubernetes.wasmPlugin.sha256: must equal the digest in kubernetes.wasmPlugin.url (${pinned[1]}), got "${config.kubernetes.wasmPlugin.sha256}"`);
+  }
   if (errors.length === 0) {
     const result = pipelineConfigOf(config);
     if (!result.ok) errors.push(...result.errors);

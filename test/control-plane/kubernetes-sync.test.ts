@@ -126,6 +126,7 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
       pluginName: "tokentrace",
       phase: "STATS",
       failStrategy: "FAIL_OPEN",
+      match: [{ mode: "SERVER" }],
       pluginConfig: samplePolicy().pluginConfig,
     });
     const gw = h.plugins().find((p) => p.metadata?.name === "tokentrace-gw") as KubeObject & { spec: { targetRefs: unknown; selector?: unknown } };
@@ -149,7 +150,7 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
 
     await request(h.emulator, "PATCH", wpPath("llm", "tokentrace-chat"), { spec: { pluginConfig: { sampling: { defaultRate: 1 } }, failStrategy: "FAIL_CLOSE" } });
     const specOf = () => JSON.stringify((h.plugins().find((p) => p.metadata?.name === "tokentrace-chat") as { spec?: unknown } | undefined)?.spec ?? null);
-    const wanted = JSON.stringify({ selector: { matchLabels: { app: "chat" } }, url: "oci://registry.example/tokentrace/filter:0.1.0", sha256: sha, pluginName: "tokentrace", phase: "STATS", failStrategy: "FAIL_OPEN", pluginConfig: samplePolicy().pluginConfig });
+    const wanted = JSON.stringify({ selector: { matchLabels: { app: "chat" } }, url: "oci://registry.example/tokentrace/filter:0.1.0", sha256: sha, pluginName: "tokentrace", phase: "STATS", failStrategy: "FAIL_OPEN", match: [{ mode: "SERVER" }], pluginConfig: samplePolicy().pluginConfig });
     await eventually(() => specOf() === wanted, "spec restored");
 
     await request(h.emulator, "DELETE", wpPath("llm", "tokentrace-chat"), undefined, "application/json");

@@ -15,7 +15,7 @@ import { REPO, readYaml, type Manifest } from "./support.js";
 
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 const runScript = (script: string, args: string[]): string =>
-  execFileSync(process.execPath, ["--import", "tsx", join(REPO, "scripts", script), ...args], { cwd: REPO, encoding: "utf8" });
+  execFileSync(process.execPath, ["--import", "tsx", join(REPO, "scripts", script), ...args], { cwd: REPO, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 let work: string;
 before(() => {
@@ -34,18 +34,23 @@ describe("make manifests", () => {
     return { plugin: plugin!.spec.sha256, filter: wasm.vm_config.code.remote.sha256, env: env.data.TOKENTRACE_WASM_SHA256, filterConfig: JSON.parse(wasm.configuration.value), pluginConfig: plugin!.spec.pluginConfig };
   };
 
-  it("writes the sha256 of the .wasm into the WasmPlugin, the EnvoyFilter and the control plane's env, keeps comments, and is idempotent", () => {
+  it("pins the OCI manifest digest of the image for oci:// URLs and the .wasm's sha256 for https://, keeps comments, and is idempotent", () => {
     const root = join(work, "manifests");
     cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
-    // A module that is certainly not the committed one, so the script has to change all three.
+    // A module that is certainly not the committed one, so the script has to change all three;
+    // the control plane is pointed at an https:// URL, which Istio checks against the file's hash.
     const wasm = join(work, "other.wasm");
     const bytes = Buffer.concat([readFileSync(requireArtifact(FILTER_WASM)), Buffer.from([0, 1, 2, 3])]);
     writeFileSync(wasm, bytes);
-    const want = sha256(bytes);
-    const out = runScript("manifests.ts", ["--root", root, "--wasm", wasm]);
-    assert.match(out, new RegExp(`^sha256 ${want} .*updated ${WASMPLUGIN_FILE}, ${CONFIGMAP_FILE}, ${ENVOYFILTER_FILE}\\n$`));
+    const oci = join(work, "other-oci");
+    runScript("oci.ts", ["--wasm", wasm, "--out", oci, "--tag", "0.1.0"]);
+    const digest = JSON.parse(readFileSync(join(oci, "index.json"), "utf8")).manifests[0].digest.slice("sha256:".length) as string;
+    const cmPath = join(root, CONFIGMAP_FILE);
+    writeFileSync(cmPath, readFileSync(cmPath, "utf8").replace("TOKENTRACE_WASM_URL: oci://ghcr.io/tokentrace/filter:0.1.0", "TOKENTRACE_WASM_URL: https://example.com/filter.wasm"));
+    const out = runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]);
+    assert.match(out, new RegExp(`^pinned wasmPlugin ${digest}, controlPlane ${sha256(bytes)}, envoyFilter ${digest}; updated ${WASMPLUGIN_FILE}, ${CONFIGMAP_FILE}, ${ENVOYFILTER_FILE}\\n$`));
     const p = pinned(root);
-    assert.deepEqual([p.plugin, p.filter, p.env], [want, want, want]);
+    assert.deepEqual([p.plugin, p.filter, p.env], [digest, digest, sha256(bytes)]);
     assert.deepEqual(p.filterConfig, p.pluginConfig);
     const after1 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
     assert.match(after1[0]!, /^# The filter on every sidecar/m, "comments survive");
@@ -53,10 +58,20 @@ describe("make manifests", () => {
     // Only the hash lines differ from the committed files.
     const committed = readFileSync(join(REPO, WASMPLUGIN_FILE), "utf8").split("\n");
     const changed = after1[0]!.split("\n").filter((line, i) => line !== committed[i]);
-    assert.deepEqual(changed, [`  sha256: ${want}`]);
-    assert.match(runScript("manifests.ts", ["--root", root, "--wasm", wasm]), /manifests already up to date\n$/);
+    assert.deepEqual(changed, [`  sha256: ${digest}`]);
+    assert.match(runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]), /manifests already up to date\n$/);
     const after2 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
     assert.deepEqual(after2, after1);
+  });
+
+  it("refuses an OCI layout that holds another module than the .wasm (a stale `make oci`)", () => {
+    const root = join(work, "stale");
+    cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
+    const oci = join(work, "stale-oci");
+    runScript("oci.ts", ["--wasm", requireArtifact(FILTER_WASM), "--out", oci, "--tag", "0.1.0"]);
+    const wasm = join(work, "stale.wasm");
+    writeFileSync(wasm, Buffer.concat([readFileSync(FILTER_WASM), Buffer.from([9])]));
+    assert.throws(() => runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]), /holds another module than .*run `make oci`/);
   });
 
   it("copies a changed default pluginConfig into the EnvoyFilter", () => {
@@ -64,7 +79,7 @@ describe("make manifests", () => {
     cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
     const path = join(root, WASMPLUGIN_FILE);
     writeFileSync(path, readFileSync(path, "utf8").replace("defaultRate: 0.01", "defaultRate: 0.25"));
-    runScript("manifests.ts", ["--root", root, "--wasm", requireArtifact(FILTER_WASM)]);
+    runScript("manifests.ts", ["--root", root, "--wasm", requireArtifact(FILTER_WASM), "--oci", join(REPO, "build/oci")]);
     const p = pinned(root);
     assert.equal((p.filterConfig as { sampling: { defaultRate: number } }).sampling.defaultRate, 0.25);
     assert.deepEqual(p.filterConfig, p.pluginConfig);
@@ -136,7 +151,8 @@ describe("make oci", () => {
 
   it("the Makefile has both targets, documented for make help", () => {
     const makefile = readFileSync(join(REPO, "Makefile"), "utf8");
-    assert.match(makefile, /^manifests: build\/filter\.wasm .*## .+\n\tnode --import tsx scripts\/manifests\.ts$/m);
-    assert.match(makefile, /^oci: build\/filter\.wasm .*## .+\n\tnode --import tsx scripts\/oci\.ts$/m);
+    assert.match(makefile, /^manifests: build\/filter\.wasm build\/oci\/index\.json .*## .+\n\tnode --import tsx scripts\/manifests\.ts$/m);
+    assert.match(makefile, /^build\/oci\/index\.json: build\/filter\.wasm scripts\/oci\.ts .*\n\tnode --import tsx scripts\/oci\.ts$/m);
+    assert.match(makefile, /^oci: build\/oci\/index\.json ## .+$/m);
   });
 });

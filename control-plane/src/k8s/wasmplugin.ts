@@ -63,6 +63,9 @@ export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, co
   spec.pluginName = plugin.pluginName;
   spec.phase = plugin.phase;
   spec.failStrategy = plugin.failStrategy;
+  // Inbound (server-side) traffic only: a WasmPlugin without `match` also runs on the workload's
+  // outbound listeners (istio pilot/pkg/model/extensions.go matchMode: SERVER <-> sidecar inbound).
+  spec.match = [{ mode: "SERVER" }];
   spec.pluginConfig = config;
   return {
     apiVersion: `${wasmPluginGroup}/${wasmPluginVersion}`,
