@@ -154,6 +154,18 @@ export function readHeader(map: HeaderMap, name: ArrayBuffer, into: HostValue): 
   return false;
 }
 
+/** Reads a whole header map, every value of every name, in the pairs format into `into`; false when the host refused. */
+export function readHeaderPairs(map: HeaderMap, into: HostValue): bool {
+  into.clear();
+  resetOut();
+  lend(into.base, into.capacity);
+  const status = imports.proxy_get_header_map_pairs(map, OUT_PTR, OUT_SIZE);
+  endLoan();
+  if (status == OK) return takeInto(into);
+  failedCalls++;
+  return false;
+}
+
 const INT_VALUE = new HostValue(memory.data(8), 8);
 
 /** An integer property (8 bytes little-endian), or `fallback` when absent or malformed. */

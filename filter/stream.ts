@@ -11,8 +11,9 @@ import { forceRuleMatches, isSampled, rateFor, RequestMatch, thresholdFor, write
 import { encodeSpan, operationOf, SpanExporter, SpanRecord } from "./spans";
 import { RouteStats, Stats } from "./stats";
 import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./token-trace-id";
+import { TraceHeaders } from "./trace-headers";
 import {
-  FLAG_RANDOM, FLAG_SAMPLED, isValidTraceState, PARENT_ID_OFFSET, parseTraceParent, TRACE_ID_OFFSET, TRACEPARENT_INVALID,
+  FLAG_RANDOM, FLAG_SAMPLED, PARENT_ID_OFFSET, parseTraceParent, TRACE_ID_OFFSET, TRACEPARENT_INVALID,
   TRACEPARENT_LENGTH, TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
 } from "./traceparent";
 import { AUTHORITY, CONTENT_LENGTH, PATH, TRACEPARENT, TRACESTATE } from "./names";
@@ -45,6 +46,9 @@ const TRACEPARENT_IN = new host.HostValue(memory.data(128), 128);
 const TRACESTATE_IN = new host.HostValue(memory.data(512), 512);
 const AUTHORITY_VALUE = new host.HostValue(memory.data(256), 256);
 const FORCE_VALUE = new host.HostValue(memory.data(256), 256);
+/** The whole request header map, read when a trace header came (most fit; a larger map arrives managed). */
+const REQUEST_PAIRS = new host.HostValue(memory.data(4096), 4096);
+const TRACE_HEADERS = new TraceHeaders();
 /** Reused for every rate lookup (one stream runs at a time on a VM). */
 const REQUEST_MATCH = new RequestMatch();
 const NO_BYTES = new ArrayBuffer(0);
@@ -95,29 +99,43 @@ export class TokentraceStream extends Context {
     }
 
     this.tokenTraceIdHeader = config.tokenTraceIdHeader;
-    const hasTokenId = host.readHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, TOKEN_ID_IN);
-    const keepTokenId = hasTokenId && isValidTokenTraceId(TOKEN_ID_IN.ptr, TOKEN_ID_IN.length);
-    if (hasTokenId && !keepTokenId) this.stats.error(ErrorReason.InvalidTokenTraceId);
-
+    // Envoy's get_header_map_value answers with the first value only (Context::getHeaderMapValue,
+    // entry[0]); when a trace header came at all, the whole map is read once to see every value.
     const hasParent = host.readHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_IN);
-    const parsed = hasParent ? parseTraceParent(TRACEPARENT_IN.ptr, TRACEPARENT_IN.length, TRACEPARENT_OUT) : TRACEPARENT_INVALID;
-    if (hasParent && parsed == TRACEPARENT_INVALID) this.stats.error(ErrorReason.InvalidTraceParent);
+    const hasTokenId = host.readHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, TOKEN_ID_IN);
+    const all = TRACE_HEADERS;
+    const allRead = (hasParent || hasTokenId) && host.readHeaderPairs(host.HeaderMap.Request, REQUEST_PAIRS) &&
+      all.read(REQUEST_PAIRS.ptr, REQUEST_PAIRS.length, config.tokenTraceIdHeader);
+    const parentCount = allRead ? all.traceParentCount : hasParent ? 1 : 0;
+    const tokenIdCount = allRead ? all.tokenIdCount : hasTokenId ? 1 : 0;
+
+    // One value, well-formed; a repeated header is ambiguous and replaced like a malformed one.
+    const keepTokenId = tokenIdCount == 1 && isValidTokenTraceId(TOKEN_ID_IN.ptr, TOKEN_ID_IN.length);
+    if (tokenIdCount > 0 && !keepTokenId) this.stats.error(ErrorReason.InvalidTokenTraceId);
+    // W3C: two traceparent values are invalid, and an invalid traceparent restarts the trace.
+    const parsed = parentCount == 1 ? parseTraceParent(TRACEPARENT_IN.ptr, TRACEPARENT_IN.length, TRACEPARENT_OUT) : TRACEPARENT_INVALID;
+    if (parentCount > 0 && parsed == TRACEPARENT_INVALID) this.stats.error(ErrorReason.InvalidTraceParent);
+    const continuing = parsed != TRACEPARENT_INVALID;
 
     const forced = this.isForced(config);
     // With span export on, this proxy is a hop for sampled LLM requests: it sends its own span id
-    // upstream as the parent-id, so the model server's spans nest under it.
+    // upstream as the parent-id, so the model server's spans nest under it. A force rule that
+    // turns the sampled flag on needs a new parent-id too (W3C: "The parent-id field MUST be set to
+    // a new value with the sampled flag update"), and then that span is this proxy's.
     const exportsSpan = config.spans !== null && this.llm !== null;
-    const ownSpan = exportsSpan && parsed != TRACEPARENT_INVALID && (forced || (parsed & FLAG_SAMPLED) != 0);
+    const setsSampled = continuing && forced && (parsed & FLAG_SAMPLED) == 0;
+    const newParent = continuing && (setsSampled || (exportsSpan && (parsed & FLAG_SAMPLED) != 0));
 
     // One draw covers whichever new ids are needed (see RANDOM_BYTES).
-    const randomFrom = parsed == TRACEPARENT_INVALID ? TRACE_ID_BYTES : keepTokenId ? OWN_SPAN_BYTES : TOKEN_ID_BYTES;
-    const randomTo = ownSpan ? RANDOM_END : keepTokenId ? TOKEN_ID_BYTES : OWN_SPAN_BYTES;
+    const randomFrom = !continuing ? TRACE_ID_BYTES : keepTokenId ? OWN_SPAN_BYTES : TOKEN_ID_BYTES;
+    const randomTo = newParent ? RANDOM_END : keepTokenId ? TOKEN_ID_BYTES : OWN_SPAN_BYTES;
     const haveRandom = randomTo <= randomFrom || host.fillRandom(randomFrom, <i32>(randomTo - randomFrom));
     if (!haveRandom) this.stats.error(ErrorReason.RandomUnavailable);
 
     let sampled = false;
-    if (parsed != TRACEPARENT_INVALID) {
-      sampled = this.continueTrace(parsed, forced, ownSpan && haveRandom);
+    if (continuing) {
+      // Without randomness there is no new parent-id, so the sampled flag stays as it came.
+      sampled = this.continueTrace(parsed, setsSampled && haveRandom, newParent && haveRandom, exportsSpan, allRead);
     } else if (haveRandom) {
       sampled = this.startTrace(config, route, forced);
       if (sampled && exportsSpan) this.span = spanFromTraceParent(false);
@@ -127,6 +145,7 @@ export class TokentraceStream extends Context {
     // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) this.stats.count(route.tracesSampled, 1);
 
+    // Replacing (Envoy's setCopy: every value of the name goes, one stays) leaves exactly one value upstream.
     if (keepTokenId) {
       this.keptTokenId = TOKEN_ID_IN.copy();
     } else if (haveRandom) {
@@ -135,10 +154,11 @@ export class TokentraceStream extends Context {
       this.newTokenIdLow = load<u64>(TOKEN_ID_BYTES + 8);
       this.hasNewTokenId = true;
       host.setHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, this.writeNewTokenId(), UUID_LENGTH);
-    } else if (hasTokenId) {
+    } else if (tokenIdCount > 0) {
       host.removeHeader(host.HeaderMap.Request, config.tokenTraceIdHeader);
     }
     this.stats.flushHostFailures();
+    host.collectIfDue(); // safe point: only `this` and `llm` are live, both reachable from the context map
     return FilterHeadersStatusValues.Continue;
   }
 
@@ -151,28 +171,46 @@ export class TokentraceStream extends Context {
   }
 
   /**
-   * Keeps a valid incoming trace context (canonical form in TRACEPARENT_OUT); with `ownSpan`, this
-   * proxy's span id (OWN_SPAN_BYTES) replaces the parent-id. Returns whether it leaves sampled.
+   * Keeps a valid incoming trace context (canonical form, unknown flags zeroed, in TRACEPARENT_OUT).
+   * `setSampled` turns the sampled flag on; `newParent` puts this proxy's span id (OWN_SPAN_BYTES)
+   * in place of the parent-id, and with `exportsSpan` that span is exported. The tracestate lines
+   * are checked as one list. Returns whether the request leaves sampled.
    */
-  private continueTrace(parsed: i32, forced: bool, ownSpan: bool): bool {
+  private continueTrace(parsed: i32, setSampled: bool, newParent: bool, exportsSpan: bool, allRead: bool): bool {
     let flags = <u8>(parsed & 0xff);
     let rewrite = (parsed & TRACEPARENT_REWRITE) != 0;
-    if (forced && (flags & FLAG_SAMPLED) == 0) {
+    if (setSampled) {
       flags |= FLAG_SAMPLED;
       writeFlags(TRACEPARENT_OUT, flags);
       rewrite = true;
     }
-    if (ownSpan) {
+    if (newParent) {
       if (isAllZero(OWN_SPAN_BYTES, 8)) store<u8>(OWN_SPAN_BYTES + 7, 1);
-      this.span = spanFromTraceParent(true);
+      if (exportsSpan) this.span = spanFromTraceParent(true);
       writeHex(TRACEPARENT_OUT + PARENT_ID_OFFSET, OWN_SPAN_BYTES, 8);
-      this.span!.spanId = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+      const span = this.span;
+      if (span !== null) span.spanId = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       rewrite = true;
     }
     if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
-    if (host.readHeader(host.HeaderMap.Request, TRACESTATE, TRACESTATE_IN) && !isValidTraceState(TRACESTATE_IN.ptr, TRACESTATE_IN.length)) {
+    const all = TRACE_HEADERS;
+    const lines = all.traceState;
+    if (!allRead) {
+      // The whole map could not be read: the first tracestate line is all there is to go on.
+      lines.clear();
+      if (host.readHeader(host.HeaderMap.Request, TRACESTATE, TRACESTATE_IN)) lines.add(TRACESTATE_IN.ptr, TRACESTATE_IN.length);
+    }
+    if (lines.count == 0) return (flags & FLAG_SAMPLED) != 0;
+    if (all.tooManyTraceStateLines || !lines.validate()) {
       this.stats.error(ErrorReason.InvalidTraceState);
       host.removeHeader(host.HeaderMap.Request, TRACESTATE);
+    } else if (lines.count > 1 || (rewrite && lines.hasDuplicateKeys)) {
+      // Several lines leave as one (RFC 9110 field order); a proxy that changed traceparent may
+      // drop the later entries of a repeated key (W3C: "discard duplicate keys"), and does.
+      const combined = new ArrayBuffer(lines.combinedBytes);
+      const n = lines.write(changetype<usize>(combined), rewrite);
+      if (n == 0) host.removeHeader(host.HeaderMap.Request, TRACESTATE);
+      else host.setHeader(host.HeaderMap.Request, TRACESTATE, changetype<usize>(combined), n);
     }
     return (flags & FLAG_SAMPLED) != 0;
   }

@@ -103,11 +103,12 @@ describe("sampling policy rules (emulated Envoy host)", () => {
     });
   }
 
-  it("a force rule marks an unsampled incoming trace sampled, keeping its ids", async () => {
-    const vm = await loadFilter({ random: scriptedRandom([uuid]), config: policy });
+  it("a force rule marks an unsampled incoming trace sampled, keeping its trace-id, with a new parent-id (W3C)", async () => {
+    const newParent = Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8]);
+    const vm = await loadFilter({ random: scriptedRandom([uuid, newParent]), config: policy });
     const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02";
     const s = exchange(vm, { headers: baseRequest([["traceparent", incoming], ["x-debug-trace", "1"]]), status: 200 });
-    assert.equal(s.request.get("traceparent"), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03");
+    assert.equal(s.request.get("traceparent"), "00-4bf92f3577b34da6a3ce929d0e0e4736-0102030405060708-03");
   });
 
   it("the policy does not override the sampled flag of an incoming trace", async () => {
