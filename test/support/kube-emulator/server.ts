@@ -14,6 +14,9 @@ import { EventEmitter } from "node:events";
 import { jsonPatch, mergePatch, type Json } from "./patch.js";
 import { matchesSelector, parseFieldSelector, parseLabelSelector, type Requirement } from "./selector.js";
 import { validateObject } from "./schema.js";
+import { validateObjectMeta } from "./object-meta.js";
+import { leaseType } from "./lease.js";
+import { controllerRevisionType } from "./controller-revision.js";
 import * as status from "./status.js";
 import { apiVersionOf, ObjectStore, resourceKey, type KubeObject, type ResourceType, type StoredEvent } from "./store.js";
 
@@ -43,6 +46,8 @@ interface ParsedPath {
   type: ResourceType;
   namespace: string | undefined;
   name: string | undefined;
+  /** The status subresource (`.../{name}/status`), served only for types that declare it. */
+  status: boolean;
 }
 
 interface Watcher {
@@ -60,9 +65,9 @@ type Fault = { code: number; reason: string; remaining: number; method: string |
 const coreTypes: ResourceType[] = [
   { group: "", version: "v1", plural: "pods", kind: "Pod", namespaced: true, allowUnconditionalUpdate: true },
   { group: "", version: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, allowUnconditionalUpdate: true },
+  leaseType,
+  controllerRevisionType,
 ];
-
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function isObject(value: unknown): value is { [key: string]: Json } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -81,9 +86,11 @@ function canonical(value: Json | undefined): string {
   return JSON.stringify(sort(value) ?? null);
 }
 
-// Everything except metadata and status: a change here bumps metadata.generation.
-function specPart(object: KubeObject): string {
-  const { metadata: _m, status: _s, ...rest } = object;
+// customresource/strategy.go PrepareForUpdate: any change outside metadata bumps generation
+// (status is outside the comparison only when the status subresource owns it).
+function generationPart(object: KubeObject, type: ResourceType): string {
+  const { metadata: _m, ...rest } = object;
+  if (type.statusSubresource) delete rest.status;
   return canonical(rest as Json);
 }
 
@@ -218,16 +225,21 @@ export class KubeEmulator extends EventEmitter {
       return undefined;
     }
     const lookup = (plural: string): ResourceType | undefined => this.types.get(`${group}/${version}/${plural}`);
+    // `.../{name}/status` exists only where the type has the status subresource.
+    const subresource = (tail: string | undefined, type: ResourceType): boolean | undefined =>
+      tail === undefined ? false : tail === "status" && type.statusSubresource === true ? true : undefined;
     if (rest[0] === "namespaces" && rest.length >= 3) {
       const type = lookup(rest[2] as string);
-      if (type === undefined || !type.namespaced || rest.length > 4) return undefined;
-      return { type, namespace: rest[1], name: rest[3] };
+      if (type === undefined || !type.namespaced || rest.length > 5) return undefined;
+      const status = subresource(rest[4], type);
+      return status === undefined ? undefined : { type, namespace: rest[1], name: rest[3], status };
     }
-    if (rest.length === 1 || rest.length === 2) {
+    if (rest.length >= 1 && rest.length <= 3) {
       const type = lookup(rest[0] as string);
       if (type === undefined) return undefined;
-      if (rest.length === 2 && type.namespaced) return undefined;
-      return { type, namespace: undefined, name: rest[1] };
+      if (rest.length >= 2 && type.namespaced) return undefined;
+      const status = subresource(rest[2], type);
+      return status === undefined ? undefined : { type, namespace: undefined, name: rest[1], status };
     }
     return undefined;
   }
@@ -288,7 +300,9 @@ export class KubeEmulator extends EventEmitter {
     }
     const dryRun = query.dryRun === "All";
     const strict = query.fieldValidation === "Strict";
-    if (method === "POST" && parsed.name === undefined) this.create(parsed, body.value, dryRun, strict, res);
+    if (parsed.status && (method === "PUT" || method === "PATCH")) this.writeStatus(parsed, method, body.value, recorded.contentType, dryRun, strict, res);
+    else if (parsed.status) this.send(res, status.failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+    else if (method === "POST" && parsed.name === undefined) this.create(parsed, body.value, dryRun, strict, res);
     else if (method === "PUT" && parsed.name !== undefined) this.update(parsed, body.value, dryRun, strict, res);
     else if (method === "PATCH" && parsed.name !== undefined) this.patch(parsed, body.value, recorded.contentType, dryRun, strict, res);
     else if (method === "DELETE" && parsed.name !== undefined) this.delete(parsed, body.value, dryRun, res);
@@ -478,25 +492,31 @@ export class KubeEmulator extends EventEmitter {
     return { ok: true, object };
   }
 
-  // Schema validation; returns a Status to send, or the warnings for pruned fields.
-  private validate(parsed: ParsedPath, object: KubeObject, strict: boolean): { ok: true; warnings: string[] } | { ok: false; status: status.KubeStatus } {
+  // ObjectMeta, then the CRD schema or the built-in type's decoding and validation; returns a
+  // Status to send, or the warnings for pruned fields. `old` is the stored object on updates.
+  private validate(parsed: ParsedPath, object: KubeObject, strict: boolean, old?: KubeObject): { ok: true; warnings: string[] } | { ok: false; status: status.KubeStatus } {
     const name = object.metadata?.name ?? "";
-    const causes: status.StatusCause[] = [];
-    if (!dns1123Subdomain.test(name) || name.length > 253) {
-      causes.push({
-        reason: "FieldValueInvalid",
-        field: "metadata.name",
-        message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
-      });
-    }
+    const causes: status.StatusCause[] = validateObjectMeta(object.metadata ?? {});
     let unknown: string[] = [];
-    if (parsed.type.schema !== undefined) {
-      const outcome = validateObject(parsed.type.schema, object);
-      causes.push(...outcome.causes);
+    const schema = parsed.type.schema ?? parsed.type.native?.schema;
+    if (schema !== undefined) {
+      const outcome = validateObject(schema, object);
       unknown = outcome.unknownFields;
+      if (parsed.type.native !== undefined) {
+        // A built-in type's wire types are Go struct fields: a mismatch fails decoding (400).
+        const typeError = outcome.causes.find((c) => c.reason === "FieldValueTypeInvalid" || c.reason === "FieldValueInvalid");
+        if (typeError !== undefined) return { ok: false, status: status.badRequest(`json: cannot unmarshal into Go struct field ${parsed.type.kind}.${typeError.field}: ${typeError.message}`) };
+      } else {
+        causes.push(...outcome.causes);
+      }
     }
     if (unknown.length > 0 && strict) {
       return { ok: false, status: status.badRequest(`strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(", ")}`) };
+    }
+    if (parsed.type.native !== undefined) {
+      const native = parsed.type.native.validate(object, old);
+      if (native.decode !== undefined) return { ok: false, status: status.badRequest(native.decode) };
+      causes.push(...native.causes);
     }
     if (causes.length > 0) return { ok: false, status: status.invalid(this.target(parsed, name), causes) };
     return { ok: true, warnings: unknown.map((f) => `unknown field "${f}"`) };
@@ -563,7 +583,7 @@ export class KubeEmulator extends EventEmitter {
       this.send(res, status.conflict(this.target(parsed, name)));
       return;
     }
-    const checked = this.validate(parsed, object, strict);
+    const checked = this.validate(parsed, object, strict, current);
     if (!checked.ok) {
       this.send(res, checked.status);
       return;
@@ -583,7 +603,7 @@ export class KubeEmulator extends EventEmitter {
       this.send(res, current, 200, headers);
       return;
     }
-    if (specPart(object) !== specPart(current)) meta.generation = (currentMeta.generation ?? 0) + 1;
+    if (generationPart(object, parsed.type) !== generationPart(current, parsed.type)) meta.generation = (currentMeta.generation ?? 0) + 1;
     if (dryRun) {
       this.send(res, object, 200, headers);
       return;
@@ -650,6 +670,66 @@ export class KubeEmulator extends EventEmitter {
     const meta = object.metadata as NonNullable<KubeObject["metadata"]>;
     if (meta.resourceVersion === undefined) meta.resourceVersion = current.metadata?.resourceVersion as string;
     this.write(parsed, current, object, dryRun, strict, res);
+  }
+
+  // customresource/status_strategy.go PrepareForUpdate: a write to /status changes status only;
+  // spec and metadata come from the stored object, and generation does not move.
+  private writeStatus(parsed: ParsedPath, method: string, body: unknown, contentType: string | undefined, dryRun: boolean, strict: boolean, res: ServerResponse): void {
+    const name = parsed.name as string;
+    const current = this.store.get(resourceKey(parsed.type), this.key(parsed.namespace, name));
+    if (current === undefined) {
+      this.send(res, status.notFound(this.target(parsed, name)));
+      return;
+    }
+    let submitted: unknown = body;
+    if (method === "PATCH") {
+      const mediaType = (contentType ?? "").split(";")[0]?.trim();
+      if (mediaType === "application/merge-patch+json" && isObject(body)) submitted = mergePatch(current as Json, body);
+      else if (mediaType === "application/json-patch+json") {
+        const result = jsonPatch(current as Json, body);
+        if (!result.ok) {
+          this.send(res, status.failure(422, "Invalid", result.error));
+          return;
+        }
+        submitted = result.value;
+      } else {
+        this.send(res, status.failure(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"));
+        return;
+      }
+    }
+    const identity = this.checkIdentity(parsed, submitted);
+    if (!identity.ok) {
+      this.send(res, identity.status);
+      return;
+    }
+    const given = identity.object.metadata?.resourceVersion;
+    const currentVersion = current.metadata?.resourceVersion;
+    // A PATCH is conditional only when it names a resourceVersion; a PUT to a custom resource must.
+    if (method === "PUT" && (given === undefined || given === "") && !parsed.type.allowUnconditionalUpdate) {
+      this.send(res, status.invalid(this.target(parsed, name), [{ reason: "FieldValueInvalid", field: "metadata.resourceVersion", message: "Invalid value: 0x0: must be specified for an update" }]));
+      return;
+    }
+    if (given !== undefined && given !== "" && given !== currentVersion) {
+      this.send(res, status.conflict(this.target(parsed, name)));
+      return;
+    }
+    const object = structuredClone(current);
+    if (identity.object.status === undefined) delete object.status;
+    else object.status = identity.object.status;
+    const checked = this.validate(parsed, object, strict, current);
+    if (!checked.ok) {
+      this.send(res, checked.status);
+      return;
+    }
+    const headers = this.warningHeaders(checked.warnings);
+    if (canonical(object as Json) === canonical(current as Json) || dryRun) {
+      this.send(res, dryRun ? object : current, 200, headers);
+      return;
+    }
+    const revision = this.store.nextRevision();
+    (object.metadata as NonNullable<KubeObject["metadata"]>).resourceVersion = String(revision);
+    this.store.commit({ resourceVersion: revision, type: "MODIFIED", resource: resourceKey(parsed.type), object, previous: current }, this.key(parsed.namespace, name));
+    this.send(res, object, 200, headers);
   }
 
   private delete(parsed: ParsedPath, body: unknown, dryRun: boolean, res: ServerResponse): void {

@@ -4,6 +4,7 @@
 // gets 410 Gone, which is what forces real clients to re-list.
 import type { Json } from "./patch.js";
 import type { StructuralSchema } from "./schema.js";
+import type { StatusCause } from "./status.js";
 
 /** A Kubernetes object as stored (plain JSON with metadata). */
 export type KubeObject = { [key: string]: Json } & {
@@ -40,6 +41,14 @@ export interface ResourceType {
   statusSubresource?: boolean;
   /** PUT without metadata.resourceVersion; true for core types, false for custom resources. */
   allowUnconditionalUpdate?: boolean;
+  /**
+   * A built-in type: its wire types are checked as the decoder does (a mismatch is 400, not 422),
+   * unknown fields dropped, then its registry's validation runs (`old` on updates).
+   */
+  native?: {
+    schema: StructuralSchema;
+    validate(object: KubeObject, old: KubeObject | undefined): { decode?: string; causes: StatusCause[] };
+  };
 }
 
 /** "group/version/plural", the map key of a resource type. */
