@@ -191,6 +191,10 @@ class Validator {
       const name = headers.get("tokenTraceId");
       if (name !== null) {
         if (!this.headerName(name, "headers.tokenTraceId")) return null;
+        if (isReservedHeader(name.str)) {
+          this.reject("headers.tokenTraceId", "\"" + name.str + "\" is reserved: the filter replaces this header both ways, so it may not be a pseudo-header, hop-by-hop or framing header, host, content-*, a credential or a trace header");
+          return null;
+        }
         c.tokenTraceIdHeader = String.UTF8.encode(name.str);
       }
     }
@@ -527,6 +531,24 @@ export function isHeaderToken(s: string): bool {
     return false;
   }
   return true;
+}
+
+// Names the token trace id header may not take (config.schema.json refuses the same): the filter
+// replaces that header upstream and downstream, so it would rewrite framing, routing, credentials
+// or trace context, or echo a client's credential back in the response. Pseudo-headers are not
+// header tokens and fail before this.
+const RESERVED_HEADERS = [
+  "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
+  "authorization", "proxy-authorization", "proxy-authenticate", "www-authenticate", "cookie", "set-cookie", "x-api-key",
+  "traceparent", "tracestate", "baggage", "b3", "x-request-id",
+];
+const RESERVED_PREFIXES = ["content-", "x-b3-", "x-envoy-"];
+
+/** True when a (lower-case) header name is one the token trace id may not replace. */
+export function isReservedHeader(name: string): bool {
+  if (RESERVED_HEADERS.includes(name)) return true;
+  for (let i = 0; i < RESERVED_PREFIXES.length; i++) if (name.startsWith(RESERVED_PREFIXES[i])) return true;
+  return false;
 }
 
 /** ASCII-only lower-casing: hosts are ASCII (IDNs travel as punycode), and the Unicode tables cost kilobytes of .wasm. */

@@ -1,7 +1,9 @@
 // An incremental JSON scanner over raw bytes, fed chunk by chunk as a body passes. It keeps only
 // the few fields of OpenAI-compatible requests and responses that the filter measures (model,
 // stream, usage, finish reason) and, for text, only whether it was non-empty: prompt and
-// completion text is never stored. Pure logic: no host calls.
+// completion text is never stored. Kept strings are decoded (escapes, \uXXXX with surrogate
+// pairs, into UTF-8) as they are read. Pure logic: no host calls.
+import { hexValue } from "./json";
 
 /** Keys the scanner recognises; any other key is Other. */
 export const enum Key { Other, Model, Stream, StreamOptions, IncludeUsage, Usage, PromptTokens, CompletionTokens, Choices, FinishReason, Delta, Content, Text }
@@ -15,6 +17,9 @@ const MAX_DEPTH: i32 = 64;
 const MAX_KEY: i32 = 20;
 /** Longest model / finish_reason value kept (bytes); longer values are cut. */
 export const MAX_CAPTURE: i32 = 128;
+/** A token count has at most 15 digits; a longer number is no count (2^64 would add 18 quintillion). */
+const MAX_COUNT_BEFORE_DIGIT: i64 = 99_999_999_999_999;
+const REPLACEMENT_CHARACTER: u32 = 0xfffd;
 
 /** Interns a key from its bytes. */
 function keyOf(p: usize, n: i32): Key {
@@ -94,11 +99,18 @@ export class JsonScanner {
   private keyAt: StaticArray<u8> = new StaticArray<u8>(MAX_DEPTH + 1);
   // The string or scalar being read.
   private inKey: bool = false;
-  private escaped: bool = false;
+  /** Whether the string being read is kept (a key, the model, a finish reason). */
+  private capturing: bool = false;
+  /** 0: none; 1: after a backslash; 2..5: reading the four hex digits of a \u escape. */
+  private escape: u8 = 0;
+  private escapeCode: u32 = 0;
+  /** A \u high surrogate waiting for its low half (0: none). */
+  private highSurrogate: u32 = 0;
   private field: Field = Field.None;
   private length: i32 = 0;
   private number: i64 = 0;
   private numberValid: bool = true;
+  private numberOverflow: bool = false;
   private keyBytes: StaticArray<u8> = new StaticArray<u8>(MAX_KEY);
   private captureBytes: StaticArray<u8> = new StaticArray<u8>(MAX_CAPTURE);
 
@@ -110,6 +122,8 @@ export class JsonScanner {
   hasStreamOptions: bool = false;
   promptTokens: i64 = -1;
   completionTokens: i64 = -1;
+  /** usage token counts that were no count (negative, fractional, more than 15 digits): dropped. */
+  usageInvalid: i32 = 0;
   /** Some choices[].delta.content or choices[].text string was non-empty. */
   sawContent: bool = false;
   /** Bytes fed since the last reset. */
@@ -133,6 +147,7 @@ export class JsonScanner {
     this.promptTokens = -1;
     this.completionTokens = -1;
     this.sawContent = false;
+    this.usageInvalid = 0;
     this.bytes = 0;
   }
 
@@ -172,7 +187,8 @@ export class JsonScanner {
           let number = this.number;
           let d = c;
           while (d - 0x30 < 10) {
-            if (number < 1_000_000_000_000) number = number * 10 + <i64>(d - 0x30);
+            if (number > MAX_COUNT_BEFORE_DIGIT) this.numberOverflow = true;
+            else number = number * 10 + <i64>(d - 0x30);
             if (++i == n) break;
             d = <u32>load<u8>(p + i);
           }
@@ -209,7 +225,8 @@ export class JsonScanner {
           if (isSpace(c)) break;
           if (c == 0x22) {
             this.inKey = true;
-            this.escaped = false;
+            this.escape = 0;
+            this.highSurrogate = 0;
             this.length = 0;
             this.state = State.String;
           } else if (c == 0x7d) {
@@ -277,7 +294,8 @@ export class JsonScanner {
       this.state = isArray ? State.ArrayStart : State.Key;
     } else if (c == 0x22) {
       this.inKey = false;
-      this.escaped = false;
+      this.escape = 0;
+      this.highSurrogate = 0;
       this.length = 0;
       this.field = field;
       this.state = State.String;
@@ -285,6 +303,7 @@ export class JsonScanner {
       this.field = field;
       this.number = c == 0x2d ? 0 : <i64>(c - 0x30);
       this.numberValid = c != 0x2d;
+      this.numberOverflow = false;
       this.state = State.Number;
     } else if (c == 0x74 || c == 0x66 || c == 0x6e) {
       // true / false / null: the first letter decides
@@ -300,9 +319,9 @@ export class JsonScanner {
   private string(p: usize, i: i32, n: i32): i32 {
     const inKey = this.inKey;
     const capture = !inKey && ((this.field == Field.Model && this.captureModel) || this.field == Field.FinishReason);
+    this.capturing = capture;
     let length = this.length;
-    let escaped = this.escaped;
-    if (!escaped) {
+    if (this.escape == 0 && this.highSurrogate == 0) {
       // Fast path: up to the next quote or backslash, copying only what is kept (keys, model,
       // finish reason), never the text of prompts and completions.
       const j = findStringStop(p, i, n, this.lineMode);
@@ -321,29 +340,95 @@ export class JsonScanner {
       i = j;
     }
     while (i < n) {
-      const c = load<u8>(p + i);
+      const c = <u32>load<u8>(p + i);
       if (this.lineMode && (c == 0x0a || c == 0x0d)) break; // the line ends inside the string
       i++;
-      if (escaped) {
-        escaped = false;
-      } else if (c == 0x5c) {
-        escaped = true;
-        continue; // the escape byte itself is not part of the value
-      } else if (c == 0x22) {
-        this.length = length;
-        this.endString();
-        return i;
+      const escape = this.escape;
+      if (escape == 0) {
+        if (c == 0x5c) {
+          this.escape = 1;
+        } else if (c == 0x22) {
+          if (this.highSurrogate != 0) length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+          this.length = length;
+          this.endString();
+          return i;
+        } else {
+          if (this.highSurrogate != 0) length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+          length = this.put(c, length);
+        }
+      } else if (escape == 1) {
+        this.escape = 0;
+        const decoded = unescaped(c);
+        if (decoded < 0) {
+          this.state = State.Error; // RFC 8259 allows no other escape
+          return i;
+        }
+        if (decoded == 0x75) {
+          this.escape = 2;
+          this.escapeCode = 0;
+        } else {
+          length = this.putCodePoint(<u32>decoded, length);
+        }
+      } else {
+        const h = hexValue(<i32>c);
+        if (h < 0) {
+          this.state = State.Error;
+          return i;
+        }
+        this.escapeCode = (this.escapeCode << 4) | <u32>h;
+        if (escape == 5) {
+          this.escape = 0;
+          length = this.putCodePoint(this.escapeCode, length);
+        } else {
+          this.escape = escape + 1;
+        }
       }
-      if (inKey) {
-        if (length < MAX_KEY) unchecked((this.keyBytes[length] = c));
-      } else if (capture && length < MAX_CAPTURE) {
-        unchecked((this.captureBytes[length] = c));
-      }
-      length++;
     }
     this.length = length;
-    this.escaped = escaped;
     return i;
+  }
+
+  /** Adds one decoded byte to what is kept; returns the new length (counted even past the buffer). */
+  private put(b: u32, length: i32): i32 {
+    if (this.inKey) {
+      if (length < MAX_KEY) unchecked((this.keyBytes[length] = <u8>b));
+    } else if (this.capturing && length < MAX_CAPTURE) {
+      unchecked((this.captureBytes[length] = <u8>b));
+    }
+    return length + 1;
+  }
+
+  /** Adds a code point from an escape as UTF-8, pairing \u surrogates; a lone surrogate becomes U+FFFD. */
+  private putCodePoint(cp: u32, length: i32): i32 {
+    const high = this.highSurrogate;
+    if (cp - 0xd800 < 0x400) {
+      if (high != 0) length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+      this.highSurrogate = cp;
+      return length;
+    }
+    if (high != 0) {
+      this.highSurrogate = 0;
+      if (cp - 0xdc00 < 0x400) {
+        cp = 0x10000 + ((high - 0xd800) << 10) + (cp - 0xdc00);
+      } else {
+        length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+      }
+    } else if (cp - 0xdc00 < 0x400) {
+      cp = REPLACEMENT_CHARACTER;
+    }
+    if (cp < 0x80) return this.put(cp, length);
+    if (cp < 0x800) {
+      length = this.put(0xc0 | (cp >> 6), length);
+    } else {
+      if (cp < 0x10000) {
+        length = this.put(0xe0 | (cp >> 12), length);
+      } else {
+        length = this.put(0xf0 | (cp >> 18), length);
+        length = this.put(0x80 | ((cp >> 12) & 0x3f), length);
+      }
+      length = this.put(0x80 | ((cp >> 6) & 0x3f), length);
+    }
+    return this.put(0x80 | (cp & 0x3f), length);
   }
 
   /** Copies what fits of `run` bytes at `src` into a bounded buffer already holding `length`. */
@@ -377,9 +462,11 @@ export class JsonScanner {
   }
 
   private endNumber(): void {
-    if (this.numberValid) {
-      if (this.field == Field.PromptTokens) this.promptTokens = this.number;
-      else if (this.field == Field.CompletionTokens) this.completionTokens = this.number;
+    const field = this.field;
+    if (field == Field.PromptTokens || field == Field.CompletionTokens) {
+      if (!this.numberValid || this.numberOverflow) this.usageInvalid++;
+      else if (field == Field.PromptTokens) this.promptTokens = this.number;
+      else this.completionTokens = this.number;
     }
     this.endValue();
   }
@@ -429,5 +516,19 @@ export class JsonScanner {
       return Field.IncludeUsage;
     }
     return Field.None;
+  }
+}
+
+/** The byte a one-character escape stands for, 0x75 for "u" (four hex digits follow), -1 for none (RFC 8259). */
+function unescaped(c: u32): i32 {
+  switch (c) {
+    case 0x22: case 0x5c: case 0x2f: return <i32>c;
+    case 0x62: return 0x08;
+    case 0x66: return 0x0c;
+    case 0x6e: return 0x0a;
+    case 0x72: return 0x0d;
+    case 0x74: return 0x09;
+    case 0x75: return 0x75;
+    default: return -1;
   }
 }

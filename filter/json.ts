@@ -103,17 +103,21 @@ export class JsonParser {
       if (this.peek() != 0x22) return this.fail("expected a string key");
       const key = this.string();
       if (key === null) return null;
-      for (let i = 0; i < v.keys.length; i++) {
-        if (v.keys[i] == key) return this.fail("duplicate key \"" + key + "\"");
-      }
       this.skipSpace();
       if (this.peek() != 0x3a) return this.fail("expected ':'");
       this.pos++;
       this.skipSpace();
       const member = this.value(depth + 1);
       if (member === null) return null;
-      v.keys.push(key);
-      v.values.push(member);
+      // A repeated key: the last value wins, as in JSON.parse (ECMA-262), which is what the control
+      // plane's schema validation sees, so filter and schema judge the same document.
+      const at = v.keys.indexOf(key);
+      if (at >= 0) {
+        v.values[at] = member;
+      } else {
+        v.keys.push(key);
+        v.values.push(member);
+      }
       this.skipSpace();
       const c = this.peek();
       this.pos++;

@@ -244,7 +244,9 @@ export class LlmExchange {
       completionTokens = sse.completionTokens;
       chunks = sse.contentChunks;
       if (sse.malformedEvents > 0) this.stats.error(ErrorReason.SseMalformed);
+      if (sse.usageInvalid > 0) this.stats.error(ErrorReason.UsageInvalid);
     } else if (json !== null) {
+      if (json.usageInvalid > 0) this.stats.error(ErrorReason.UsageInvalid);
       if (json.done) {
         responseModel = json.model;
         finishReason = json.finishReason;

@@ -56,6 +56,7 @@ export const enum ErrorReason {
   BodyEncoded,
   SseMalformed,
   ModelOverflow,
+  UsageInvalid,
   COUNT,
 }
 
@@ -72,6 +73,7 @@ export function errorReasonName(reason: ErrorReason): string {
     case ErrorReason.BodyEncoded: return "body_encoded";
     case ErrorReason.SseMalformed: return "sse_malformed";
     case ErrorReason.ModelOverflow: return "model_overflow";
+    case ErrorReason.UsageInvalid: return "usage_invalid";
     default: return "unknown";
   }
 }
@@ -106,12 +108,15 @@ export function sanitizeLabelValue(value: string): string {
     }
   }
   if (clean) return n == value.length ? value : value.substring(0, n);
+  // One "_" per character that may not appear, counting a surrogate pair as the one character it is.
   const out = new StaticArray<u16>(n);
+  let k = 0;
   for (let i = 0; i < n; i++) {
     const c = value.charCodeAt(i);
-    out[i] = isLabelChar(c) ? <u16>c : 0x5f;
+    if (c >= 0xd800 && c < 0xdc00 && i + 1 < value.length && (value.charCodeAt(i + 1) & 0xfc00) == 0xdc00) i++;
+    out[k++] = isLabelChar(c) ? <u16>c : 0x5f;
   }
-  return String.UTF16.decodeUnsafe(changetype<usize>(out), n * 2);
+  return String.UTF16.decodeUnsafe(changetype<usize>(out), k * 2);
 }
 
 function isLabelChar(c: i32): bool {

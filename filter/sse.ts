@@ -36,6 +36,7 @@ export class SseScanner {
   finishReason: string = "";
   promptTokens: i64 = -1;
   completionTokens: i64 = -1;
+  usageInvalid: i32 = 0;
 
   feed(p: usize, n: i32): void {
     let i = 0;
@@ -139,6 +140,7 @@ export class SseScanner {
     }
     const json = this.json;
     json.finish();
+    this.usageInvalid += json.usageInvalid;
     if (!json.done) {
       this.malformedEvents++;
       return;

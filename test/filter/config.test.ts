@@ -30,7 +30,7 @@ describe("plugin configuration (emulated Envoy host)", () => {
     ["an empty token trace id header", JSON.stringify({ headers: { tokenTraceId: "" } }), "headers.tokenTraceId: length must be between 1 and 128"],
     ["a JSON array", "[]", "(root): must be an object"],
     ["broken JSON", "{\"sampling\": {", "invalid JSON at offset"],
-    ["a duplicate key", "{\"sampling\":{},\"sampling\":{}}", "duplicate key \"sampling\""],
+    ["a repeated key whose last value is bad (the last one counts)", "{\"sampling\":{\"defaultRate\":0.5,\"defaultRate\":2}}", "sampling.defaultRate: must be a number between 0 and 1"],
     ["trailing garbage", "{} x", "unexpected text after the JSON value"],
   ];
   for (const [name, text, reason] of rejected) {
@@ -45,6 +45,38 @@ describe("plugin configuration (emulated Envoy host)", () => {
       assert.equal(sampledBit(exchange(vm, { headers: baseRequest(), status: 200 }).request.get("traceparent")), 1);
     });
   }
+
+  const reserved = [
+    "host", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "content-type", "content-length", "content-encoding",
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "traceparent", "tracestate", "baggage", "b3",
+    "x-b3-traceid", "x-request-id", "x-envoy-retry-on",
+  ];
+  for (const name of reserved) {
+    it(`refuses ${name} as the token trace id header, naming the key, as the schema does`, async () => {
+      const config = { headers: { tokenTraceId: name } };
+      const vm = await loadFilter({ random: scriptedRandom([]) });
+      assert.equal(vm.configure(JSON.stringify(config)), false);
+      const message = vm.logs.map((l) => l.message).find((m) => m.includes("configuration rejected"));
+      assert.ok(message?.includes(`headers.tokenTraceId: "${name}" is reserved`), `log names the key: ${message}`);
+      assert.equal(validate(config), false, `the schema refuses ${name} too`);
+    });
+  }
+
+  it("a pseudo-header is refused as the token trace id header by filter and schema", async () => {
+    const vm = await loadFilter({ random: scriptedRandom([]) });
+    assert.equal(vm.configure(JSON.stringify({ headers: { tokenTraceId: ":path" } })), false);
+    assert.equal(validate({ headers: { tokenTraceId: ":path" } }), false);
+  });
+
+  it("a repeated key counts once with its last value, in the filter as in the schema's JSON.parse", async () => {
+    const text = "{\"sampling\":{\"defaultRate\":2,\"defaultRate\":1},\"headers\":{\"tokenTraceId\":\"host\",\"tokenTraceId\":\"x-lineage\"}}";
+    assert.equal(validate(JSON.parse(text)), true);
+    const vm = await loadFilter({ random: scriptedRandom([allOnes, uuid]), config: { sampling: { defaultRate: 0 } } });
+    assert.equal(vm.configure(text), true);
+    const s = exchange(vm, { headers: baseRequest(), status: 200 });
+    assert.equal(sampledBit(s.request.get("traceparent")), 1, "defaultRate is the last value, 1");
+    assert.equal(s.request.get("x-lineage"), "01010101-0101-4101-8101-010101010101");
+  });
 
   it("a valid update replaces the configuration without a restart", async () => {
     const vm = await loadFilter({ random: scriptedRandom([allOnes, uuid, allOnes, uuid]), config: { sampling: { defaultRate: 1 } } });
@@ -75,7 +107,10 @@ describe("plugin configuration (emulated Envoy host)", () => {
 // Arbitrary configuration-shaped JSON: mostly valid, sometimes slightly wrong (weights 6:1).
 const mostly = <T, U>(good: fc.Arbitrary<T>, bad: fc.Arbitrary<U>): fc.Arbitrary<T | U> =>
   fc.oneof({ arbitrary: good, weight: 6 }, { arbitrary: bad, weight: 1 });
-const headerName = mostly(fc.stringMatching(/^[a-z0-9-]{1,12}$/), fc.constantFrom("X-Up", "", "a b", "x_a", "x".repeat(129)));
+const headerName = mostly(
+  fc.stringMatching(/^[a-z0-9-]{1,12}$/),
+  fc.constantFrom("X-Up", "", "a b", "x_a", "x".repeat(129), ":path", "authorization", "content-type", "x-b3-sampled", "x-envoy-x", "traceparent"),
+);
 const rate = mostly(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom(-0.1, 1.01, "0.5", null));
 const text = (max: number): fc.Arbitrary<string> => fc.string({ minLength: 1, maxLength: max });
 const routeRule = fc.record(
@@ -148,6 +183,20 @@ const configArb = fc.record(
 ).map((c) => JSON.parse(JSON.stringify(c)) as unknown);
 
 describe("filter and control-plane schema agree (emulated Envoy host)", () => {
+  it("agree on documents with repeated keys, which JSON.parse reads as the last value", async () => {
+    const vm = await loadFilter({ random: scriptedRandom([]) });
+    fc.assert(
+      fc.property(configArb, configArb, (a, b) => {
+        // Both documents' members in one object: every key present in both is repeated.
+        const inner = (c: unknown): string => { const t = JSON.stringify(c); return t.length > 2 ? t.slice(1, -1) : ""; };
+        const text = `{${[inner(a), inner(b)].filter((x) => x.length > 0).join(",")}}`;
+        const schemaOk = validate(JSON.parse(text));
+        assert.equal(vm.configure(text), schemaOk, `${text}: schema says ${schemaOk}`);
+      }),
+      { numRuns: 300, seed: 7 },
+    );
+  });
+
   it("filter.wasm accepts a configuration exactly when filter/config.schema.json does", async () => {
     const vm = await loadFilter({ random: scriptedRandom([]) });
     let accepted = 0;

@@ -225,6 +225,74 @@ describe("LLM telemetry, what is not read (emulated Envoy host)", () => {
   });
 });
 
+describe("values read from bodies (emulated Envoy host)", () => {
+  const usage = (prompt: string, completion: string): string =>
+    `{"id":"c","model":"m","choices":[{"index":0,"finish_reason":"stop"}],"usage":{"prompt_tokens":${prompt},"completion_tokens":${completion}}}`;
+  const M = { route: "chat", model: "m" };
+
+  const notCounts: Array<[string, string]> = [
+    ["2^64 (20 digits)", "18446744073709551616"],
+    ["16 digits", "1000000000000000"],
+    ["a negative number", "-5"],
+    ["a fraction", "12.5"],
+    ["an exponent", "1e3"],
+  ];
+  for (const [name, value] of notCounts) {
+    it(`drops a usage number that is no token count and counts it: ${name}`, async () => {
+      const { vm, clock } = await setup();
+      call(vm, clock, { requestBody: JSON.stringify({ model: "m" }), chunks: [usage(value, "7")] });
+      assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", M), 0, "nothing added for the bad count");
+      assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", M), 7, "the good count in the same body is kept");
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "usage_invalid" }), 1);
+    });
+  }
+
+  it("keeps a 15-digit token count whole, without an error", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: JSON.stringify({ model: "m" }), chunks: [usage("999999999999999", "1")] });
+    assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", M), 999999999999999);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "usage_invalid" }), 0);
+  });
+
+  it("drops and counts a bad count in a stream's usage chunk too", async () => {
+    const { vm, clock } = await setup();
+    const body = `data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"}}]}\n\ndata: {"model":"m","choices":[],"usage":{"prompt_tokens":18446744073709551616,"completion_tokens":3}}\n\ndata: [DONE]\n\n`;
+    call(vm, clock, { requestBody: JSON.stringify({ model: "m", stream: true }), chunks: [body], contentType: "text/event-stream" });
+    assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", M), 0);
+    assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", M), 3);
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "usage_invalid" }), 1);
+  });
+
+  const escapes: Array<[string, string, string]> = [
+    ["a \\u escape of a Latin letter", '"caf\\u00e9-7b"', "caf_-7b"],
+    ["a surrogate pair (one code point, one _)", '"m\\ud83d\\ude00x"', "m_x"],
+    ["one-character escapes", '"a\\/b\\\\c"', "a/b_c"],
+    ["plain text beside an escape", '"llama\\u002d3"', "llama-3"],
+  ];
+  for (const [name, literal, label] of escapes) {
+    it(`decodes escapes in the model before it becomes a label: ${name}`, async () => {
+      const { vm, clock } = await setup();
+      // Byte by byte, so every escape is split across chunks.
+      const body = `{"model":${literal},"messages":[]}`;
+      const s = vm.newStream({ routeName: "chat" });
+      s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"]], false);
+      for (let i = 0; i < body.length; i++) s.requestBody(body[i]!, i === body.length - 1);
+      clock.advanceMs(5);
+      s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+      s.responseBody(`{"model":${literal},"choices":[{"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`, true);
+      s.end();
+      assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", { route: "chat", model: label }), 2);
+      assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "body_not_json" }), 0);
+    });
+  }
+
+  it("counts a body with an escape JSON does not have as not JSON", async () => {
+    const { vm, clock } = await setup();
+    call(vm, clock, { requestBody: '{"model":"a\\qb"}', chunks: [completionResponse] });
+    assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "body_not_json" }), 1);
+  });
+});
+
 function stream(contents: string[]): string {
   return sse([...contents.map((c) => chunk(c)), chunk(null, "stop")]);
 }
