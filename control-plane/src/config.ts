@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { defaultRateQuery } from "./adaptive/prometheus.js";
+import { leaderElectionProblems } from "./k8s/leader-election.js";
 import { validatePipelineConfig, withDefaults as pipelineWithDefaults, type PipelineConfig, type PipelineConfigInput } from "./pipeline/index.js";
 
 /** The validated configuration. */
@@ -41,6 +42,21 @@ export interface Config {
     /** Full re-list and compare even without events, to catch anything a watch missed. */
     resyncSeconds: number;
     backoff: { initialMs: number; maxMs: number };
+    /**
+     * One leader among the replicas (a coordination.k8s.io Lease) reconciles and adapts; every
+     * replica serves the API. Timing as client-go's leader election (15 s / 10 s / 2 s defaults).
+     */
+    leaderElection: {
+      enabled: boolean;
+      /** Namespace of the Lease: the control plane's own (the Deployment passes it by the downward API). */
+      namespace: string;
+      leaseName: string;
+      /** This replica's name in the Lease; empty = the host name (the pod name in Kubernetes). */
+      identity: string;
+      leaseDurationSeconds: number;
+      renewDeadlineSeconds: number;
+      retryPeriodSeconds: number;
+    };
   };
   adaptive: {
     enabled: boolean;
@@ -77,6 +93,15 @@ export const defaultConfig: Config = {
     },
     resyncSeconds: 300,
     backoff: { initialMs: 500, maxMs: 30000 },
+    leaderElection: {
+      enabled: true,
+      namespace: "tokentrace-system",
+      leaseName: "tokentrace-control-plane",
+      identity: "",
+      leaseDurationSeconds: 15,
+      renewDeadlineSeconds: 10,
+      retryPeriodSeconds: 2,
+    },
   },
   adaptive: { enabled: true, intervalSeconds: 60, minPushIntervalSeconds: 60, prometheus: { url: "", query: defaultRateQuery } },
   pipeline: { enabled: false },
@@ -97,6 +122,8 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_KUBERNETES_NAMESPACE: "kubernetes.namespace",
   TOKENTRACE_WASM_URL: "kubernetes.wasmPlugin.url",
   TOKENTRACE_WASM_SHA256: "kubernetes.wasmPlugin.sha256",
+  TOKENTRACE_LEADER_ELECTION_NAMESPACE: "kubernetes.leaderElection.namespace",
+  TOKENTRACE_LEADER_ELECTION_IDENTITY: "kubernetes.leaderElection.identity",
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",
   TOKENTRACE_PROMETHEUS_URL: "adaptive.prometheus.url",
   TOKENTRACE_PIPELINE_ENABLED: "pipeline.enabled",
@@ -135,7 +162,7 @@ const configSchema = {
     kubernetes: {
       type: "object",
       additionalProperties: false,
-      required: ["kubeconfig", "namespace", "wasmPlugin", "resyncSeconds", "backoff"],
+      required: ["kubeconfig", "namespace", "wasmPlugin", "resyncSeconds", "backoff", "leaderElection"],
       properties: {
         kubeconfig: str,
         namespace: { type: "string", pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63 },
@@ -157,6 +184,20 @@ const configSchema = {
           additionalProperties: false,
           required: ["initialMs", "maxMs"],
           properties: { initialMs: { type: "integer", minimum: 1 }, maxMs: { type: "integer", minimum: 1 } },
+        },
+        leaderElection: {
+          type: "object",
+          additionalProperties: false,
+          required: ["enabled", "namespace", "leaseName", "identity", "leaseDurationSeconds", "renewDeadlineSeconds", "retryPeriodSeconds"],
+          properties: {
+            enabled: { type: "boolean" },
+            namespace: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63 },
+            leaseName: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", maxLength: 253 },
+            identity: { type: "string", maxLength: 253 },
+            leaseDurationSeconds: { type: "integer", minimum: 1, maximum: 3600 },
+            renewDeadlineSeconds: { type: "integer", minimum: 1, maximum: 3600 },
+            retryPeriodSeconds: { type: "integer", minimum: 1, maximum: 3600 },
+          },
         },
       },
     },
@@ -292,6 +333,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Loa
   const config = merged as unknown as Config;
   if (errors.length === 0 && config.kubernetes.backoff.maxMs < config.kubernetes.backoff.initialMs) {
     errors.push(`kubernetes.backoff.maxMs: must be >= kubernetes.backoff.initialMs (${config.kubernetes.backoff.initialMs}), got ${config.kubernetes.backoff.maxMs}`);
+  }
+  if (errors.length === 0 && config.kubernetes.leaderElection.enabled) {
+    const election = config.kubernetes.leaderElection;
+    const timing = { leaseDurationMs: election.leaseDurationSeconds * 1000, renewDeadlineMs: election.renewDeadlineSeconds * 1000, retryPeriodMs: election.retryPeriodSeconds * 1000 };
+    for (const problem of leaderElectionProblems(timing)) {
+      errors.push(`kubernetes.leaderElection: ${problem} (leaseDurationSeconds ${election.leaseDurationSeconds}, renewDeadlineSeconds ${election.renewDeadlineSeconds}, retryPeriodSeconds ${election.retryPeriodSeconds})`);
+    }
   }
   const pinned = /@sha256:([a-f0-9]{64})$/.exec(errors.length === 0 ? config.kubernetes.wasmPlugin.url : "");
   if (pinned !== null && config.kubernetes.wasmPlugin.sha256 !== "" && pinned[1] !== config.kubernetes.wasmPlugin.sha256) {

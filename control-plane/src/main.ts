@@ -3,6 +3,7 @@
 // enabled, the metrics pipeline, and shut down gracefully on SIGTERM/SIGINT. Logs are JSON lines on stdout; config errors go to stderr
 // with exit code 2.
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -19,6 +20,8 @@ import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
 import { DashboardSeries } from "./dashboard/series.js";
 import { realDelay } from "./k8s/backoff.js";
 import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
+import { ClientNodeLeaseApi } from "./k8s/lease-client.js";
+import { LeaderElector } from "./k8s/leader-election.js";
 import { startPipeline, type RunningPipeline } from "./pipeline/index.js";
 import { FilePersistence } from "./policy/file-persistence.js";
 import { PolicyStore } from "./policy/store.js";
@@ -76,8 +79,10 @@ export async function startControlPlane(
     onError: (name, error) => log({ level: "warn", msg: "adaptive sampling could not read rates", policy: name, error: String(error) }),
   });
   const timers: NodeJS.Timeout[] = [];
+  // With leader election only the leader adapts rates (and writes them); the others follow.
+  let elector: LeaderElector | undefined;
   if (config.adaptive.enabled) {
-    timers.push(setInterval(() => void sampler.step(), config.adaptive.intervalSeconds * 1000));
+    timers.push(setInterval(() => (elector === undefined || elector.isLeader() ? void sampler.step() : undefined), config.adaptive.intervalSeconds * 1000));
   }
 
   let kubeConfigCache: KubeConfig | undefined;
@@ -91,6 +96,27 @@ export async function startControlPlane(
   };
 
   if (config.store.mode === "kubernetes") {
+    const election = config.kubernetes.leaderElection;
+    if (election.enabled) {
+      elector = new LeaderElector({
+        api: new ClientNodeLeaseApi(kubeConfig()),
+        settings: {
+          namespace: election.namespace,
+          leaseName: election.leaseName,
+          identity: election.identity === "" ? hostname() : election.identity,
+          leaseDurationMs: election.leaseDurationSeconds * 1000,
+          renewDeadlineMs: election.renewDeadlineSeconds * 1000,
+          retryPeriodMs: election.retryPeriodSeconds * 1000,
+        },
+        now: () => Date.now(),
+        delay: realDelay,
+        onStartedLeading: () => sync?.leadershipChanged(),
+        onStoppedLeading: () => sync?.leadershipChanged(),
+        onNewLeader: (identity) => log({ msg: "leader", lease: `${election.namespace}/${election.leaseName}`, holder: identity === "" ? "none" : identity }),
+        log,
+      });
+    }
+    const leader = elector;
     sync = startKubernetesSync({
       config: config.kubernetes,
       store,
@@ -100,7 +126,9 @@ export async function startControlPlane(
       delay: realDelay,
       now: () => Date.now(),
       log,
+      ...(leader === undefined ? {} : { isLeader: () => leader.isLeader() }),
     });
+    leader?.start();
     const running = sync;
     timers.push(setInterval(() => running.resync(), config.kubernetes.resyncSeconds * 1000));
     timers.push(setInterval(() => running.reconciler.lagSeconds(), 1000));
@@ -133,6 +161,8 @@ export async function startControlPlane(
     readiness: () => {
       const checks: Record<string, ReadinessCheck> = { store: { ok: true, detail: `${store.list().length} policies` } };
       if (sync !== undefined) checks.kubernetes = sync.readiness();
+      // Followers are ready: they serve reads, pulls and writes; only reconciling waits for the lease.
+      if (elector !== undefined) checks.leader = { ok: true, detail: elector.isLeader() ? "leading" : `following ${elector.leader === "" ? "(no leader yet)" : elector.leader}` };
       return checks;
     },
     log,
@@ -151,6 +181,8 @@ export async function startControlPlane(
     url,
     async stop() {
       for (const timer of timers) clearInterval(timer);
+      // Step down and release the Lease first, so a successor takes over while we drain.
+      await elector?.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections become idle when their in-flight response ends; close them then
       // rather than waiting for the keep-alive timeout. Past the grace time, close everything.

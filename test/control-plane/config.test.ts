@@ -71,6 +71,8 @@ describe("control-plane config", () => {
         'kubernetes.wasmPlugin.sha256: must match pattern "^$|^[a-f0-9]{64}$", got "abc"',
       ],
     });
+    const election = loadConfig(["--config", file("kubernetes:\n  leaderElection:\n    leaseDurationSeconds: 10\n    renewDeadlineSeconds: 10\n")], {});
+    assert.deepEqual(election, { ok: false, errors: ["kubernetes.leaderElection: leaseDuration must be greater than renewDeadline (leaseDurationSeconds 10, renewDeadlineSeconds 10, retryPeriodSeconds 2)"] });
     const backoff = loadConfig(["--config", file("kubernetes:\n  backoff:\n    initialMs: 1000\n    maxMs: 10\n")], {});
     assert.deepEqual(backoff, { ok: false, errors: ["kubernetes.backoff.maxMs: must be >= kubernetes.backoff.initialMs (1000), got 10"] });
   });

@@ -307,6 +307,33 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     assert.ok(![...grants].some((g) => g.includes("*")), "no wildcards");
   });
 
+  it("leader election is granted exactly the Lease calls it makes, on its own Lease in its own namespace (a Role, not cluster-wide)", () => {
+    const role = one(all, "Role", "tokentrace-control-plane-leader-election");
+    const binding = one(all, "RoleBinding", "tokentrace-control-plane-leader-election");
+    assert.equal(role.metadata.namespace, deployment.metadata.namespace);
+    assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
+    assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
+    const grants = new Set<string>();
+    for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>) {
+      for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}${rule.resourceNames ? `@${rule.resourceNames.join(",")}` : ""}`);
+    }
+    const client = readFileSync(join(REPO, "control-plane/src/k8s/lease-client.ts"), "utf8");
+    const verbsOf: Record<string, string> = { read: "get", create: "create", replace: "update" };
+    const result = deployedConfig();
+    assert.ok(result.ok);
+    const leaseName = result.config.kubernetes.leaderElection.leaseName;
+    const used = new Set<string>();
+    for (const m of client.matchAll(/this\.api\.(read|create|replace)NamespacedLease\(/g)) {
+      const verb = verbsOf[m[1]!]!;
+      // create cannot be limited by resourceNames (the name is not known before it exists).
+      used.add(`coordination.k8s.io/leases:${verb}${verb === "create" ? "" : `@${leaseName}`}`);
+    }
+    assert.deepEqual([...grants].sort(), [...used].sort());
+    const env = container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_LEADER_ELECTION_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath, "metadata.namespace");
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_LEADER_ELECTION_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
+  });
+
   it("the ConfigMap's config.yaml loads with the control plane's own loader, with the Deployment's env and args", () => {
     const result = deployedConfig();
     assert.equal(result.ok, true, result.ok ? "" : result.errors.join("; "));
@@ -361,6 +388,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     for (const n of names) assert.ok(n in envOverrides, `${n} is not read by control-plane/src/config.ts`);
     assert.deepEqual(container.envFrom, [{ configMapRef: { name: envConfigMap.metadata.name } }]);
     const token = (container.env as Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>).find((e) => e.name === "TOKENTRACE_API_TOKENS");
+    for (const e of container.env as Array<{ name: string; value?: string }>) assert.equal(e.value, undefined, `${e.name} comes from a reference, not a literal`);
     assert.equal(token?.value, undefined);
     assert.deepEqual(token?.valueFrom, { secretKeyRef: { name: "tokentrace-api-tokens", key: "tokens" } });
     for (const m of all) assert.notEqual(m.kind, "Secret", `${m.file} must not ship a Secret`);

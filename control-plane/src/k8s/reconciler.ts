@@ -22,6 +22,11 @@ export interface ReconcilerOptions {
   now: () => number;
   /** Whether writes may start; defaults to "the informer has listed once". */
   canWrite?: () => boolean;
+  /**
+   * Whether this replica reconciles at all (it holds the leader Lease); defaults to always.
+   * While inactive nothing is queued or written; {@link WasmPluginReconciler.activate} catches up.
+   */
+  active?: () => boolean;
   log?: (record: object) => void;
 }
 
@@ -55,8 +60,26 @@ export class WasmPluginReconciler {
     await this.running;
   }
 
+  private isActive(): boolean {
+    return this.options.active?.() ?? true;
+  }
+
   private writable(): boolean {
-    return this.options.canWrite ? this.options.canWrite() : this.options.informer.hasSynced;
+    return this.isActive() && (this.options.canWrite ? this.options.canWrite() : this.options.informer.hasSynced);
+  }
+
+  /** Leadership gained: compare everything and start writing. */
+  activate(): void {
+    this.enqueueAll();
+    this.poke();
+  }
+
+  /** Leadership lost: forget queued work (the next leader compares everything anyway). */
+  deactivate(): void {
+    this.queue.clear();
+    this.pendingSinceMs.clear();
+    this.apiFailures.clear();
+    this.lagSeconds();
   }
 
   /** Wakes the worker (after `canWrite` became true). */
@@ -64,8 +87,9 @@ export class WasmPluginReconciler {
     this.wake?.();
   }
 
-  /** Queues a key for comparison. */
+  /** Queues a key for comparison (ignored while inactive). */
   enqueue(key: string): void {
+    if (!this.isActive()) return;
     if (!this.pendingSinceMs.has(key)) this.pendingSinceMs.set(key, this.options.now());
     this.queue.add(key);
     this.wake?.();

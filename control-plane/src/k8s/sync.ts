@@ -27,6 +27,11 @@ export interface KubernetesSyncDeps {
   now: () => number;
   random?: () => number;
   log?: (record: object) => void;
+  /**
+   * Whether this replica is the leader (holds the Lease); only the leader adopts and writes.
+   * Defaults to always (one replica). Call {@link KubernetesSync.leadershipChanged} when it flips.
+   */
+  isLeader?: () => boolean;
 }
 
 /** The running sync. */
@@ -36,6 +41,8 @@ export interface KubernetesSync {
   readiness(): ReadinessCheck;
   /** Compare everything again (policy or override change, periodic resync). */
   resync(): void;
+  /** Leadership was gained or lost: start (adopting first, once) or stop writing. */
+  leadershipChanged(): void;
   stop(): Promise<void>;
 }
 
@@ -86,6 +93,7 @@ export async function adoptFromCluster(store: PolicyStore, objects: Iterable<Was
 /** Starts the informer and the reconciler, and subscribes to policy changes. */
 export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
   const api = deps.api ?? new ClientNodeWasmPluginApi(deps.kubeConfig as KubeConfig);
+  const isLeader = deps.isLeader ?? (() => true);
   const backoff = { initialMs: deps.config.backoff.initialMs, maxMs: deps.config.backoff.maxMs, random: deps.random };
   let adoption: "pending" | "running" | "done" = "pending";
   const informer = new WasmPluginInformer({
@@ -97,6 +105,7 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
     onChange: (key) => reconciler.enqueue(key),
     now: deps.now,
     onSynced: () => {
+      if (!isLeader()) return;
       if (adoption === "done") reconciler.enqueueAll();
       else if (adoption === "pending") adopt();
     },
@@ -112,6 +121,7 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
     now: deps.now,
     log: deps.log,
     canWrite: () => informer.hasSynced && adoption === "done",
+    active: isLeader,
   });
   // Until adoption finished, owned WasmPlugins unknown to the store would look like orphans, so
   // the reconciler does not write; a failed adoption (store write error) is retried, never skipped.
@@ -126,7 +136,7 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
       (error: unknown) => {
         adoption = "pending";
         deps.log?.({ level: "error", msg: "adopting policies failed; retrying", error: String(error) });
-        void deps.delay(deps.config.backoff.maxMs).then(() => (adoption === "pending" ? adopt() : undefined));
+        void deps.delay(deps.config.backoff.maxMs).then(() => (adoption === "pending" && isLeader() ? adopt() : undefined));
       },
     );
   };
@@ -138,6 +148,15 @@ export function startKubernetesSync(deps: KubernetesSyncDeps): KubernetesSync {
     reconciler,
     readiness: () => reconciler.readiness(),
     resync: () => reconciler.enqueueAll(),
+    leadershipChanged() {
+      if (!isLeader()) {
+        reconciler.deactivate();
+        return;
+      }
+      if (!informer.hasSynced) return; // onSynced starts the work
+      if (adoption === "pending") adopt();
+      else if (adoption === "done") reconciler.activate();
+    },
     async stop() {
       unsubscribe();
       await informer.stop();

@@ -1,0 +1,90 @@
+// The coordination.k8s.io/v1 Lease calls leader election makes (client-go's resourcelock.LeaseLock:
+// get, create, update with the resourceVersion last read), as typed results. Times travel as
+// metav1.MicroTime: RFC3339 with six fractional digits, which the API server insists on.
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { toFailure, type KubeResult } from "./client.js";
+
+/** The leader election record a Lease carries (client-go LeaderElectionRecord). */
+export interface LeaseRecord {
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  acquireTimeMs: number;
+  renewTimeMs: number;
+  leaseTransitions: number;
+}
+
+/** A Lease as read: its record and the resourceVersion an update must name. */
+export interface StoredLease {
+  record: LeaseRecord;
+  resourceVersion: string;
+}
+
+/** The Lease operations leader election uses. */
+export interface LeaseApi {
+  get(namespace: string, name: string): Promise<KubeResult<StoredLease>>;
+  create(namespace: string, name: string, record: LeaseRecord): Promise<KubeResult<StoredLease>>;
+  /** Replaces the spec only if the Lease still has `resourceVersion` (409 otherwise). */
+  update(namespace: string, name: string, record: LeaseRecord, resourceVersion: string): Promise<KubeResult<StoredLease>>;
+}
+
+const micro = (ms: number): V1MicroTime => new V1MicroTime(ms);
+
+function leaseOf(namespace: string, name: string, record: LeaseRecord, resourceVersion?: string): V1Lease {
+  return {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name, namespace, ...(resourceVersion === undefined ? {} : { resourceVersion }) },
+    spec: {
+      holderIdentity: record.holderIdentity,
+      leaseDurationSeconds: record.leaseDurationSeconds,
+      acquireTime: micro(record.acquireTimeMs),
+      renewTime: micro(record.renewTimeMs),
+      leaseTransitions: record.leaseTransitions,
+    },
+  };
+}
+
+// resourcelock.LeaseSpecToLeaderElectionRecord: absent fields read as zero values.
+function recordOf(lease: V1Lease): StoredLease {
+  const spec = lease.spec ?? {};
+  const time = (value: unknown): number => (value === undefined || value === null ? 0 : new Date(value as string | Date).getTime());
+  return {
+    record: {
+      holderIdentity: spec.holderIdentity ?? "",
+      leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+      acquireTimeMs: time(spec.acquireTime),
+      renewTimeMs: time(spec.renewTime),
+      leaseTransitions: spec.leaseTransitions ?? 0,
+    },
+    resourceVersion: lease.metadata?.resourceVersion ?? "",
+  };
+}
+
+async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
+  try {
+    return { ok: true, value: await call() };
+  } catch (error) {
+    return toFailure(error);
+  }
+}
+
+/** client-node implementation. */
+export class ClientNodeLeaseApi implements LeaseApi {
+  private readonly api: CoordinationV1Api;
+
+  constructor(kubeConfig: KubeConfig) {
+    this.api = kubeConfig.makeApiClient(CoordinationV1Api);
+  }
+
+  get(namespace: string, name: string): Promise<KubeResult<StoredLease>> {
+    return attempt(async () => recordOf(await this.api.readNamespacedLease({ namespace, name })));
+  }
+
+  create(namespace: string, name: string, record: LeaseRecord): Promise<KubeResult<StoredLease>> {
+    return attempt(async () => recordOf(await this.api.createNamespacedLease({ namespace, body: leaseOf(namespace, name, record) })));
+  }
+
+  update(namespace: string, name: string, record: LeaseRecord, resourceVersion: string): Promise<KubeResult<StoredLease>> {
+    return attempt(async () => recordOf(await this.api.replaceNamespacedLease({ namespace, name, body: leaseOf(namespace, name, record, resourceVersion) })));
+  }
+}
