@@ -83,8 +83,10 @@ export class LlmExchange {
   private responseKind: ResponseKind = ResponseKind.NotRead;
   private json: JsonScanner | null = null;
   private sse: SseScanner | null = null;
-  /** Wall-clock ns of the first response body byte; 0 until then. */
-  firstByteNs: i64 = 0;
+  private responseStarted: bool = false;
+  /** Streams: wall-clock ns when the first event with content had arrived, and of the last body byte; 0 until then. */
+  firstContentNs: i64 = 0;
+  lastByteNs: i64 = 0;
   // What record() found, for the request's span.
   requestModel: string = "";
   responseModel: string = "";
@@ -192,24 +194,29 @@ export class LlmExchange {
   }
 
   onResponseBody(length: i32, endOfStream: bool): void {
-    if (length > 0 && this.firstByteNs == 0) {
-      this.firstByteNs = <i64>host.nowNs();
+    if (length > 0 && !this.responseStarted) {
+      this.responseStarted = true;
       this.classifyResponse();
     }
     if (this.responseKind == ResponseKind.NotRead) return;
+    const sse = this.sse;
     if (length > 0) {
       const bytes = host.getBodyBytes(host.BodyBuffer.Response, length);
       if (bytes !== null) {
-        const sse = this.sse;
         if (sse !== null) {
           sse.feed(changetype<usize>(bytes), bytes.byteLength);
+          // Time to first chunk: the first event carrying content (a role-only first event is no token).
+          if (this.firstContentNs == 0 && sse.contentChunks > 0) this.firstContentNs = <i64>host.nowNs();
         } else {
           const json = this.json!;
           if (!json.failed) json.feed(changetype<usize>(bytes), bytes.byteLength);
         }
       }
     }
-    if (endOfStream) this.endResponse();
+    if (endOfStream) {
+      if (sse !== null && this.firstContentNs > 0) this.lastByteNs = <i64>host.nowNs();
+      this.endResponse();
+    }
   }
 
   private responseEnded: bool = false;
@@ -267,16 +274,20 @@ export class LlmExchange {
     this.stats.count(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
     const durationNs = endNs - startNs;
     if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));
-    const firstByteNs = this.firstByteNs;
-    if (firstByteNs > 0 && firstByteNs >= startNs) host.recordHistogram(llm.ttftMs, <u64>((firstByteNs - startNs) / NS_PER_MS));
+    // Streams only: a non-streaming response's first byte is the whole generation, not a first token.
+    const firstContentNs = this.firstContentNs;
+    if (firstContentNs > 0 && firstContentNs >= startNs) host.recordHistogram(llm.ttftMs, <u64>((firstContentNs - startNs) / NS_PER_MS));
     if (promptTokens > 0) this.stats.count(llm.inputTokens, promptTokens);
     if (completionTokens > 0) this.stats.count(llm.outputTokens, completionTokens);
     if (chunks > 0) this.stats.count(llm.streamChunks, chunks);
     const usageSeen = promptTokens >= 0 || completionTokens >= 0;
     if (!usageSeen && this.responseKind != ResponseKind.NotRead) this.stats.count(llm.usageMissing, 1);
-    // Time per output token: streaming only, after the first token.
-    if (stream && completionTokens > 1 && firstByteNs > 0 && endNs >= firstByteNs) {
-      host.recordHistogram(llm.tpotUs, <u64>((endNs - firstByteNs) / NS_PER_US / (completionTokens - 1)));
+    // Decode (last byte - first content chunk) and time per output token: per stream that ended
+    // whole (end of stream, else [DONE] before trailers); a cut stream has no decode time.
+    const lastNs = this.lastByteNs > 0 ? this.lastByteNs : sse !== null && sse.sawDone ? endNs : 0;
+    if (firstContentNs > 0 && lastNs >= firstContentNs) {
+      host.recordHistogram(llm.decodeMs, <u64>((lastNs - firstContentNs) / NS_PER_MS));
+      if (completionTokens > 1) host.recordHistogram(llm.tpotUs, <u64>((lastNs - firstContentNs) / NS_PER_US / (completionTokens - 1)));
     }
   }
 }

@@ -16,6 +16,7 @@ export const FILTER_ERRORS_TOTAL = "tokentrace_filter_errors_total";
 
 export const LLM_REQUESTS_TOTAL = "tokentrace_llm_requests_total";
 export const LLM_TTFT_MS = "tokentrace_llm_ttft_ms";
+export const LLM_DECODE_MS = "tokentrace_llm_decode_ms";
 export const LLM_TPOT_US = "tokentrace_llm_tpot_us";
 export const LLM_DURATION_MS = "tokentrace_llm_duration_ms";
 export const LLM_INPUT_TOKENS_TOTAL = "tokentrace_llm_input_tokens_total";

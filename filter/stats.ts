@@ -5,7 +5,7 @@ import { equalBytes } from "./bytes";
 import * as host from "./host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
-  LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
+  LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
   MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
@@ -97,6 +97,7 @@ export class LlmStats {
   /** [stream 0/1][finish reason] request counters, defined on first use. */
   private requests: StaticArray<i32> = new StaticArray<i32>(2 * FINISH_REASON_COUNT);
   ttftMs: u32;
+  decodeMs: u32;
   tpotUs: u32;
   durationMs: u32;
   inputTokens: i32;
@@ -110,6 +111,7 @@ export class LlmStats {
     this.counters = counters;
     for (let i = 0; i < 2 * FINISH_REASON_COUNT; i++) this.requests[i] = NO_COUNTER;
     this.ttftMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TTFT_MS);
+    this.decodeMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DECODE_MS);
     this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
     this.durationMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DURATION_MS);
     this.inputTokens = counters.define(prefix + LLM_INPUT_TOKENS_TOTAL);

@@ -315,7 +315,7 @@ export class TokentraceStream extends Context {
     let durationNs = host.getIntProperty(REQUEST_DURATION_PROPERTY, -1);
     let startNs: i64 = 0;
     // The start time is needed for TTFT and spans only (and when the host gave no duration).
-    if (durationNs < 0 || (llm !== null && (llm.firstByteNs > 0 || this.span !== null))) {
+    if (durationNs < 0 || (llm !== null && (llm.firstContentNs > 0 || this.span !== null))) {
       startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
     }
     if (durationNs < 0) {
@@ -332,7 +332,7 @@ export class TokentraceStream extends Context {
         span.finishReason = llm.finishReason;
         span.inputTokens = llm.inputTokens;
         span.outputTokens = llm.outputTokens;
-        span.firstTokenNs = llm.firstByteNs;
+        span.firstTokenNs = llm.firstContentNs;
         const kept = this.keptTokenId;
         if (kept !== null) span.tokenTraceId = String.UTF8.decode(kept);
         else if (this.hasNewTokenId) span.tokenTraceId = String.UTF8.decodeUnsafe(this.writeNewTokenId(), UUID_LENGTH);

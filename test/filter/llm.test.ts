@@ -73,7 +73,8 @@ describe("LLM telemetry, non-streaming (emulated Envoy host)", () => {
     assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "stop" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 12);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 34);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [150]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [], "TTFT is for streams only: this first byte is the whole generation");
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [], "decode is for streams only");
     assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [200]);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [], "TPOT is for streams only");
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
@@ -102,17 +103,19 @@ describe("LLM telemetry, non-streaming (emulated Envoy host)", () => {
 describe("LLM telemetry, streaming (emulated Envoy host)", () => {
   const stream = sse([chunk(""), chunk("Hel"), chunk("lo"), chunk(" wor"), chunk("ld"), chunk("!"), chunk(null, "length"), usageChunk(9, 5)]);
 
-  it("counts content chunks and takes usage from the final chunk: TTFT, TPOT, duration", async () => {
+  it("counts content chunks and takes usage from the final chunk: TTFT to the first content, decode, TPOT, duration", async () => {
     const { vm, clock } = await setup();
     const events = stream.split(/(?<=\n\n)/);
     call(vm, clock, { requestBody: chatRequest({ stream: true, stream_options: { include_usage: true } }), ttftMs: 100, chunks: events, gapMs: 10, contentType: "text/event-stream" });
-    // 9 events: the first byte at 100 ms, the end at 100 + 8 * 10 ms; TPOT = 80 ms / (5 - 1) tokens.
+    // 9 events: the first (empty content) at 100 ms, the first content at 110 ms, the end at
+    // 100 + 8 * 10 ms; decode = 180 - 110 ms; TPOT = 70 ms / (5 - 1) tokens.
     assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 5);
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 9);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 5);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [100]);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [20_000]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [110]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [70]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [17_500]);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [180]);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
   });
@@ -136,7 +139,18 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [40]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [35], "the first content did arrive");
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [], "a cut stream has no decode time");
     assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 1);
+  });
+
+  it("records decode time per request, from the first content chunk to the last byte", async () => {
+    const { vm, clock } = await setup();
+    for (const [ttftMs, gapMs] of [[200, 5], [50, 100], [900, 1]] as const) {
+      call(vm, clock, { requestBody: chatRequest({ stream: true }), ttftMs, chunks: [sse([chunk("a")]).replace("data: [DONE]\n\n", ""), sse([chunk("b"), chunk(null, "stop")])], gapMs, contentType: "text/event-stream" });
+    }
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [200, 50, 900]);
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [5, 100, 1]);
   });
 
   it("handles CRLF line endings, multi-line data, comments and other fields", async () => {

@@ -116,8 +116,8 @@ describe("Grafana dashboard (queries checked against the emulated-stack catalogu
     assert.deepEqual(problems, []);
   });
 
-  it("shows TTFT, TPOT and duration P50/P95/P99 per route from the filter histograms", () => {
-    for (const metric of ["tokentrace_llm_ttft_ms", "tokentrace_llm_tpot_us", "tokentrace_llm_duration_ms"]) {
+  it("shows TTFT, decode, TPOT and duration P50/P95/P99 per route from the filter histograms", () => {
+    for (const metric of ["tokentrace_llm_ttft_ms", "tokentrace_llm_decode_ms", "tokentrace_llm_tpot_us", "tokentrace_llm_duration_ms"]) {
       const panel = queryPanels.find((p) => p.targets!.some((t) => t.expr.includes(`${metric}_bucket`)));
       assert.ok(panel, metric);
       const quantiles = panel.targets!.map((t) => /histogram_quantile\(([0-9.]+), sum by \(le, route\)/.exec(t.expr)?.[1]);
