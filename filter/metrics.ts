@@ -96,14 +96,17 @@ export const MAX_LABEL_LENGTH: i32 = 64;
 
 /**
  * A label value safe inside a stat name: characters outside [A-Za-z0-9_.:/-] become "_" (so the
- * `;` and `=` of the tag convention can never appear), cut to MAX_LABEL_LENGTH; empty becomes "unknown".
+ * `;` and `=` of the tag convention can never appear), and so does a "." that would complete one of
+ * Istio's unanchored built-in tag patterns (see completesIstioTag); cut to MAX_LABEL_LENGTH; empty
+ * becomes "unknown".
  */
 export function sanitizeLabelValue(value: string): string {
   const n = value.length < MAX_LABEL_LENGTH ? value.length : MAX_LABEL_LENGTH;
   if (n == 0) return "unknown";
   let clean = true;
   for (let i = 0; i < n; i++) {
-    if (!isLabelChar(value.charCodeAt(i))) {
+    const c = value.charCodeAt(i);
+    if (!isLabelChar(c) || (c == 0x2e && completesIstioTag(value, i, n))) {
       clean = false;
       break;
     }
@@ -115,9 +118,38 @@ export function sanitizeLabelValue(value: string): string {
   for (let i = 0; i < n; i++) {
     const c = value.charCodeAt(i);
     if (c >= 0xd800 && c < 0xdc00 && i + 1 < value.length && (value.charCodeAt(i + 1) & 0xfc00) == 0xdc00) i++;
-    out[k++] = isLabelChar(c) ? <u16>c : 0x5f;
+    out[k++] = isLabelChar(c) && !(c == 0x2e && completesIstioTag(value, i, n)) ? <u16>c : 0x5f;
   }
   return String.UTF16.decodeUnsafe(changetype<usize>(out), k * 2);
+}
+
+/**
+ * Istio's bootstrap extracts some tags with patterns anchored nowhere (istio/istio
+ * tools/packaging/common/envoy_bootstrap.json stats_tags: `(cache\.(.+?)\.)`, `(component\.(.+?)\.)`,
+ * `(tag\.(.+?);\.)`, `(wasm_filter\.(.+?)\.)`, `rbac(\.(allowed|denied))`,
+ * `(\.istio_dry_run_(allow|deny)_)`, `(\.shadow_(allowed|denied))`): inside a route named
+ * `llm.cache.v1` the first would find a `cache` label. True for a "." those patterns could use: one
+ * after cache, component, tag, wasm_filter or rbac, or before istio_dry_run_ or shadow_ (the last
+ * three a little wider than the patterns, which costs nothing but an underscore).
+ */
+function completesIstioTag(value: string, dot: i32, n: i32): bool {
+  return (
+    endsAt(value, dot, "cache") || endsAt(value, dot, "component") || endsAt(value, dot, "tag") || endsAt(value, dot, "wasm_filter") ||
+    endsAt(value, dot, "rbac") || startsAt(value, dot + 1, n, "istio_dry_run_") || startsAt(value, dot + 1, n, "shadow_")
+  );
+}
+
+function endsAt(value: string, end: i32, word: string): bool {
+  const start = end - word.length;
+  if (start < 0) return false;
+  for (let i = 0; i < word.length; i++) if (value.charCodeAt(start + i) != word.charCodeAt(i)) return false;
+  return true;
+}
+
+function startsAt(value: string, start: i32, n: i32, word: string): bool {
+  if (start + word.length > n) return false;
+  for (let i = 0; i < word.length; i++) if (value.charCodeAt(start + i) != word.charCodeAt(i)) return false;
+  return true;
 }
 
 function isLabelChar(c: i32): bool {
