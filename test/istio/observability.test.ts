@@ -3,8 +3,11 @@
 // (the catalogue comes from running the filter, the join and the control plane's registries).
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { stringify } from "yaml";
 import * as joinCatalogue from "../../control-plane/src/join/catalogue.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { checkExpression } from "./promql.js";
@@ -180,5 +183,53 @@ describe("PrometheusRule alerts (queries checked against the emulated-stack cata
     assert.match(exprOf("TokentraceSpanExportFailing"), /tokentrace_span_export_failures_total/);
     assert.match(exprOf("TokentraceRemoteWriteQueueGrowing"), /deriv\(tokentrace_remote_write_queue_bytes/);
     assert.match(exprOf("TokentraceScrapeTargetDown"), /^up\{job=~"envoy\|dcgm\|vllm"\} == 0$/);
+  });
+});
+
+describe("point fixes checked with the real rule engine and the pipeline's own names", () => {
+  it("TokentraceRemoteWriteQueueGrowing reports the queue's size as $value (promtool test rules, real Prometheus rule engine)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-rules-"));
+    try {
+      writeFileSync(join(dir, "rules.yaml"), stringify({ groups: rules.spec.groups }));
+      // 70 MiB growing by 1 MiB a minute: at 40 m the queue holds 110 MiB, growing at ~17 KiB/s.
+      const mib = 1024 * 1024;
+      writeFileSync(join(dir, "test.yaml"), stringify({
+        rule_files: ["rules.yaml"],
+        evaluation_interval: "1m",
+        tests: [{
+          interval: "1m",
+          input_series: [{ series: 'tokentrace_remote_write_queue_bytes{target="mimir"}', values: `${70 * mib}+${mib}x60` }],
+          alert_rule_test: [{
+            eval_time: "40m",
+            alertname: "TokentraceRemoteWriteQueueGrowing",
+            exp_alerts: [{
+              exp_labels: { severity: "warning", target: "mimir" },
+              exp_annotations: {
+                summary: "Remote-write queue for mimir keeps growing (110MiB)",
+                description: allRules.find((r) => r.alert === "TokentraceRemoteWriteQueueGrowing")!.annotations.description!,
+              },
+            }],
+          }],
+        }],
+      }));
+      const result = spawnSync("promtool", ["test", "rules", join(dir, "test.yaml")], { encoding: "utf8" });
+      assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the targets-up panel counts only the jobs the control plane's scrapes write (its target kinds), not every Prometheus job", () => {
+    const source = readFileSync(join(REPO, "control-plane/src/scrape/targets.ts"), "utf8");
+    const kinds = /export type TargetKind = ([^;]+);/.exec(source)![1]!.split("|").map((k) => k.trim().replace(/"/g, ""));
+    const panel = queryPanels.find((p) => p.title === "Scrape targets up")!;
+    const selectors = panel.targets!.flatMap((t) => [...t.expr.matchAll(/\bup\{([^}]*)\}/g)].map((m) => m[1]!));
+    assert.equal(selectors.length, 2);
+    for (const s of selectors) assert.match(s, new RegExp(`(^|, )job=~"${kinds.join("\\|")}"(,|$)`));
+  });
+
+  it("the PrometheusRule carries the label kube-prometheus-stack's default ruleSelector matches (release), and says how to change it", () => {
+    assert.equal(rules.metadata.labels?.release, "kube-prometheus-stack");
+    assert.match(readFileSync(join(ISTIO_DIR, "observability/prometheus-rules.yaml"), "utf8"), /kubectl -n tokentrace-system label prometheusrule tokentrace release=<release> --overwrite/);
   });
 });
