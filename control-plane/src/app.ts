@@ -2,18 +2,18 @@
 // Everything it needs comes in through `AppDeps`, so tests build it with their own store,
 // clock, tokens and readiness.
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
-import type { AuditSink } from "./api/audit.js";
 import { readAccess, requireToken, type TokenEntry } from "./api/auth.js";
 import { errorHandler, notFoundHandler } from "./api/errors.js";
 import { filterRoutes } from "./api/filters.js";
+import { methodGuard, pathMethods } from "./api/method-guard.js";
 import type { ControlPlaneMetrics } from "./api/metrics.js";
 import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import type { DashboardSource } from "./dashboard/series.js";
 import type { OverrideSource } from "./policy/effective.js";
-import type { FieldError, Policy } from "./policy/model.js";
-import type { PolicyStore } from "./policy/store.js";
+import type { PolicyRepository } from "./policy/repository.js";
+import { PullIndex } from "./policy/resolve.js";
 
 /** One readiness check. */
 export interface ReadinessCheck {
@@ -23,28 +23,19 @@ export interface ReadinessCheck {
 
 /** What the app is built from. */
 export interface AppDeps {
-  store: PolicyStore;
+  store: PolicyRepository;
   tokens: readonly TokenEntry[];
   reads: "public" | "token";
   bodyLimitBytes: number;
   metrics: ControlPlaneMetrics;
-  audit: AuditSink;
   /** Adaptive-sampling overrides for the pull endpoint. */
   overrides: OverrideSource;
   /** Named readiness checks (e.g. "store", "kubernetes"). */
   readiness: () => Record<string, ReadinessCheck>;
   /** Error log for unexpected failures. */
   log: (record: object) => void;
-  /** Extra policy checks for this deployment (see {@link namespaceCheck}). */
-  policyCheck?: (policy: Policy) => FieldError[];
   /** The dashboard's series (the pipeline's joined batches); absent: the page shows policies only. */
   dashboard?: DashboardSource;
-}
-
-/** In Kubernetes mode with one managed namespace, a policy elsewhere could never be applied: refuse it. */
-export function namespaceCheck(namespace: string): (policy: Policy) => FieldError[] {
-  return (policy) =>
-    policy.target.namespace === namespace ? [] : [{ field: "target.namespace", reason: `must be ${namespace}: this control plane manages WasmPlugins only there` }];
 }
 
 /** Builds the express app. */
@@ -65,12 +56,9 @@ export function createApp(deps: AppDeps): Express {
 
   const read = readAccess(deps.tokens, deps.reads);
   const write = requireToken(deps.tokens);
-  // One audit line per committed change, whoever made it (API caller or Kubernetes import).
-  deps.store.onChange((change) =>
-    deps.audit({ who: change.by, action: change.action, policy: change.name, oldVersion: change.previous?.version ?? null, newVersion: change.current?.version ?? null }),
-  );
-  app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write, policyCheck: deps.policyCheck }));
-  app.use(filterRoutes({ store: deps.store, overrides: deps.overrides, metrics: deps.metrics, read }));
+  app.use(methodGuard(pathMethods(openApiDocument.paths)));
+  app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write }));
+  app.use(filterRoutes({ index: new PullIndex(deps.store), overrides: deps.overrides, metrics: deps.metrics, read }));
   app.use(dashboardRoutes(deps));
 
   app.get("/openapi.json", (_req, res) => {
@@ -85,7 +73,8 @@ export function createApp(deps: AppDeps): Express {
     res.status(ready ? 200 : 503).json({ ready, checks });
   });
   app.get("/metrics", async (_req, res) => {
-    deps.metrics.policies.set(deps.store.list().length);
+    deps.metrics.policies.set(deps.store.size);
+    deps.metrics.quarantined.set(deps.store.quarantined().length);
     res.set("content-type", deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
 

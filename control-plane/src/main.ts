@@ -12,8 +12,7 @@ import { AdaptiveSampler } from "./adaptive/sampler.js";
 import { PipelineRateSource } from "./adaptive/pipeline-rates.js";
 import { PrometheusRateSource } from "./adaptive/prometheus.js";
 import { noRates, type RateSource } from "./adaptive/rates.js";
-import { createApp, namespaceCheck, type ReadinessCheck } from "./app.js";
-import { jsonLineAudit } from "./api/audit.js";
+import { createApp, type ReadinessCheck } from "./app.js";
 import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
@@ -23,8 +22,9 @@ import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
 import { ClientNodeLeaseApi } from "./k8s/lease-client.js";
 import { LeaderElector } from "./k8s/leader-election.js";
 import { startPipeline, type RunningPipeline } from "./pipeline/index.js";
-import { FilePersistence } from "./policy/file-persistence.js";
-import { PolicyStore } from "./policy/store.js";
+import { namespaceCheck } from "./policy/admission.js";
+import { jsonLineAudit } from "./policy/audit.js";
+import { FilePolicyStore } from "./policy/file-store.js";
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -50,7 +50,12 @@ export async function startControlPlane(
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
 
-  const store = new PolicyStore(new FilePersistence(config.store.path));
+  const store = new FilePolicyStore({
+    path: config.store.path,
+    audit: jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line))),
+    log,
+    check: config.store.mode === "kubernetes" && config.kubernetes.namespace !== "" ? namespaceCheck(config.kubernetes.namespace) : undefined,
+  });
   const metrics = createMetrics(true);
   let sync: KubernetesSync | undefined;
 
@@ -156,17 +161,15 @@ export async function startControlPlane(
     reads: config.api.reads,
     bodyLimitBytes: config.api.bodyLimitBytes,
     metrics,
-    audit: jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line))),
     overrides: (name) => sampler.overrides(name),
     readiness: () => {
-      const checks: Record<string, ReadinessCheck> = { store: { ok: true, detail: `${store.list().length} policies` } };
+      const checks: Record<string, ReadinessCheck> = { store: store.readiness() };
       if (sync !== undefined) checks.kubernetes = sync.readiness();
       // Followers are ready: they serve reads, pulls and writes; only reconciling waits for the lease.
       if (elector !== undefined) checks.leader = { ok: true, detail: elector.isLeader() ? "leading" : `following ${elector.leader === "" ? "(no leader yet)" : elector.leader}` };
       return checks;
     },
     log,
-    policyCheck: config.store.mode === "kubernetes" && config.kubernetes.namespace !== "" ? namespaceCheck(config.kubernetes.namespace) : undefined,
     dashboard,
   });
   const server: Server = await new Promise((resolve, reject) => {
@@ -195,6 +198,7 @@ export async function startControlPlane(
       clearTimeout(grace);
       await sync?.stop();
       await pipeline?.stop();
+      await store.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 // Bearer tokens: several from a file and env, ids (never tokens) in errors, constant-time
-// comparison against every token, and no prefix/suffix/case tricks.
+// comparison against every token, no prefix/suffix/case tricks on the token, a case-insensitive scheme.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -21,9 +21,15 @@ describe("API tokens", () => {
       ["Bearer alice-token-012345678", undefined],
       ["Bearer alice-token-01234567890", undefined],
       ["Bearer ALICE-TOKEN-0123456789", undefined],
-      ["bearer alice-token-0123456789", undefined],
+      // RFC 9110 §11.1: the scheme is case-insensitive, and 1*SP separates it from the token.
+      ["bearer alice-token-0123456789", "alice"],
+      ["BEARER alice-token-0123456789", "alice"],
+      ["Bearer  alice-token-0123456789", "alice"],
       ["Basic alice-token-0123456789", undefined],
-      ["Bearer  alice-token-0123456789", undefined],
+      ["Bearer alice-token-0123456789 extra", undefined],
+      ["Bearer\talice-token-0123456789", undefined],
+      ["Bearer", undefined],
+      ["Beareralice-token-0123456789", undefined],
       [undefined, undefined],
     ];
     for (const [header, expected] of cases) assert.equal(authenticate(tokens, header), expected, String(header));

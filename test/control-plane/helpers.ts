@@ -1,15 +1,18 @@
-// Shared set-up for control-plane tests: an app on 127.0.0.1 with an in-memory store, a fixed
-// clock, two tokens, captured audit lines, and small fetch helpers.
+// Shared set-up for control-plane tests: an app on 127.0.0.1 with a file store in a fresh temp
+// directory, a fixed clock, two tokens, captured audit lines, and small fetch helpers.
+import { mkdtempSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createApp, type ReadinessCheck } from "../../control-plane/src/app.js";
-import type { AuditRecord } from "../../control-plane/src/api/audit.js";
 import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics, type ControlPlaneMetrics } from "../../control-plane/src/api/metrics.js";
+import type { PolicyCheck } from "../../control-plane/src/policy/admission.js";
+import type { AuditRecord } from "../../control-plane/src/policy/audit.js";
 import type { RateOverrides } from "../../control-plane/src/policy/effective.js";
-import { MemoryPersistence, type Persistence } from "../../control-plane/src/policy/file-persistence.js";
-import type { FieldError, Policy } from "../../control-plane/src/policy/model.js";
-import { PolicyStore } from "../../control-plane/src/policy/store.js";
+import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
+import type { Policy } from "../../control-plane/src/policy/model.js";
 
 export const adminToken = "admin-secret-0123456789";
 export const ciToken = "ci-secret-abcdefghijkl";
@@ -17,7 +20,9 @@ export const ciToken = "ci-secret-abcdefghijkl";
 /** A running test app. */
 export interface TestApp {
   url: string;
-  store: PolicyStore;
+  store: FilePolicyStore;
+  /** The store's snapshot file (its journal is beside it). */
+  storePath: string;
   metrics: ControlPlaneMetrics;
   audit: AuditRecord[];
   overrides: Map<string, RateOverrides>;
@@ -25,15 +30,22 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Starts the app; `reads` defaults to public. */
+/** Starts the app; `reads` defaults to public; `storePath` reuses a store (a restart). */
 export async function startTestApp(
-  options: { reads?: "public" | "token"; persistence?: Persistence; bodyLimitBytes?: number; policyCheck?: (policy: Policy) => FieldError[] } = {},
+  options: { reads?: "public" | "token"; storePath?: string; bodyLimitBytes?: number; policyCheck?: PolicyCheck; log?: (record: object) => void } = {},
 ): Promise<TestApp> {
   let tick = 0;
-  // Each write gets the next whole second, so history timestamps are exact.
-  const store = new PolicyStore(options.persistence ?? new MemoryPersistence(), () => new Date(Date.UTC(2026, 11, 2, 12, 0, tick++)));
-  const metrics = createMetrics();
   const audit: AuditRecord[] = [];
+  const storePath = options.storePath ?? join(mkdtempSync(join(tmpdir(), "tt-api-")), "policies.json");
+  // Each write gets the next whole second, so history timestamps are exact.
+  const store = new FilePolicyStore({
+    path: storePath,
+    now: () => new Date(Date.UTC(2026, 11, 2, 12, 0, tick++)),
+    audit: (r) => audit.push(r),
+    check: options.policyCheck,
+    log: options.log,
+  });
+  const metrics = createMetrics();
   const overrides = new Map<string, RateOverrides>();
   const readiness: Record<string, ReadinessCheck> = { store: { ok: true, detail: "loaded" } };
   const app = createApp({
@@ -42,11 +54,9 @@ export async function startTestApp(
     reads: options.reads ?? "public",
     bodyLimitBytes: options.bodyLimitBytes ?? 16384,
     metrics,
-    audit: (r) => audit.push(r),
     overrides: (name) => overrides.get(name),
     readiness: () => readiness,
     log: () => undefined,
-    policyCheck: options.policyCheck,
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));
@@ -55,14 +65,18 @@ export async function startTestApp(
   return {
     url: `http://127.0.0.1:${port}`,
     store,
+    storePath,
     metrics,
     audit,
     overrides,
     readiness,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      });
+      await store.close();
+    },
   };
 }
 

@@ -4,6 +4,9 @@
 // backoff waits go through a manual delay the test releases, never through sleeps.
 import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createMetrics, type ControlPlaneMetrics } from "../../control-plane/src/api/metrics.js";
 import { defaultConfig, type Config } from "../../control-plane/src/config.js";
 import type { Delay } from "../../control-plane/src/k8s/backoff.js";
@@ -12,8 +15,7 @@ import { startKubernetesSync, type KubernetesSync } from "../../control-plane/sr
 import { desiredWasmPlugin } from "../../control-plane/src/k8s/wasmplugin.js";
 import { configVersion } from "../../control-plane/src/policy/effective.js";
 import type { RateOverrides } from "../../control-plane/src/policy/effective.js";
-import { MemoryPersistence } from "../../control-plane/src/policy/file-persistence.js";
-import { PolicyStore } from "../../control-plane/src/policy/store.js";
+import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { kubeConfigFor, startKubeEmulator, wasmPluginsResource, type KubeEmulator, type KubeObject } from "../support/kube-emulator/index.js";
 import { samplePolicy } from "./helpers.js";
 
@@ -52,7 +54,7 @@ async function eventually(check: () => boolean, what: string): Promise<void> {
 
 interface Harness {
   emulator: KubeEmulator;
-  store: PolicyStore;
+  store: FilePolicyStore;
   metrics: ControlPlaneMetrics;
   overrides: Map<string, RateOverrides>;
   clock: { ms: number };
@@ -62,10 +64,10 @@ interface Harness {
 
 const running: Harness[] = [];
 
-async function setUp(options: { delay?: Delay; before?: (emulator: KubeEmulator) => Promise<void> | void; store?: PolicyStore } = {}): Promise<Harness> {
+async function setUp(options: { delay?: Delay; before?: (emulator: KubeEmulator) => Promise<void> | void; store?: FilePolicyStore } = {}): Promise<Harness> {
   const emulator = await startKubeEmulator();
   await options.before?.(emulator);
-  const store = options.store ?? new PolicyStore(new MemoryPersistence(), () => new Date("2026-12-02T12:00:00.000Z"));
+  const store = options.store ?? new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-sync-")), "policies.json"), now: () => new Date("2026-12-02T12:00:00.000Z") });
   const metrics = createMetrics();
   const overrides = new Map<string, RateOverrides>();
   const clock = { ms: 1_000_000 };
@@ -133,7 +135,7 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
     assert.deepEqual(gw.spec.targetRefs, [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "public" }]);
     assert.equal(gw.spec.selector, undefined);
 
-    await h.store.put(samplePolicy("chat", { pluginConfig: { sampling: { defaultRate: 0.75 } } }), { by: "admin" });
+    await h.store.put("chat", samplePolicy("chat", { pluginConfig: { sampling: { defaultRate: 0.75 } } }), { by: "admin" });
     await eventually(() => JSON.stringify((h.plugins().find((p) => p.metadata?.name === "tokentrace-chat") as { spec: { pluginConfig: unknown } }).spec.pluginConfig) === '{"sampling":{"defaultRate":0.75}}', "updated pluginConfig");
     await h.store.delete("gw", { by: "admin" });
     await eventually(() => h.plugins().length === 1, "gw removed");
@@ -189,7 +191,7 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
   });
 
   it("emulated: deletes a WasmPlugin whose policy the store knows was deleted (while the API was unreachable) rather than re-importing it", async () => {
-    const store = new PolicyStore(new MemoryPersistence(), () => new Date("2026-12-02T12:00:00.000Z"));
+    const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-sync-")), "policies.json"), now: () => new Date("2026-12-02T12:00:00.000Z") });
     const policy = samplePolicy("gone");
     await store.create(policy, { by: "admin" });
     await store.delete("gone", { by: "admin" });
@@ -246,7 +248,7 @@ describe("Kubernetes mode (emulated kube-apiserver)", () => {
     await eventually(() => h.plugins().length === 1, "created");
     await h.sync.reconciler.whenIdle();
     h.emulator.failNext(2, 409, "PUT");
-    await h.store.put(samplePolicy("chat", { pluginConfig: { sampling: { defaultRate: 0.5 } } }), { by: "admin" });
+    await h.store.put("chat", samplePolicy("chat", { pluginConfig: { sampling: { defaultRate: 0.5 } } }), { by: "admin" });
     await eventually(() => JSON.stringify((h.plugins()[0] as { spec: { pluginConfig: unknown } }).spec.pluginConfig) === '{"sampling":{"defaultRate":0.5}}', "applied after conflicts");
     assert.deepEqual(await counter(h.metrics, "pushFailures"), { "kubernetes,conflict": 2 });
   });

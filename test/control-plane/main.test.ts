@@ -67,7 +67,8 @@ describe("control plane process", { concurrency: true }, () => {
     const put = await call(url, "PUT", "/v1/policies/chat", { body: samplePolicy(), token });
     assert.equal(put.status, 201);
     const audit = await waitForLine(first, (r) => r.msg === "audit");
-    assert.deepEqual({ ...audit, time: undefined }, { time: undefined, level: "info", msg: "audit", who: "deploy-bot", action: "create", policy: "chat", oldVersion: null, newVersion: "1" });
+    assert.match(String(audit.at), /^\d{4}-\d\d-\d\dT/);
+    assert.deepEqual({ ...audit, time: undefined, at: undefined }, { time: undefined, level: "info", msg: "audit", who: "deploy-bot", action: "create", policy: "chat", oldVersion: null, newVersion: "1", at: undefined });
     assert.ok(!first.lines.join("\n").includes(token));
     assert.equal((await call(url, "GET", "/v1/filters/llm.chat/config")).status, 200);
     assert.equal((await call(url, "GET", "/readyz")).status, 200);

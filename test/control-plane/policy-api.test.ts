@@ -2,7 +2,7 @@
 // limits, auth, audit, history and rollback, and the dry-run validate endpoint.
 import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { namespaceCheck } from "../../control-plane/src/app.js";
+import { namespaceCheck } from "../../control-plane/src/policy/admission.js";
 import { adminToken, call, ciToken, samplePolicy, startTestApp, type TestApp } from "./helpers.js";
 
 describe("policy API", () => {
@@ -18,7 +18,7 @@ describe("policy API", () => {
     assert.equal(res.headers.get("etag"), '"1"');
     assert.equal(res.headers.get("location"), "/v1/policies/chat");
     assert.deepEqual(res.body, { version: "1", updatedAt: "2026-12-02T12:00:00.000Z", updatedBy: "admin", policy: samplePolicy() });
-    assert.deepEqual(app.audit, [{ who: "admin", action: "create", policy: "chat", oldVersion: null, newVersion: "1" }]);
+    assert.deepEqual(app.audit, [{ who: "admin", action: "create", policy: "chat", oldVersion: null, newVersion: "1", at: "2026-12-02T12:00:00.000Z" }]);
     assert.ok(!JSON.stringify(app.audit).includes(adminToken));
     const again = await call(app.url, "POST", "/v1/policies", { body: samplePolicy(), token: adminToken });
     assert.equal(again.status, 409);
@@ -99,7 +99,7 @@ describe("policy API", () => {
     assert.equal(text.status, 415);
     const broken = await call(app.url, "POST", "/v1/policies", { rawBody: "{", token: adminToken, headers: { "content-type": "application/json" } });
     assert.equal(broken.status, 400);
-    assert.deepEqual(broken.body, { error: "invalid JSON", details: [{ field: "(body)", reason: "not valid JSON" }] });
+    assert.deepEqual(broken.body, { error: "invalid JSON", details: [{ field: "(body)", reason: "not valid JSON: unexpected end of input" }] });
     assert.deepEqual(app.store.list(), []);
   });
 

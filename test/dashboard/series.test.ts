@@ -5,11 +5,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import express from "express";
 import { dashboardRoutes } from "../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries, histogramQuantile } from "../../control-plane/src/dashboard/series.js";
-import { MemoryPersistence } from "../../control-plane/src/policy/file-persistence.js";
-import { PolicyStore } from "../../control-plane/src/policy/store.js";
+import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { errorHandler } from "../../control-plane/src/api/errors.js";
 import type { WriteSeries } from "../../control-plane/src/remote-write/series.js";
 
@@ -84,11 +86,11 @@ test("a counter reset reads as a restart from zero, and the window keeps the new
 
 test("GET /v1/dashboard/series: columns for uPlot, the target from the policy in force at each point, 404 naming the route", async () => {
   const times = [new Date(T0 - 60_000), new Date(T0 + 5000)];
-  const store = new PolicyStore(new MemoryPersistence(), () => times.shift()!);
+  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-series-")), "policies.json"), now: () => times.shift()! });
   const policy = { name: "demo-sampling", target: { namespace: "demo", selector: { matchLabels: { app: "llm-sim" } } }, pluginConfig: { sampling: { defaultRate: 0.1, routes: [{ routeName: "chat", rate: 0.25 }] } } };
   assert.equal((await store.create(policy, { by: "test" })).ok, true);
   // From T0 + 5 s the policy aims at 2 sampled traces per second (adaptive).
-  assert.equal((await store.put({ ...policy, adaptive: { targetTracesPerSecond: 2 } }, { by: "test" })).ok, true);
+  assert.equal((await store.put(policy.name, { ...policy, adaptive: { targetTracesPerSecond: 2 } }, { by: "test" })).ok, true);
   const d = new DashboardSeries();
   const counters = (ok: number) => ({ ttft: [1, 1, 1, 1, 1], dur: [1, 1, 1, 1, 1], ok, err: 0, sampled: 0, out: 0 });
   [0, 2000, 6000].forEach((dt, i) => d.observe(batch(T0 + dt, counters(10 + i * 8)), { target, timestampMs: T0 + dt }));

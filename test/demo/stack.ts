@@ -11,13 +11,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../control-plane/src/app.js";
-import { jsonLineAudit } from "../../control-plane/src/api/audit.js";
+import { jsonLineAudit } from "../../control-plane/src/policy/audit.js";
 import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
 import { startPipeline, withDefaults, type RunningPipeline } from "../../control-plane/src/pipeline/index.js";
-import { FilePersistence } from "../../control-plane/src/policy/file-persistence.js";
-import { PolicyStore } from "../../control-plane/src/policy/store.js";
+import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
@@ -83,7 +82,7 @@ export interface DemoStack {
   dcgm: DcgmSim;
   pipeline: RunningPipeline;
   dashboard: DashboardSeries;
-  store: PolicyStore;
+  store: FilePolicyStore;
   prometheus: PrometheusInstance | undefined;
   /** Why Prometheus is not running, when it is not. */
   prometheusNote: string | undefined;
@@ -139,7 +138,8 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   const token = opts.token ?? `demo-${randomBytes(12).toString("hex")}`;
 
   // Control plane: the same app `make run` serves, with the dashboard fed by the pipeline below.
-  const store = new PolicyStore(new FilePersistence(join(dir, "policies.json")));
+  const store = new FilePolicyStore({ path: join(dir, "policies.json"), audit: jsonLineAudit((line) => log(JSON.parse(line) as object)), log });
+  closers.push(() => store.close());
   const metrics = createMetrics(false);
   const dashboard = new DashboardSeries();
   const tokens = parseTokens(`demo:${token}`, "demo", /,/);
@@ -150,9 +150,8 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     reads: opts.reads ?? "public",
     bodyLimitBytes: 262144,
     metrics,
-    audit: jsonLineAudit((line) => log(JSON.parse(line) as object)),
     overrides: () => undefined,
-    readiness: () => ({ store: { ok: true, detail: `${store.list().length} policies` } }),
+    readiness: () => ({ store: store.readiness() }),
     log,
     dashboard,
   });

@@ -12,7 +12,7 @@ import { routeKey, unmatchedRoute, type RateSource } from "./rates.js";
 export interface AdaptiveSamplerOptions {
   source: RateSource;
   /** The current policies (the store's list). */
-  policies: () => PolicyRecord[];
+  policies: () => readonly PolicyRecord[];
   /** Milliseconds clock (injected in tests). */
   now: () => number;
   /** At most one published change per policy per this interval. */

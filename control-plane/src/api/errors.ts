@@ -20,30 +20,38 @@ export function notFoundHandler(req: Request, _res: Response, next: NextFunction
   next(new ApiError(404, "not found", [{ field: "path", reason: `no route for ${req.method} ${req.path}` }]));
 }
 
-interface BodyParserError {
+/** What express, its router and body-parser attach to the errors they raise (http-errors). */
+interface HttpLibraryError {
   type?: string;
   status?: number;
+  expose?: boolean;
   limit?: number;
+}
+
+/** An error express or body-parser raised for a bad request, as an ApiError; undefined for anything else. */
+function fromHttpLibrary(err: unknown): ApiError | undefined {
+  const e = err as HttpLibraryError;
+  if (e === null || typeof e !== "object") return undefined;
+  if (e.type === "entity.too.large") return new ApiError(413, "request body too large", [{ field: "(body)", reason: `larger than ${e.limit ?? "the limit"} bytes` }]);
+  if (e.type === "encoding.unsupported" || e.type === "charset.unsupported") {
+    return new ApiError(415, "unsupported media type", [{ field: "content-encoding", reason: "only unencoded (identity) UTF-8 JSON bodies are accepted" }]);
+  }
+  if (e.type === "request.aborted" || e.type === "request.size.invalid") return new ApiError(400, "incomplete body", [{ field: "(body)", reason: "the body ended before its declared length" }]);
+  // The router's decodeURIComponent of a path parameter (e.g. /v1/policies/%zz): a URIError marked 400.
+  if (err instanceof URIError && e.status === 400) return new ApiError(400, "invalid path", [{ field: "path", reason: "malformed percent-encoding" }]);
+  if (typeof e.status === "number" && e.status >= 400 && e.status < 500 && e.expose === true) {
+    return new ApiError(e.status, "bad request", [{ field: "(request)", reason: String((err as Error).message ?? "refused") }]);
+  }
+  return undefined;
 }
 
 /** Renders every error as JSON; unexpected ones as 500 without internals. */
 export function errorHandler(log: (record: object) => void) {
   return (err: unknown, _req: Request, res: Response, _next: NextFunction): void => {
-    let apiError: ApiError;
-    if (err instanceof ApiError) {
-      apiError = err;
-    } else {
-      const parser = err as BodyParserError;
-      if (parser.type === "entity.too.large") {
-        apiError = new ApiError(413, "request body too large", [{ field: "(body)", reason: `larger than ${parser.limit ?? "the limit"} bytes` }]);
-      } else if (parser.type === "entity.parse.failed") {
-        apiError = new ApiError(400, "invalid JSON", [{ field: "(body)", reason: "not valid JSON" }]);
-      } else if (parser.type === "encoding.unsupported" || parser.type === "charset.unsupported") {
-        apiError = new ApiError(415, "unsupported encoding", [{ field: "content-encoding", reason: "only identity-encoded UTF-8 JSON is accepted" }]);
-      } else {
-        log({ level: "error", msg: "unhandled error", error: err instanceof Error ? err.stack ?? err.message : String(err) });
-        apiError = new ApiError(500, "internal error");
-      }
+    let apiError = err instanceof ApiError ? err : fromHttpLibrary(err);
+    if (apiError === undefined) {
+      log({ level: "error", msg: "unhandled error", error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      apiError = new ApiError(500, "internal error");
     }
     if (res.headersSent) return;
     res.status(apiError.status).set(apiError.headers).json({ error: apiError.error, details: apiError.details });

@@ -9,6 +9,7 @@ export const metricNames = {
   pushFailures: "tokentrace_control_plane_push_failures_total",
   reconcileLag: "tokentrace_control_plane_reconcile_lag_seconds",
   policies: "tokentrace_control_plane_policies",
+  quarantined: "tokentrace_control_plane_policies_quarantined",
   adaptiveUpdates: "tokentrace_control_plane_adaptive_updates_total",
 } as const;
 
@@ -25,6 +26,8 @@ export interface ControlPlaneMetrics {
   reconcileLag: Gauge;
   /** Current number of policies. */
   policies: Gauge;
+  /** Stored records set aside at load because they no longer validate. */
+  quarantined: Gauge;
   /** Published adaptive-sampling changes. */
   adaptiveUpdates: Counter<"policy">;
 }
@@ -40,6 +43,7 @@ export function createMetrics(processMetrics = false): ControlPlaneMetrics {
     pushFailures: new Counter({ name: metricNames.pushFailures, help: "Failed policy deliveries by mode and reason.", labelNames: ["mode", "reason"], registers: [registry] }),
     reconcileLag: new Gauge({ name: metricNames.reconcileLag, help: "Seconds since the oldest policy change not yet applied to Kubernetes (0 when in sync).", registers: [registry] }),
     policies: new Gauge({ name: metricNames.policies, help: "Number of sampling policies.", registers: [registry] }),
+    quarantined: new Gauge({ name: metricNames.quarantined, help: "Stored policy records not served because they failed validation at load.", registers: [registry] }),
     adaptiveUpdates: new Counter({ name: metricNames.adaptiveUpdates, help: "Adaptive-sampling rate changes published, by policy.", labelNames: ["policy"], registers: [registry] }),
   };
 }

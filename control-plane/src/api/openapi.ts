@@ -1,6 +1,8 @@
-// The OpenAPI 3.1 description served at /openapi.json. Schemas come from the same objects the
-// server validates with (policy schema, filter pluginConfig schema), so they cannot drift; a
-// test checks that every route the app serves is described here and nothing else is.
+// The OpenAPI 3.1 description served at /openapi.json, and the one list of what the API serves:
+// the method guard (method-guard.ts) answers 405 and OPTIONS from its paths, and tests check that
+// the app routes exactly these operations and that every status a real response carries is
+// listed for its operation. Schemas come from the objects the server validates with (policy
+// schema, filter pluginConfig schema), so they cannot drift.
 import { readFileSync } from "node:fs";
 import { filterSchemaUrl, policySchema } from "../policy/validate.js";
 
@@ -11,14 +13,39 @@ const jsonContent = (schema: object) => ({ "application/json": { schema } });
 const errorResponse = (description: string) => ({ description, content: jsonContent(ref("Error")) });
 
 const nameParam = { name: "name", in: "path", required: true, schema: { type: "string" } };
-const ifMatch = { name: "If-Match", in: "header", required: false, schema: { type: "string" }, description: 'Quoted version (ETag); the write fails with 412 unless it is current. "*" requires the policy to exist.' };
-const etagHeader = { ETag: { schema: { type: "string" }, description: "Quoted version of the policy." } };
-const writeErrors = {
-  "400": errorResponse("Invalid body; nothing changed."),
-  "401": errorResponse("Missing or unknown bearer token."),
-  "412": errorResponse("If-Match is not the current version."),
-  "413": errorResponse("Body larger than api.bodyLimitBytes."),
-  "415": errorResponse("Wrong Content-Type."),
+const ifMatch = {
+  name: "If-Match",
+  in: "header",
+  required: false,
+  schema: { type: "string" },
+  description: '"*" or a list of quoted versions (strong comparison: W/"..." never matches); 412 unless the current version is listed ("*": unless the policy exists).',
+};
+const ifNoneMatchWrite = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  schema: { type: "string" },
+  description: '"*" (create only when absent) or a list of quoted versions; 412 when the policy exists ("*") or is at a listed version.',
+};
+const ifNoneMatchRead = { name: "If-None-Match", in: "header", required: false, schema: { type: "string" }, description: "Quoted versions (weak comparison); 304 when the current one is listed." };
+const etagHeader = { ETag: { schema: { type: "string" }, description: "Quoted version (strong)." } };
+
+/** Reads are public unless api.reads is "token". */
+const readSecurity = [{}, { bearer: [] }];
+const writeSecurity = [{ bearer: [] }];
+
+const status = {
+  badPath: "Malformed percent-encoding in the path, or a malformed conditional header.",
+  readToken: 'api.reads is "token" and no known bearer token was sent.',
+  writeToken: "Missing or unknown bearer token.",
+  tooLarge: "Body larger than api.bodyLimitBytes.",
+  mediaType: "Not application/json (PATCH: or application/merge-patch+json), a charset other than utf-8, or a Content-Encoding other than identity.",
+  unavailable: "The store cannot write now (disk failure, cluster unreachable); nothing changed. Retry-After says when to retry.",
+};
+
+const bodyErrors = {
+  "413": errorResponse(status.tooLarge),
+  "415": errorResponse(status.mediaType),
 };
 
 function policyComponent(): Record<string, unknown> {
@@ -35,13 +62,217 @@ function filterComponent(): Record<string, unknown> {
   return schema;
 }
 
+const paths = {
+  "/v1/policies": {
+    get: {
+      operationId: "listPolicies",
+      summary: "List policies",
+      security: readSecurity,
+      responses: { "200": { description: "All policies by name.", content: jsonContent({ type: "object", properties: { items: { type: "array", items: ref("PolicyRecord") } } }) }, "401": errorResponse(status.readToken) },
+    },
+    post: {
+      operationId: "createPolicy",
+      summary: "Create a policy",
+      description: "Conditional headers are refused (400): use PUT with If-None-Match: * for a create-only-if-absent.",
+      security: writeSecurity,
+      requestBody: { required: true, content: jsonContent(ref("PolicyWrite")) },
+      responses: {
+        "201": { description: "Created.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
+        "400": errorResponse("Invalid body (strict JSON: duplicate keys refused), a version in the body, or a conditional header; nothing changed."),
+        "401": errorResponse(status.writeToken),
+        "409": errorResponse("A policy with this name exists."),
+        ...bodyErrors,
+        "503": errorResponse(status.unavailable),
+      },
+    },
+  },
+  "/v1/policies/{name}": {
+    parameters: [nameParam],
+    get: {
+      operationId: "getPolicy",
+      summary: "Get a policy",
+      security: readSecurity,
+      parameters: [ifNoneMatchRead],
+      responses: {
+        "200": { description: "The policy; PUT accepts this document back.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
+        "304": { description: "If-None-Match names the current version.", headers: etagHeader },
+        "400": errorResponse(status.badPath),
+        "401": errorResponse(status.readToken),
+        "404": errorResponse("No such policy."),
+      },
+    },
+    put: {
+      operationId: "replacePolicy",
+      summary: "Create or replace a policy",
+      description: "The body is a policy, or the record GET returned (its version is then a precondition, 409 when stale; updatedAt and updatedBy are ignored). A body equal to the stored policy changes nothing: 200 with the current ETag, no new version.",
+      security: writeSecurity,
+      parameters: [ifMatch, ifNoneMatchWrite],
+      requestBody: { required: true, content: jsonContent(ref("PolicyWrite")) },
+      responses: {
+        "200": { description: "Replaced, or unchanged.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
+        "201": { description: "Created.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
+        "400": errorResponse("Invalid body or header; nothing changed."),
+        "401": errorResponse(status.writeToken),
+        "409": errorResponse("The body's version is not the current one (or the policy no longer exists)."),
+        "412": errorResponse("If-Match or If-None-Match does not hold."),
+        ...bodyErrors,
+        "503": errorResponse(status.unavailable),
+      },
+    },
+    patch: {
+      operationId: "patchPolicy",
+      summary: "Merge-patch a policy (RFC 7396)",
+      description: "The patch applies to the policy (the `policy` member of what GET returns). A patch that changes nothing creates no version.",
+      security: writeSecurity,
+      parameters: [ifMatch, ifNoneMatchWrite],
+      requestBody: { required: true, content: { "application/merge-patch+json": { schema: { type: "object" } }, "application/json": { schema: { type: "object" } } } },
+      responses: {
+        "200": { description: "Patched, or unchanged.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
+        "400": errorResponse("Invalid patch, patched policy or header; nothing changed."),
+        "401": errorResponse(status.writeToken),
+        "404": errorResponse("No such policy."),
+        "412": errorResponse("If-Match or If-None-Match does not hold."),
+        ...bodyErrors,
+        "503": errorResponse(status.unavailable),
+      },
+    },
+    delete: {
+      operationId: "deletePolicy",
+      summary: "Delete a policy (its history is kept)",
+      security: writeSecurity,
+      parameters: [ifMatch, ifNoneMatchWrite],
+      responses: {
+        "204": { description: "Deleted." },
+        "400": errorResponse(status.badPath),
+        "401": errorResponse(status.writeToken),
+        "404": errorResponse("No such policy."),
+        "412": errorResponse("If-Match or If-None-Match does not hold."),
+        "503": errorResponse(status.unavailable),
+      },
+    },
+  },
+  "/v1/policies/{name}/history": {
+    parameters: [nameParam],
+    get: {
+      operationId: "policyHistory",
+      summary: "History of a policy, oldest first (each entry is also its audit record)",
+      security: readSecurity,
+      responses: {
+        "200": { description: "History.", content: jsonContent({ type: "object", properties: { items: { type: "array", items: ref("HistoryEntry") } } }) },
+        "400": errorResponse(status.badPath),
+        "401": errorResponse(status.readToken),
+        "404": errorResponse("Name never used."),
+      },
+    },
+  },
+  "/v1/policies/{name}/rollback": {
+    parameters: [nameParam],
+    post: {
+      operationId: "rollbackPolicy",
+      summary: "Make an earlier version current again (as a new version; none when it already is)",
+      security: writeSecurity,
+      parameters: [ifMatch, ifNoneMatchWrite],
+      requestBody: { required: true, content: jsonContent({ type: "object", additionalProperties: false, required: ["version"], properties: { version: { type: "string" } } }) },
+      responses: {
+        "200": { description: "Rolled back, or already current.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
+        "400": errorResponse("Invalid body or header, or that version is not valid under today's rules; nothing changed."),
+        "401": errorResponse(status.writeToken),
+        "404": errorResponse("No such policy or version."),
+        "412": errorResponse("If-Match or If-None-Match does not hold."),
+        ...bodyErrors,
+        "503": errorResponse(status.unavailable),
+      },
+    },
+  },
+  "/v1/validate": {
+    post: {
+      operationId: "validatePolicy",
+      summary: "Validate a policy without storing it (dry run)",
+      security: writeSecurity,
+      requestBody: { required: true, content: jsonContent(ref("PolicyWrite")) },
+      responses: {
+        "200": { description: "Valid.", content: jsonContent({ type: "object", required: ["valid"], properties: { valid: { const: true }, policy: ref("Policy") } }) },
+        "400": errorResponse("Invalid body; the details are what a write would answer."),
+        "401": errorResponse(status.writeToken),
+        ...bodyErrors,
+      },
+    },
+  },
+  "/v1/filters/{workload}/config": {
+    parameters: [{ name: "workload", in: "path", required: true, schema: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\..+$" }, description: "<namespace>.<name>" }],
+    get: {
+      operationId: "filterConfig",
+      summary: "Effective config for a pulling filter",
+      description: "Picks the policy whose target namespace is the workload's and whose selector.matchLabels are all in `labels` (default app=<name>); most labels wins, ties by name. Policies with targetRefs are for Kubernetes mode and never match here.",
+      security: readSecurity,
+      parameters: [
+        { name: "version", in: "query", required: false, schema: { type: "string" }, description: "The version the filter has; 304 when current." },
+        { name: "labels", in: "query", required: false, schema: { type: "string" }, description: "k=v pairs separated by commas." },
+        ifNoneMatchRead,
+      ],
+      responses: {
+        "200": { description: "Current config.", headers: etagHeader, content: jsonContent(ref("FilterConfigResponse")) },
+        "304": { description: "The filter's version is current.", headers: etagHeader },
+        "400": errorResponse("Malformed workload, query or If-None-Match."),
+        "401": errorResponse(status.readToken),
+        "404": errorResponse("No policy selects the workload."),
+      },
+    },
+  },
+  "/v1/dashboard/series": {
+    get: {
+      operationId: "dashboardSeries",
+      summary: "The dashboard's series for one route (the page at /dashboard draws them)",
+      description: "Columns for uPlot from the metrics pipeline's joined scrapes: t (s), ttft/decode/total at P50/P95/P99 (ms), outputTokensPerSecond, requestsPerSecond, gpuUtilizationPercent, gpuPowerWatts, sampledPerSecond, targetSampledPerSecond; null where unknown.",
+      security: readSecurity,
+      parameters: [{ name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." }],
+      responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
+    },
+  },
+  "/openapi.json": { get: { operationId: "openapi", summary: "This document", responses: { "200": { description: "OpenAPI 3.1.", content: jsonContent({ type: "object" }) } } } },
+  "/healthz": { get: { operationId: "healthz", summary: "Liveness", responses: { "200": { description: "The process serves requests.", content: jsonContent({ type: "object" }) } } } },
+  "/readyz": {
+    get: {
+      operationId: "readyz",
+      summary: "Readiness: store loaded and writable and, in Kubernetes mode, the WasmPlugin informer synced and the API reachable",
+      responses: { "200": { description: "Ready.", content: jsonContent({ type: "object" }) }, "503": { description: "Not ready; checks say why.", content: jsonContent({ type: "object" }) } },
+    },
+  },
+  "/metrics": { get: { operationId: "metrics", summary: "Prometheus metrics", responses: { "200": { description: "Text exposition format.", content: { "text/plain": { schema: { type: "string" } } } } } } },
+};
+
+type Operation = { operationId: string; responses: Record<string, { description: string; headers?: object }> } & Record<string, unknown>;
+
+/** HEAD wherever GET (same statuses, no content, RFC 9110 §9.3.2), OPTIONS everywhere, 405 for the rest. */
+function withDerivedOperations(input: typeof paths): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [path, item] of Object.entries(input)) {
+    const derived: Record<string, unknown> = { ...item };
+    const get = (item as { get?: Operation }).get;
+    const methods = Object.keys(item).filter((k) => k !== "parameters").map((m) => m.toUpperCase());
+    if (get !== undefined) {
+      const responses = Object.fromEntries(Object.entries(get.responses).map(([code, r]) => [code, r.headers ? { description: r.description, headers: r.headers } : { description: r.description }]));
+      derived.head = { ...get, operationId: `${get.operationId}Head`, summary: `${String(get.summary)} (headers only)`, responses };
+      methods.push("HEAD");
+    }
+    methods.push("OPTIONS");
+    const allow = { Allow: { schema: { type: "string" }, description: `The methods this path serves: ${methods.join(", ")}.` } };
+    derived.options = { operationId: `options${path.replace(/[^A-Za-z0-9]+/g, "_")}`, summary: "The methods this path serves", responses: { "204": { description: "No content.", headers: allow } } };
+    // Methods outside the item get 405 with Allow (RFC 9110 §15.5.6); OpenAPI has no operation for "any other method".
+    derived["x-other-methods"] = { responses: { "405": { description: "Method not served on this path.", headers: allow, content: jsonContent(ref("Error")) } } };
+    out[path] = derived;
+  }
+  return out;
+}
+
 /** The document (built once). */
 export const openApiDocument = {
   openapi: "3.1.0",
   info: {
     title: "tokentrace control plane",
     version: "0.1.0",
-    description: "Sampling policies for the tokentrace filter: REST API, pull endpoint for filters, health and metrics. Writes need a bearer token; reads are public unless api.reads is \"token\".",
+    description:
+      'Sampling policies for the tokentrace filter: REST API, pull endpoint for filters, health and metrics. Writes need a bearer token (scheme case-insensitive); reads are public unless api.reads is "token". Errors are {error, details: [{field, reason}]}. Request bodies are decoded strictly (duplicate keys and nesting deeper than 64 levels are refused naming the field). Every path answers OPTIONS (204 with Allow) and other methods with 405 and Allow (x-other-methods).',
   },
   jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
   components: {
@@ -54,12 +285,25 @@ export const openApiDocument = {
         required: ["version", "updatedAt", "updatedBy", "policy"],
         properties: { version: { type: "string" }, updatedAt: { type: "string", format: "date-time" }, updatedBy: { type: "string" }, policy: ref("Policy") },
       },
+      PolicyWrite: {
+        description: "A policy, or a PolicyRecord as GET returned it (version = precondition; updatedAt, updatedBy ignored).",
+        anyOf: [
+          ref("Policy"),
+          {
+            type: "object",
+            additionalProperties: false,
+            required: ["policy"],
+            properties: { version: { type: "string" }, updatedAt: { type: "string" }, updatedBy: { type: "string" }, policy: ref("Policy") },
+          },
+        ],
+      },
       HistoryEntry: {
         type: "object",
-        required: ["action", "version", "at", "by"],
+        required: ["action", "version", "previousVersion", "at", "by"],
         properties: {
           action: { enum: ["create", "replace", "patch", "rollback", "delete"] },
           version: { type: "string" },
+          previousVersion: { type: ["string", "null"] },
           at: { type: "string", format: "date-time" },
           by: { type: "string" },
           policy: ref("Policy"),
@@ -80,117 +324,5 @@ export const openApiDocument = {
       },
     },
   },
-  paths: {
-    "/v1/policies": {
-      get: {
-        operationId: "listPolicies",
-        summary: "List policies",
-        responses: { "200": { description: "All policies by name.", content: jsonContent({ type: "object", properties: { items: { type: "array", items: ref("PolicyRecord") } } }) }, "401": errorResponse("Token required for reads.") },
-      },
-      post: {
-        operationId: "createPolicy",
-        summary: "Create a policy",
-        security: [{ bearer: [] }],
-        requestBody: { required: true, content: jsonContent(ref("Policy")) },
-        responses: { "201": { description: "Created.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) }, "409": errorResponse("A policy with this name exists."), ...writeErrors },
-      },
-    },
-    "/v1/policies/{name}": {
-      parameters: [nameParam],
-      get: {
-        operationId: "getPolicy",
-        summary: "Get a policy",
-        responses: { "200": { description: "The policy.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) }, "404": errorResponse("No such policy.") },
-      },
-      put: {
-        operationId: "replacePolicy",
-        summary: "Create or replace a policy",
-        security: [{ bearer: [] }],
-        parameters: [ifMatch],
-        requestBody: { required: true, content: jsonContent(ref("Policy")) },
-        responses: { "200": { description: "Replaced.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) }, "201": { description: "Created.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) }, ...writeErrors },
-      },
-      patch: {
-        operationId: "patchPolicy",
-        summary: "Merge-patch a policy (RFC 7386)",
-        security: [{ bearer: [] }],
-        parameters: [ifMatch],
-        requestBody: { required: true, content: { "application/merge-patch+json": { schema: { type: "object" } }, "application/json": { schema: { type: "object" } } } },
-        responses: { "200": { description: "Patched.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) }, "404": errorResponse("No such policy."), ...writeErrors },
-      },
-      delete: {
-        operationId: "deletePolicy",
-        summary: "Delete a policy (its history is kept)",
-        security: [{ bearer: [] }],
-        parameters: [ifMatch],
-        responses: { "204": { description: "Deleted." }, "404": errorResponse("No such policy."), "401": writeErrors["401"], "412": writeErrors["412"] },
-      },
-    },
-    "/v1/policies/{name}/history": {
-      parameters: [nameParam],
-      get: {
-        operationId: "policyHistory",
-        summary: "History of a policy, oldest first",
-        responses: { "200": { description: "History.", content: jsonContent({ type: "object", properties: { items: { type: "array", items: ref("HistoryEntry") } } }) }, "404": errorResponse("Name never used.") },
-      },
-    },
-    "/v1/policies/{name}/rollback": {
-      parameters: [nameParam],
-      post: {
-        operationId: "rollbackPolicy",
-        summary: "Make an earlier version current again (as a new version)",
-        security: [{ bearer: [] }],
-        parameters: [ifMatch],
-        requestBody: { required: true, content: jsonContent({ type: "object", additionalProperties: false, required: ["version"], properties: { version: { type: "string" } } }) },
-        responses: { "200": { description: "Rolled back.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) }, "404": errorResponse("No such policy or version."), ...writeErrors },
-      },
-    },
-    "/v1/validate": {
-      post: {
-        operationId: "validatePolicy",
-        summary: "Validate a policy without storing it (dry run)",
-        security: [{ bearer: [] }],
-        requestBody: { required: true, content: jsonContent(ref("Policy")) },
-        responses: { "200": { description: "Valid.", content: jsonContent({ type: "object", required: ["valid"], properties: { valid: { const: true }, policy: ref("Policy") } }) }, ...writeErrors },
-      },
-    },
-    "/v1/filters/{workload}/config": {
-      get: {
-        operationId: "filterConfig",
-        summary: "Effective config for a pulling filter",
-        description: "Picks the policy whose target namespace is the workload's and whose selector.matchLabels are all in `labels` (default app=<name>); most labels wins, ties by name. Policies with targetRefs are for Kubernetes mode and never match here.",
-        parameters: [
-          { name: "workload", in: "path", required: true, schema: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\..+$" }, description: "<namespace>.<name>" },
-          { name: "version", in: "query", required: false, schema: { type: "string" }, description: "The version the filter has; 304 when current." },
-          { name: "labels", in: "query", required: false, schema: { type: "string" }, description: "k=v pairs separated by commas." },
-          { name: "If-None-Match", in: "header", required: false, schema: { type: "string" } },
-        ],
-        responses: {
-          "200": { description: "Current config.", headers: { ETag: { schema: { type: "string" }, description: "Quoted version." } }, content: jsonContent(ref("FilterConfigResponse")) },
-          "304": { description: "The filter's version is current." },
-          "400": errorResponse("Malformed workload or query."),
-          "404": errorResponse("No policy selects the workload."),
-        },
-      },
-    },
-    "/v1/dashboard/series": {
-      get: {
-        operationId: "dashboardSeries",
-        summary: "The dashboard's series for one route (the page at /dashboard draws them)",
-        description: "Columns for uPlot from the metrics pipeline's joined scrapes: t (s), ttft/decode/total at P50/P95/P99 (ms), outputTokensPerSecond, requestsPerSecond, gpuUtilizationPercent, gpuPowerWatts, sampledPerSecond, targetSampledPerSecond; null where unknown.",
-        parameters: [{ name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." }],
-        responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "401": errorResponse("Token required for reads."), "404": errorResponse("No data for this route.") },
-      },
-    },
-    "/openapi.json": { get: { operationId: "openapi", summary: "This document", responses: { "200": { description: "OpenAPI 3.1.", content: jsonContent({ type: "object" }) } } } },
-    "/healthz": { get: { operationId: "healthz", summary: "Liveness", responses: { "200": { description: "The process serves requests.", content: jsonContent({ type: "object" }) } } } },
-    "/readyz": {
-      get: {
-        operationId: "readyz",
-        summary: "Readiness: store loaded and, in Kubernetes mode, the WasmPlugin informer synced and the API reachable",
-        responses: { "200": { description: "Ready.", content: jsonContent({ type: "object" }) }, "503": { description: "Not ready; checks say why.", content: jsonContent({ type: "object" }) } },
-      },
-    },
-    "/metrics": { get: { operationId: "metrics", summary: "Prometheus metrics", responses: { "200": { description: "Text exposition format.", content: { "text/plain": { schema: { type: "string" } } } } } } },
-  },
-} as const;
+  paths: withDerivedOperations(paths),
+};

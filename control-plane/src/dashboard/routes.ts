@@ -9,13 +9,13 @@ import { fileURLToPath } from "node:url";
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
 import { readAccess, type TokenEntry } from "../api/auth.js";
 import { ApiError } from "../api/errors.js";
-import type { Policy } from "../policy/model.js";
-import type { PolicyStore } from "../policy/store.js";
+import type { HistoryEntry, Policy, PolicyRecord } from "../policy/model.js";
+import type { PolicyRepository } from "../policy/repository.js";
 import { QUANTILES, type DashboardPoint, type DashboardSource } from "./series.js";
 
 /** What the dashboard routes need (a subset of the app's deps). */
 export interface DashboardDeps {
-  store: PolicyStore;
+  store: PolicyRepository;
   tokens: readonly TokenEntry[];
   reads: "public" | "token";
   /** Absent: the page still serves the policy editor; the charts stay empty. */
@@ -54,14 +54,25 @@ export function configuredRate(policy: Policy, route: string): number {
  * has one, else its configured rate times the observed request rate. The policy is the first one
  * (by name) targeting the point's namespace; null when none does.
  */
-function targetAt(store: PolicyStore, point: DashboardPoint, route: string): number | null {
-  const record = store.list().filter((r) => r.policy.target.namespace === point.namespace).sort((a, b) => (a.policy.name < b.policy.name ? -1 : 1))[0];
-  if (!record) return null;
-  const history = store.history(record.policy.name) ?? [];
-  let policy = record.policy;
-  for (const entry of history) if (entry.policy !== undefined && Date.parse(entry.at) <= point.timestampMs) policy = entry.policy;
+function targetAt(policyOf: (namespace: string) => { record: PolicyRecord; history: readonly HistoryEntry[] } | undefined, point: DashboardPoint, route: string): number | null {
+  const found = policyOf(point.namespace);
+  if (!found) return null;
+  let policy = found.record.policy;
+  for (const entry of found.history) if (entry.policy !== undefined && Date.parse(entry.at) <= point.timestampMs) policy = entry.policy;
   if (policy.adaptive) return policy.adaptive.targetTracesPerSecond;
   return Math.round(configuredRate(policy, route) * point.requestsPerSecond * 1000) / 1000;
+}
+
+/** The first policy (by name) targeting each namespace, with its history (read once per request). */
+async function policiesByNamespace(store: PolicyRepository, namespaces: Iterable<string>): Promise<Map<string, { record: PolicyRecord; history: readonly HistoryEntry[] }>> {
+  const out = new Map<string, { record: PolicyRecord; history: readonly HistoryEntry[] }>();
+  const wanted = new Set(namespaces);
+  for (const record of store.list()) {
+    const namespace = record.policy.target.namespace;
+    if (!wanted.has(namespace) || out.has(namespace)) continue;
+    out.set(namespace, { record, history: (await store.history(record.policy.name)) ?? [] });
+  }
+  return out;
 }
 
 const QUANTILE_NAMES = QUANTILES.map((q) => `P${Math.round(q * 100)}`);
@@ -82,7 +93,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     res.set("content-type", asset.type).set("cache-control", "no-cache").send(asset.body);
   });
 
-  router.get("/v1/dashboard/series", read, (req: Request, res: Response, next: NextFunction) => {
+  router.get("/v1/dashboard/series", read, async (req: Request, res: Response, next: NextFunction) => {
     const routes = deps.dashboard?.routes() ?? [];
     const asked = typeof req.query.route === "string" && req.query.route !== "" ? req.query.route : undefined;
     if (asked !== undefined && !routes.includes(asked)) {
@@ -102,7 +113,8 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     columns.gpuUtilizationPercent = points.map((p) => p.gpuUtilizationPercent);
     columns.gpuPowerWatts = points.map((p) => p.gpuPowerWatts);
     columns.sampledPerSecond = points.map((p) => p.sampledPerSecond);
-    columns.targetSampledPerSecond = route === null ? [] : points.map((p) => targetAt(deps.store, p, route));
+    const byNamespace = await policiesByNamespace(deps.store, points.map((p) => p.namespace));
+    columns.targetSampledPerSecond = route === null ? [] : points.map((p) => targetAt((ns) => byNamespace.get(ns), p, route));
     const last = points[points.length - 1];
     res.set("cache-control", "no-store").json({
       source: "pipeline",

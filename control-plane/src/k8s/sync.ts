@@ -6,7 +6,7 @@ import type { ReadinessCheck } from "../app.js";
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import type { Config } from "../config.js";
 import { configVersion, effectiveConfig, type OverrideSource } from "../policy/effective.js";
-import type { PolicyStore } from "../policy/store.js";
+import type { PolicyRepository } from "../policy/repository.js";
 import { Backoff, type Delay } from "./backoff.js";
 import { ClientNodeWasmPluginApi, type WasmPluginApi } from "./client.js";
 import { WasmPluginInformer } from "./informer.js";
@@ -17,7 +17,7 @@ import { desiredWasmPlugin, keyOf, ownedSelector, policyAnnotation, type WasmPlu
 /** What Kubernetes mode needs. */
 export interface KubernetesSyncDeps {
   config: Config["kubernetes"];
-  store: PolicyStore;
+  store: PolicyRepository;
   overrides: OverrideSource;
   metrics: ControlPlaneMetrics;
   /** Either a ready API (tests may wrap one) or a KubeConfig to build the client-node one from. */
@@ -66,7 +66,7 @@ export const importPrincipal = "kubernetes-import";
  * (no history): the cluster is the source of truth when the control plane lost its disk.
  * Policies the store knows it deleted are not re-imported; the reconciler removes them.
  */
-export async function adoptFromCluster(store: PolicyStore, objects: Iterable<WasmPlugin>, log?: (record: object) => void): Promise<string[]> {
+export async function adoptFromCluster(store: PolicyRepository, objects: Iterable<WasmPlugin>, log?: (record: object) => void): Promise<string[]> {
   const adopted: string[] = [];
   for (const object of objects) {
     const text = object.metadata.annotations?.[policyAnnotation];
@@ -82,7 +82,7 @@ export async function adoptFromCluster(store: PolicyStore, objects: Iterable<Was
       log?.({ level: "warn", msg: "owned WasmPlugin carries an invalid policy; it will be removed", wasmplugin: keyOf(object.metadata.namespace, object.metadata.name) });
       continue;
     }
-    if (store.history(result.policy.name) !== undefined) continue;
+    if ((await store.history(result.policy.name)) !== undefined) continue;
     const written = await store.create(result.policy, { by: importPrincipal });
     if (written.ok) adopted.push(result.policy.name);
   }

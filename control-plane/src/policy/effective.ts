@@ -1,8 +1,13 @@
 // The config a workload actually gets: the policy's pluginConfig with adaptive-sampling rate
 // overrides applied (only `rate` values change; force rules and everything else are kept), and
 // an opaque version derived from its content so it changes exactly when the config changes.
+// Both are computed once per (policy record, overrides) pair and cached: records are immutable
+// and replaced on every change, and the sampler publishes a new overrides object when rates
+// move, so object identity says when the cached answer is stale.
 import { createHash } from "node:crypto";
-import type { PluginConfig, Policy } from "./model.js";
+import { deepFreeze } from "./admission.js";
+import { canonicalJson } from "./canonical-json.js";
+import type { PluginConfig, Policy, PolicyRecord } from "./model.js";
 
 /** Rates set by adaptive sampling: the default rate and per-route rates by rule index. */
 export interface RateOverrides {
@@ -26,18 +31,31 @@ export function effectiveConfig(policy: Policy, overrides: RateOverrides | undef
   return config;
 }
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** Opaque version of (policy name, config): 16 hex characters of a SHA-256. */
 export function configVersion(policyName: string, config: PluginConfig): string {
   return createHash("sha256").update(policyName).update("\n").update(canonicalJson(config)).digest("hex").slice(0, 16);
+}
+
+/** What the pull endpoint serves for one policy version: frozen config, its version, the 200 body. */
+export interface ServedConfig {
+  version: string;
+  config: PluginConfig;
+  /** `{"version","policy","config"}` serialized once. */
+  body: string;
+}
+
+/** Effective configs by policy record and overrides identity. */
+export class EffectiveConfigCache {
+  private readonly cache = new WeakMap<PolicyRecord, { overrides: RateOverrides | undefined; served: ServedConfig }>();
+
+  /** The served config for `record` under `overrides`, computed at most once per pair. */
+  get(record: PolicyRecord, overrides: RateOverrides | undefined): ServedConfig {
+    const hit = this.cache.get(record);
+    if (hit !== undefined && hit.overrides === overrides) return hit.served;
+    const config = deepFreeze(effectiveConfig(record.policy, overrides));
+    const version = configVersion(record.policy.name, config);
+    const served = { version, config, body: JSON.stringify({ version, policy: record.policy.name, config }) };
+    this.cache.set(record, { overrides, served });
+    return served;
+  }
 }

@@ -48,7 +48,7 @@ export interface Policy {
   adaptive?: AdaptiveSettings;
 }
 
-/** A stored policy and its version (the ETag). */
+/** A stored policy and its version (the ETag); stores hand these out deeply frozen. */
 export interface PolicyRecord {
   policy: Policy;
   version: string;
@@ -56,10 +56,12 @@ export interface PolicyRecord {
   updatedBy: string;
 }
 
-/** One entry of a policy's history: the record after `action`, or the deletion. */
+/** One entry of a policy's history: the record after `action`, or the deletion; also its audit record. */
 export interface HistoryEntry {
   action: "create" | "replace" | "patch" | "rollback" | "delete";
   version: string;
+  /** The version this change replaced (null when there was no current policy). */
+  previousVersion: string | null;
   at: string;
   by: string;
   /** The policy after the action; absent for delete. */
