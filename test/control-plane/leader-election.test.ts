@@ -5,6 +5,9 @@
 // Lease timing runs on a fake clock the test advances; the emulator's HTTP is real.
 import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { defaultConfig, type Config } from "../../control-plane/src/config.js";
 import type { Delay } from "../../control-plane/src/k8s/backoff.js";
@@ -12,8 +15,7 @@ import { ClientNodeWasmPluginApi, type KubeResult, type WasmPluginApi } from "..
 import { ClientNodeLeaseApi, type LeaseApi } from "../../control-plane/src/k8s/lease-client.js";
 import { jitterFactor, LeaderElector, leaderElectionProblems, type LeaderElectionSettings } from "../../control-plane/src/k8s/leader-election.js";
 import { startKubernetesSync, type KubernetesSync } from "../../control-plane/src/k8s/sync.js";
-import { MemoryPersistence } from "../../control-plane/src/policy/file-persistence.js";
-import { PolicyStore } from "../../control-plane/src/policy/store.js";
+import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { kubeConfigFor, startKubeEmulator, wasmPluginsResource, type KubeEmulator } from "../support/kube-emulator/index.js";
 import { FakeClock, until } from "../pipeline/fake-clock.js";
 import { samplePolicy } from "./helpers.js";
@@ -88,7 +90,7 @@ function wrapLeases(replica: Replica, api: LeaseApi): LeaseApi {
 interface Cluster {
   emulator: KubeEmulator;
   clock: FakeClock;
-  store: PolicyStore;
+  store: FilePolicyStore;
   replicas: Replica[];
 }
 
@@ -98,7 +100,7 @@ async function startCluster(names: string[]): Promise<Cluster> {
   const emulator = await startKubeEmulator();
   const clock = new FakeClock(1_800_000_000_000);
   // The shared record of policies (in the cluster, the SamplingPolicy objects).
-  const store = new PolicyStore(new MemoryPersistence(), () => new Date(clock.now()));
+  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-leader-")), "policies.json"), now: () => new Date(clock.now()) });
   const cluster: Cluster = { emulator, clock, store, replicas: [] };
   const kubeConfig = kubeConfigFor(emulator.url);
   for (const name of names) {
