@@ -66,7 +66,7 @@ function mediaTypeLength(p: usize, length: i32): i32 {
   return n;
 }
 
-const enum ResponseKind { NotRead, Json, EventStream }
+const enum ResponseKind { NotRead, Encoded, Json, EventStream }
 
 // The response headers classifyResponse inspects, read in place (host.HostValue).
 const CONTENT_ENCODING_VALUE = new host.HostValue(memory.data(64), 64);
@@ -167,13 +167,18 @@ export class LlmExchange {
   }
 
   /**
-   * Decides how the response body is read, from its headers. Called at the first body byte, not
-   * with the headers, so responses without a body cost no header reads.
+   * Decides how the response body will be read, from the response headers. Envoy lets a filter read
+   * them only inside proxy_on_response_headers (Context::encodeHeaders drops the map once the
+   * callback continues), so it runs there; a response that ends with its headers needs no reads.
    */
+  onResponseHeaders(endOfStream: bool): void {
+    if (!endOfStream) this.classifyResponse();
+  }
+
   private classifyResponse(): void {
     const encoding = CONTENT_ENCODING_VALUE;
     if (host.readHeader(host.HeaderMap.Response, CONTENT_ENCODING, encoding) && !equalAsciiLowerCase(encoding.ptr, encoding.length, IDENTITY)) {
-      this.stats.error(ErrorReason.BodyEncoded); // gzip etc.: counted, not decoded
+      this.responseKind = ResponseKind.Encoded; // gzip etc.: counted at the first body byte, not decoded
       return;
     }
     const contentType = CONTENT_TYPE_VALUE;
@@ -196,9 +201,9 @@ export class LlmExchange {
   onResponseBody(length: i32, endOfStream: bool): void {
     if (length > 0 && !this.responseStarted) {
       this.responseStarted = true;
-      this.classifyResponse();
+      if (this.responseKind == ResponseKind.Encoded) this.stats.error(ErrorReason.BodyEncoded);
     }
-    if (this.responseKind == ResponseKind.NotRead) return;
+    if (this.responseKind == ResponseKind.NotRead || this.responseKind == ResponseKind.Encoded) return;
     const sse = this.sse;
     if (length > 0) {
       const bytes = host.getBodyBytes(host.BodyBuffer.Response, length);
@@ -281,7 +286,8 @@ export class LlmExchange {
     if (completionTokens > 0) this.stats.count(llm.outputTokens, completionTokens);
     if (chunks > 0) this.stats.count(llm.streamChunks, chunks);
     const usageSeen = promptTokens >= 0 || completionTokens >= 0;
-    if (!usageSeen && this.responseKind != ResponseKind.NotRead) this.stats.count(llm.usageMissing, 1);
+    const bodyRead = this.responseStarted && (this.responseKind == ResponseKind.Json || this.responseKind == ResponseKind.EventStream);
+    if (!usageSeen && bodyRead) this.stats.count(llm.usageMissing, 1);
     // Decode (last byte - first content chunk) and time per output token: per stream that ended
     // whole (end of stream, else [DONE] before trailers); a cut stream has no decode time.
     const lastNs = this.lastByteNs > 0 ? this.lastByteNs : sse !== null && sse.sawDone ? endNs : 0;

@@ -286,11 +286,13 @@ export class TokentraceStream extends Context {
     const kept = this.keptTokenId;
     if (kept !== null) {
       host.setHeaderBytes(host.HeaderMap.Response, this.tokenTraceIdHeader, kept);
-      this.stats.flushHostFailures();
     } else if (this.hasNewTokenId) {
       host.setHeader(host.HeaderMap.Response, this.tokenTraceIdHeader, this.writeNewTokenId(), UUID_LENGTH);
-      this.stats.flushHostFailures();
     }
+    // The response headers are readable only now (Envoy drops the map when this callback continues).
+    const llm = this.llm;
+    if (llm !== null) llm.onResponseHeaders(end_of_stream);
+    this.stats.flushHostFailures();
     return FilterHeadersStatusValues.Continue;
   }
 
