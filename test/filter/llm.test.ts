@@ -1,9 +1,9 @@
 // Token-flow telemetry of the real filter.wasm (emulated Envoy host): OpenAI-compatible requests and
 // responses, streaming (SSE) and not, with exact token counts, TTFT, TPOT and durations.
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ManualClock, type FilterVm } from "../host/index.js";
+import { ManualClock, WasmResult, type FilterVm, type HostFault } from "../host/index.js";
 import { countingRandom, loadFilter } from "./support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
@@ -23,9 +23,19 @@ interface Call {
   cancel?: boolean;
 }
 
-async function setup(config: unknown = {}): Promise<{ vm: FilterVm; clock: ManualClock }> {
+// Every VM of this suite, and whether its test injected host failures: under Envoy's rules the filter
+// makes no host call that fails, so after the suite none may have counted host_call_failed.
+const suiteVms: Array<{ vm: FilterVm; injected: boolean }> = [];
+const hostCallFailures = (vm: FilterVm): number => vm.stats.value("tokentrace_filter_errors_total", { error: "host_call_failed" }) ?? 0;
+after(() => {
+  const failing = suiteVms.filter((v) => !v.injected && hostCallFailures(v.vm) > 0);
+  assert.equal(failing.length, 0, `${failing.length} of ${suiteVms.length} VMs counted host_call_failed without an injected failure`);
+});
+
+async function setup(config: unknown = {}, faults?: HostFault[]): Promise<{ vm: FilterVm; clock: ManualClock }> {
   const clock = new ManualClock(T0);
-  const vm = await loadFilter({ clock, random: countingRandom(), config });
+  const vm = await loadFilter({ clock, random: countingRandom(), config, faults });
+  suiteVms.push({ vm, injected: faults !== undefined });
   return { vm, clock };
 }
 
@@ -415,5 +425,15 @@ describe("LLM telemetry properties (emulated Envoy host)", () => {
     call(vm, clock, { requestBody: chatRequest({ stream: true }), chunks, contentType: "text/event-stream" });
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), count);
     assert.ok(vm.memoryBytes() - before <= 2 * 1024 * 1024, `linear memory grew by ${vm.memoryBytes() - before} bytes for an 8 MiB body`);
+  });
+});
+
+describe("host failures (emulated Envoy host, injected faults)", () => {
+  it("counts an injected failing header read (:path) as host_call_failed, and the request still counts", async () => {
+    const faults: HostFault[] = [{ call: "proxy_get_header_map_value", status: WasmResult.InternalFailure, times: 1 }];
+    const { vm, clock } = await setup({}, faults);
+    call(vm, clock, { requestBody: chatRequest(), chunks: [completionResponse] });
+    assert.equal(hostCallFailures(vm), 1);
+    assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 1);
   });
 });

@@ -170,17 +170,18 @@ export async function startLocalProxy(opts: LocalProxyOptions): Promise<LocalPro
       counted = true;
     };
     const filter = (fn: (s: FilterStream) => void): void => {
-      if (!stream) return;
+      if (!stream || stream.ended) return;
       if (vm.failed) return failOpen();
       try {
         fn(stream);
+        vm.runPosted(); // what the dispatcher was handed (queue deliveries) runs next
       } catch {
         failOpen();
         return;
       }
       // A stop would hold the exchange in Envoy; here traffic must keep flowing, so it is counted and resumed.
       const p = stream.paused;
-      if ((p.request !== undefined && stream.localResponse === undefined) || p.response !== undefined) {
+      if (!stream.ended && (p.request !== undefined || p.response !== undefined)) {
         vm.stats.incrementHostCounter(STOP_IGNORED_COUNTER);
         stream.resume();
       }
@@ -221,10 +222,16 @@ export async function startLocalProxy(opts: LocalProxyOptions): Promise<LocalPro
       endStream();
     };
 
-    const local = stream?.localResponse;
-    if (local) {
+    // A local reply has already gone through the filter's response callbacks and ended the stream.
+    const sendLocalReply = (s: FilterStream): void => {
+      const out = s.response.entries();
+      res.writeHead(Number(out.find(([k]) => k === ":status")?.[1] ?? s.localResponse!.statusCode), outgoingHeaders(out));
+      res.end(s.lastResponseChunk);
+      endStream();
+    };
+    if (stream?.localResponse) {
       req.resume();
-      respond(local.statusCode, local.headers, local.body);
+      sendLocalReply(stream);
       return;
     }
 
@@ -242,6 +249,11 @@ export async function startLocalProxy(opts: LocalProxyOptions): Promise<LocalPro
         const respHeaders: Array<[string, string]> = [[":status", String(up.statusCode ?? 502)], ...incomingPairs(up.rawHeaders)];
         const noBody = req.method === "HEAD" || up.statusCode === 204 || up.statusCode === 304 || up.headers["content-length"] === "0";
         filter((s) => s.responseHeaders(respHeaders, noBody));
+        if (stream?.localResponse) {
+          up.destroy();
+          sendLocalReply(stream);
+          return;
+        }
         const final = stream ? stream.response.entries() : respHeaders;
         const code = Number(final.find(([k]) => k === ":status")?.[1] ?? up.statusCode ?? 502);
         res.writeHead(code, outgoingHeaders(final));

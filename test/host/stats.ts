@@ -203,17 +203,21 @@ export class StatsStore {
     this.mode = opts.histogramMode ?? "envoy";
   }
 
-  /** proxy_define_metric: the same name and type give the same id; ids carry the type in the low 2 bits like Envoy's. */
+  /**
+   * proxy_define_metric (Context::defineMetric): every definition gets the next id of its type (the
+   * type in the low 2 bits), the same name the same stat.
+   */
   define(type: number, name: string): number {
     const kind = KIND_OF_TYPE[type];
     if (kind === undefined) throw new AbiViolation(`proxy_define_metric: metric type ${type} is not 0 (counter), 1 (gauge) or 2 (histogram)`);
     if (name.length === 0) throw new AbiViolation("proxy_define_metric: empty metric name");
+    const id = (this.nextIndex++ << 2) | type;
     const existing = this.byName.get(name);
     if (existing) {
       if (existing.kind !== kind) throw new AbiViolation(`proxy_define_metric: "${name}" is already defined as a ${existing.kind}, not a ${kind}`);
-      return existing.id;
+      this.byId.set(id, existing);
+      return id;
     }
-    const id = (this.nextIndex++ << 2) | type;
     const m: Metric = { id, kind, name, value: 0, samples: [], dropped: 0, bucketCounts: new Array<number>(this.buckets.length + 1).fill(0), bins: new Map(), sum: 0, count: 0 };
     this.byId.set(id, m);
     this.byName.set(name, m);

@@ -1,63 +1,14 @@
-// One HTTP stream context as a test drives it, in Envoy's callback order, and the state the VM keeps for it.
-import { FilterDataStatus } from "./abi.js";
-import { HeaderList, type HeaderMap } from "./headers.js";
-import type { Pairs } from "./pairs.js";
-import type { StreamFacts } from "./properties.js";
-import type { FilterVm } from "./vm.js";
+// One HTTP stream as a test drives it: Envoy's events in Envoy's order (StreamLifecycle plays the
+// callbacks); calling one Envoy would never make at that point throws, naming why.
+import type { LocalResponse, StopRecord, StreamState } from "./context.js";
+import { HeaderList, type HeaderMap } from "./header-list.js";
+import type { StreamLifecycle } from "./lifecycle.js";
 
-/** A local response the filter asked for with proxy_send_local_response. */
-export interface LocalResponse {
-  statusCode: number;
-  details: string;
-  body: Buffer;
-  headers: Pairs;
-  grpcStatus: number;
-}
+export type { LocalResponse, StopRecord };
 
-/** One non-Continue status a callback returned. */
-export interface StopRecord {
-  callback: string;
-  status: number;
-}
-
-export type Phase = "new" | "request" | "response" | "log" | "ended";
-
-/** Internal state of a stream context, shared between FilterVm and FilterStream. */
-export interface StreamState extends StreamFacts {
-  id: number;
-  /** The root context the stream was created under (its parent). */
-  rootId: number;
-  phase: Phase;
-  extra: Record<string, Uint8Array> | undefined;
-  setProperties: Map<string, Buffer> | undefined;
-  monoStartNs: bigint;
-  requestTrailers?: HeaderList;
-  requestBody?: Buffer; // the current chunk, inside proxy_on_request_body only
-  responseBody?: Buffer;
-  inCallback: string | undefined;
-  localResponse?: LocalResponse;
-  continueCalls: number[];
-  closeCalls: number[];
-  lastStatus: number | undefined;
-  stops: StopRecord[];
-  lastRequestChunk: Buffer;
-  /** Set when a headers/trailers callback stopped iteration; cleared by proxy_continue_stream or resume(). */
-  pausedBy: { request?: string; response?: string };
-  localResponseInCall: boolean;
-  /** end_of_stream seen per direction (headers, body or trailers): Envoy calls nothing more for it. */
-  requestDone?: boolean;
-  responseDone?: boolean;
-  lastResponseChunk: Buffer;
-  /** Body held back by a StopIterationAndBuffer (Envoy's decoding/encoding buffer), per direction. */
-  bufferedRequest?: Buffer;
-  bufferedResponse?: Buffer;
-}
-
-
-/** How FilterStream reaches into its VM (kept off the public surface). */
-export interface StreamDriver {
-  call(vm: FilterVm, s: StreamState, callback: string, a: number, b: number, body?: { which: "request" | "response"; chunk: Buffer }): number;
-  end(vm: FilterVm, s: StreamState): void;
+/** What FilterStream needs from its VM. */
+interface StreamOwner {
+  assertAlive(what: string): void;
 }
 
 const utf8 = new TextEncoder();
@@ -67,21 +18,21 @@ const toBuffer = (chunk: Uint8Array | string): Buffer =>
 /** One HTTP stream through the filter, driven in Envoy's callback order. */
 export class FilterStream {
   constructor(
-    private readonly vm: FilterVm,
+    private readonly vm: StreamOwner,
     private readonly s: StreamState,
-    private readonly driver: StreamDriver,
+    private readonly lifecycle: StreamLifecycle,
   ) {}
 
   get contextId(): number {
     return this.s.id;
   }
 
-  /** The status the last callback returned (0 = Continue). */
+  /** What the module returned from its last status callback. */
   get lastStatus(): number | undefined {
     return this.s.lastStatus;
   }
 
-  /** Every callback that did not return Continue (or sent a local response): the filter tests assert this stays empty. */
+  /** Every callback that did not let the stream go on (or sent a local reply): the filter tests assert this stays empty. */
   get stops(): ReadonlyArray<StopRecord> {
     return this.s.stops;
   }
@@ -96,7 +47,7 @@ export class FilterStream {
     return this.s.closeCalls;
   }
 
-  /** The local response the filter sent, if any. */
+  /** The local reply the filter sent, if any (it has then gone through the filter and ended the stream). */
   get localResponse(): LocalResponse | undefined {
     return this.s.localResponse;
   }
@@ -121,127 +72,101 @@ export class FilterStream {
     return this.s.responseTrailers ?? new HeaderList();
   }
 
-  /** The last request body chunk as the filter left it (what goes upstream). */
+  /** What went upstream from the last request body callback (empty while the filter holds it). */
   get lastRequestChunk(): Buffer {
     return this.s.lastRequestChunk;
   }
 
-  /** The last response body chunk as the filter left it (what goes downstream). */
+  /** What went downstream from the last response body callback (or the local reply's body). */
   get lastResponseChunk(): Buffer {
     return this.s.lastResponseChunk;
   }
 
-  /** True once end() ran. */
+  /** True once the stream is over (end(), a local reply, a close). */
   get ended(): boolean {
-    return this.s.phase === "ended";
+    return this.s.ended;
   }
 
-  /** Why the stream is paused (a headers/trailers callback did not continue), per direction. */
+  /** Why the stream is held at this filter, per direction. */
   get paused(): { request?: string; response?: string } {
     return { ...this.s.pausedBy };
   }
 
-  /** Continues a paused stream as if the filter had called proxy_continue_stream for both directions. */
+  /** Lets a held stream go on, as if the filter had called proxy_continue_stream for both directions. */
   resume(): void {
-    this.s.pausedBy = {};
+    this.s.requestHeadersSet = false;
+    this.s.requestBody = undefined;
+    this.s.requestTrailersSet = false;
+    this.lifecycle.resume(this.s, "request");
+    this.lifecycle.resume(this.s, "response");
   }
 
-  private expect(phases: Phase[], what: string, direction?: "request" | "response"): void {
-    this.vm._assertAlive(what);
-    if (!phases.includes(this.s.phase)) throw new Error(`${what} in stream phase "${this.s.phase}": Envoy never calls it there`);
-    const p = this.s.pausedBy;
-    let paused: string | undefined;
-    if (direction === "request") paused = p.request;
-    else if (direction === "response") paused = this.s.localResponse === undefined ? (p.request ?? p.response) : p.response;
+  private expect(what: string, direction: "request" | "response"): void {
+    this.vm.assertAlive(what);
+    if (this.s.ended) throw new Error(`${what}: the stream has ended${this.s.localResponse ? " (the filter sent a local reply)" : ""}; Envoy calls nothing more`);
+    const paused = direction === "request" ? this.s.pausedBy.request : (this.s.pausedBy.request ?? this.s.pausedBy.response);
     if (paused !== undefined) {
       throw new Error(`${what}: the stream is paused because ${paused}; Envoy would not call the filter again until proxy_continue_stream (a test can call stream.resume())`);
     }
   }
 
-  private endOf(direction: "request" | "response", what: string, endOfStream: boolean): void {
-    const key = direction === "request" ? "requestDone" : "responseDone";
-    if (this.s[key]) throw new Error(`${what} after the ${direction} ended (end_of_stream was set): Envoy never calls it there`);
-    this.s[key] = endOfStream;
+  private once(what: string, done: boolean, direction: string): void {
+    if (done) throw new Error(`${what} after the ${direction} ended (end_of_stream was set): Envoy never calls it there`);
   }
 
-  /** proxy_on_request_headers; returns the status. */
+  /** The request headers arrive (proxy_on_context_create first); returns the filter status Envoy acts on. */
   requestHeaders(headers: Array<[string, string]>, endOfStream = false): number {
-    this.expect(["new"], "requestHeaders");
-    this.s.requestHeaders = new HeaderList(headers);
-    this.s.phase = "request";
-    this.s.requestDone = endOfStream;
-    return this.driver.call(this.vm, this.s, "proxy_on_request_headers", this.s.requestHeaders.size, endOfStream ? 1 : 0);
+    this.expect("requestHeaders", "request");
+    if (this.s.requestHeaders !== undefined) throw new Error("requestHeaders twice: Envoy decodes a stream's headers once");
+    return this.lifecycle.requestHeaders(this.s, headers, endOfStream);
   }
 
-  /** proxy_on_request_body with this chunk as the current body buffer. */
+  /** A request body chunk; while the filter buffers it sees everything held so far. */
   requestBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["request", "response"], "requestBody", "request");
-    this.endOf("request", "requestBody", endOfStream);
-    return this.body("request", toBuffer(chunk), endOfStream);
+    this.expect("requestBody", "request");
+    if (this.s.requestHeaders === undefined) throw new Error("requestBody before requestHeaders: Envoy decodes headers first");
+    this.once("requestBody", this.s.requestDone, "request");
+    return this.lifecycle.body(this.s, true, toBuffer(chunk), endOfStream);
   }
 
-  /** proxy_on_request_trailers. */
+  /** The request trailers (they end the request). */
   requestTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["request", "response"], "requestTrailers", "request");
-    this.endOf("request", "requestTrailers", true);
-    this.s.requestTrailers = new HeaderList(trailers);
-    return this.driver.call(this.vm, this.s, "proxy_on_request_trailers", this.s.requestTrailers.size, 0);
+    this.expect("requestTrailers", "request");
+    if (this.s.requestHeaders === undefined) throw new Error("requestTrailers before requestHeaders: Envoy decodes headers first");
+    this.once("requestTrailers", this.s.requestDone, "request");
+    return this.lifecycle.trailers(this.s, true, trailers);
   }
 
-  /** proxy_on_response_headers; response.code comes from :status. */
+  /** The upstream's response headers (response.code becomes their :status, as the router sets it). */
   responseHeaders(headers: Array<[string, string]>, endOfStream = false): number {
-    this.expect(["new", "request"], "responseHeaders", "response");
-    this.s.responseHeaders = new HeaderList(headers);
-    this.s.responseDone = endOfStream;
-    const code = Number(this.s.responseHeaders.get(":status"));
-    this.s.responseCode = Number.isInteger(code) ? code : undefined;
-    this.s.phase = "response";
-    return this.driver.call(this.vm, this.s, "proxy_on_response_headers", this.s.responseHeaders.size, endOfStream ? 1 : 0);
+    this.expect("responseHeaders", "response");
+    if (this.s.responseStarted) throw new Error("responseHeaders twice: Envoy encodes a stream's response headers once");
+    return this.lifecycle.responseHeaders(this.s, headers, endOfStream);
   }
 
-  /** proxy_on_response_body with this chunk as the current body buffer. */
+  /** A response body chunk. */
   responseBody(chunk: Uint8Array | string, endOfStream: boolean): number {
-    this.expect(["response"], "responseBody", "response");
-    this.endOf("response", "responseBody", endOfStream);
-    return this.body("response", toBuffer(chunk), endOfStream);
+    this.expect("responseBody", "response");
+    if (!this.s.responseStarted) throw new Error("responseBody before responseHeaders: Envoy encodes headers first");
+    this.once("responseBody", this.s.responseDone, "response");
+    return this.lifecycle.body(this.s, false, toBuffer(chunk), endOfStream);
+  }
+
+  /** The response trailers (they end the response). */
+  responseTrailers(trailers: Array<[string, string]>): number {
+    this.expect("responseTrailers", "response");
+    if (!this.s.responseStarted) throw new Error("responseTrailers before responseHeaders: Envoy encodes headers first");
+    this.once("responseTrailers", this.s.responseDone, "response");
+    return this.lifecycle.trailers(this.s, false, trailers);
   }
 
   /**
-   * One body callback. Envoy keeps what a StopIterationAndBuffer held and shows it again with the
-   * next chunk; nothing goes on until the filter continues.
+   * The stream is over, however it ended (completed, or reset by either side at any point):
+   * request.duration, proxy_on_log, proxy_on_done, proxy_on_delete. Idempotent.
    */
-  private body(which: "request" | "response", chunk: Buffer, endOfStream: boolean): number {
-    const s = this.s;
-    const request = which === "request";
-    const held = request ? s.bufferedRequest : s.bufferedResponse;
-    const b = held === undefined || held.length === 0 ? chunk : Buffer.concat([held, chunk]);
-    const callback = request ? "proxy_on_request_body" : "proxy_on_response_body";
-    const status = this.driver.call(this.vm, s, callback, b.length, endOfStream ? 1 : 0, { which, chunk: b });
-    const keep = status === FilterDataStatus.StopIterationAndBuffer && !endOfStream;
-    if (request) {
-      s.bufferedRequest = keep ? s.lastRequestChunk : undefined;
-      if (keep) s.lastRequestChunk = EMPTY_CHUNK;
-    } else {
-      s.bufferedResponse = keep ? s.lastResponseChunk : undefined;
-      if (keep) s.lastResponseChunk = EMPTY_CHUNK;
-    }
-    return status;
-  }
-
-  /** proxy_on_response_trailers. */
-  responseTrailers(trailers: Array<[string, string]>): number {
-    this.expect(["response"], "responseTrailers", "response");
-    this.endOf("response", "responseTrailers", true);
-    this.s.responseTrailers = new HeaderList(trailers);
-    return this.driver.call(this.vm, this.s, "proxy_on_response_trailers", this.s.responseTrailers.size, 0);
-  }
-
-  /** request.duration from the clock, then proxy_on_log, proxy_on_done, proxy_on_delete (Envoy's order). Idempotent. */
   end(): void {
-    if (this.s.phase === "ended") return;
-    this.vm._assertAlive("end");
-    this.driver.end(this.vm, this.s);
+    if (this.s.ended) return;
+    this.vm.assertAlive("end");
+    this.lifecycle.end(this.s);
   }
 }
-
-const EMPTY_CHUNK = Buffer.alloc(0);

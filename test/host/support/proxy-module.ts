@@ -31,6 +31,15 @@ export const HOST_FNS: Record<string, { module: string; params: ValType[]; resul
   proxy_send_local_response: { module: "env", params: n(8), results: [I] },
   proxy_set_effective_context: { module: "env", params: n(1), results: [I] },
   proxy_continue_stream: { module: "env", params: n(1), results: [I] },
+  proxy_close_stream: { module: "env", params: n(1), results: [I] },
+  proxy_set_property: { module: "env", params: n(4), results: [I] },
+  proxy_get_shared_data: { module: "env", params: n(5), results: [I] },
+  proxy_set_shared_data: { module: "env", params: n(5), results: [I] },
+  proxy_register_shared_queue: { module: "env", params: n(3), results: [I] },
+  proxy_resolve_shared_queue: { module: "env", params: n(5), results: [I] },
+  proxy_dequeue_shared_queue: { module: "env", params: n(3), results: [I] },
+  proxy_enqueue_shared_queue: { module: "env", params: n(3), results: [I] },
+  proxy_call_foreign_function: { module: "env", params: n(6), results: [I] },
   proxy_done: { module: "env", params: [], results: [I] },
   proxy_get_status: { module: "env", params: n(3), results: [I] },
   proxy_nonexistent_call: { module: "env", params: [], results: [I] },
@@ -79,6 +88,8 @@ export interface ProxyModuleSpec {
   initialize?: Body;
   data?: Array<{ offset: number; bytes: Uint8Array | string }>;
   withoutMalloc?: boolean;
+  /** proxy_on_vm_start first sets this tick period, so tests can fire proxy_on_tick (Envoy ticks only then). */
+  tickPeriodMs?: number;
 }
 
 /** `i32.const addr; <call name(args)>; i32.store`: stores the call's i32 result at addr. */
@@ -100,7 +111,9 @@ export const loadAt = (addr: number): number[] => [...op.i32(addr), ...op.load];
 
 /** Builds the module. */
 export function proxyModule(spec: ProxyModuleSpec = {}): Uint8Array {
-  const imports: ImportFn[] = (spec.imports ?? []).map((k) => {
+  const wanted = [...(spec.imports ?? [])];
+  if (spec.tickPeriodMs !== undefined && !wanted.includes("proxy_set_tick_period_milliseconds")) wanted.push("proxy_set_tick_period_milliseconds");
+  const imports: ImportFn[] = wanted.map((k) => {
     const sig = HOST_FNS[k];
     if (!sig) throw new Error(`proxy-module: unknown host function ${k}`);
     return { module: sig.module, name: k.replace(/^unstable_/, ""), params: sig.params, results: sig.results };
@@ -120,7 +133,9 @@ export function proxyModule(spec: ProxyModuleSpec = {}): Uint8Array {
     });
   }
   for (const [name, cb] of Object.entries(CALLBACKS)) {
-    const user = spec.callbacks?.[name];
+    const given = spec.callbacks?.[name];
+    const setTick = name === "proxy_on_vm_start" && spec.tickPeriodMs !== undefined ? callDrop("env.proxy_set_tick_period_milliseconds", op.i32(spec.tickPeriodMs)) : undefined;
+    const user = setTick === undefined ? given : given === undefined ? setTick : seq(setTick, given);
     const ret = spec.returns?.[name] ?? cb.result;
     funcs.push({
       export: name,
