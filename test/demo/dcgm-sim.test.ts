@@ -25,7 +25,7 @@ test("simulated dcgm-exporter: real format, pod mapping labels the join uses, ut
       const parsed = parseText(await res.text());
       assert.deepEqual(parsed.errors, []);
       const index = new GpuIndex();
-      index.addScrape(parsed.samples);
+      index.setExporter("sim", parsed.samples);
       return { parsed, gpus: index.gpusOfPod("demo", "llm-sim-0", undefined) };
     };
     const idle = await scrape();

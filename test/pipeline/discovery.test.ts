@@ -25,12 +25,12 @@ const ids = (ts: ScrapeTarget[]): string[] => ts.map((t) => `${t.id} ${t.url}`).
 
 describe("scrape targets from pods", () => {
   const cases: { name: string; pod: V1Pod; expect: string[] }[] = [
-    { name: "a pod with an istio-proxy container gets its sidecar scraped on :15090", pod: pod("chat", { containers: ["vllm", "istio-proxy"] }), expect: ["envoy/llm/chat http://10.1.2.3:15090/stats/prometheus"] },
-    { name: "a native sidecar (istio-proxy init container) counts as a sidecar", pod: pod("chat", { initContainers: ["istio-proxy"] }), expect: ["envoy/llm/chat http://10.1.2.3:15090/stats/prometheus"] },
-    { name: "the sidecar.istio.io/status annotation counts as a sidecar", pod: pod("chat", { annotations: { "sidecar.istio.io/status": "{}" } }), expect: ["envoy/llm/chat http://10.1.2.3:15090/stats/prometheus"] },
-    { name: "a dcgm-exporter pod is scraped on :9400", pod: pod("dcgm-x", { ns: "gpu-operator", labels: { app: "nvidia-dcgm-exporter" } }), expect: ["dcgm/gpu-operator/dcgm-x http://10.1.2.3:9400/metrics"] },
-    { name: "a model server annotated with its vLLM port is scraped there too", pod: pod("chat", { containers: ["istio-proxy"], annotations: { "tokentrace.io/vllm-metrics-port": "8000" } }), expect: ["envoy/llm/chat http://10.1.2.3:15090/stats/prometheus", "vllm/llm/chat http://10.1.2.3:8000/metrics"] },
-    { name: "an IPv6 pod IP is bracketed", pod: pod("v6", { containers: ["istio-proxy"], ip: "fd00::5" }), expect: ["envoy/llm/v6 http://[fd00::5]:15090/stats/prometheus"] },
+    { name: "a pod with an istio-proxy container gets its sidecar scraped on :15090", pod: pod("chat", { containers: ["vllm", "istio-proxy"] }), expect: ["envoy|http://10.1.2.3:15090/stats/prometheus|llm/chat http://10.1.2.3:15090/stats/prometheus"] },
+    { name: "a native sidecar (istio-proxy init container) counts as a sidecar", pod: pod("chat", { initContainers: ["istio-proxy"] }), expect: ["envoy|http://10.1.2.3:15090/stats/prometheus|llm/chat http://10.1.2.3:15090/stats/prometheus"] },
+    { name: "the sidecar.istio.io/status annotation counts as a sidecar", pod: pod("chat", { annotations: { "sidecar.istio.io/status": "{}" } }), expect: ["envoy|http://10.1.2.3:15090/stats/prometheus|llm/chat http://10.1.2.3:15090/stats/prometheus"] },
+    { name: "a dcgm-exporter pod is scraped on :9400", pod: pod("dcgm-x", { ns: "gpu-operator", labels: { app: "nvidia-dcgm-exporter" } }), expect: ["dcgm|http://10.1.2.3:9400/metrics|gpu-operator/dcgm-x http://10.1.2.3:9400/metrics"] },
+    { name: "a model server annotated with its vLLM port is scraped there too", pod: pod("chat", { containers: ["istio-proxy"], annotations: { "tokentrace.io/vllm-metrics-port": "8000" } }), expect: ["envoy|http://10.1.2.3:15090/stats/prometheus|llm/chat http://10.1.2.3:15090/stats/prometheus", "vllm|http://10.1.2.3:8000/metrics|llm/chat http://10.1.2.3:8000/metrics"] },
+    { name: "an IPv6 pod IP is bracketed", pod: pod("v6", { containers: ["istio-proxy"], ip: "fd00::5" }), expect: ["envoy|http://[fd00::5]:15090/stats/prometheus|llm/v6 http://[fd00::5]:15090/stats/prometheus"] },
     { name: "a pending pod has no targets", pod: pod("chat", { containers: ["istio-proxy"], phase: "Pending" }), expect: [] },
     { name: "a pod without sidecar, exporter or annotation has no targets", pod: pod("plain"), expect: [] },
     { name: "a bad vLLM port annotation is ignored", pod: pod("chat", { annotations: { "tokentrace.io/vllm-metrics-port": "http" } }), expect: [] },
@@ -39,8 +39,8 @@ describe("scrape targets from pods", () => {
 
   it("carries the pod, namespace and node on discovered targets and fills static defaults", () => {
     const [t] = targetsForPod(pod("chat", { containers: ["istio-proxy"] }), RULES);
-    assert.deepEqual(t, { id: "envoy/llm/chat", kind: "envoy", url: "http://10.1.2.3:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: "llm", pod: "chat", node: "gpu-node-a" });
-    assert.deepEqual(staticTargets([{ url: "http://h:1/m", kind: "dcgm", intervalMs: 2000 }], { intervalMs: 15000, timeoutMs: 5000 }), [{ id: "http://h:1/m", kind: "dcgm", url: "http://h:1/m", intervalMs: 2000, timeoutMs: 5000 }]);
+    assert.deepEqual(t, { id: "envoy|http://10.1.2.3:15090/stats/prometheus|llm/chat", kind: "envoy", url: "http://10.1.2.3:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: "llm", pod: "chat", node: "gpu-node-a" });
+    assert.deepEqual(staticTargets([{ url: "http://h:1/m", kind: "dcgm", intervalMs: 2000 }], { intervalMs: 15000, timeoutMs: 5000 }), [{ id: "dcgm|http://h:1/m|/", kind: "dcgm", url: "http://h:1/m", intervalMs: 2000, timeoutMs: 5000 }]);
   });
 
   it("follows pod adds, updates and deletes from an in-memory source", async () => {
@@ -51,7 +51,7 @@ describe("scrape targets from pods", () => {
     src.upsert(pod("a", { containers: ["istio-proxy"], ip: "10.9.9.9" }));
     src.upsert(pod("a", { containers: ["istio-proxy"], ip: "10.9.9.9" })); // no change, no report
     src.remove(pod("a"));
-    assert.deepEqual(seen, [["envoy/llm/a http://10.1.2.3:15090/stats/prometheus"], ["envoy/llm/a http://10.9.9.9:15090/stats/prometheus"], []]);
+    assert.deepEqual(seen, [["envoy|http://10.1.2.3:15090/stats/prometheus|llm/a http://10.1.2.3:15090/stats/prometheus"], ["envoy|http://10.9.9.9:15090/stats/prometheus|llm/a http://10.9.9.9:15090/stats/prometheus"], []]);
   });
 });
 
@@ -65,19 +65,19 @@ describe("pod discovery through @kubernetes/client-node against the emulated kub
     const src = new KubernetesPodSource({ kubeConfig: kc, clock: systemClock, minBackoffMs: 20, maxBackoffMs: 200 });
     await src.start(new PodTargetDiscovery(RULES, (t) => (current = ids(t))));
     await until(() => current.length === 1, "listed pod");
-    assert.deepEqual(current, ["envoy/llm/chat http://10.1.2.3:15090/stats/prometheus"]);
+    assert.deepEqual(current, ["envoy|http://10.1.2.3:15090/stats/prometheus|llm/chat http://10.1.2.3:15090/stats/prometheus"]);
 
     await api.createNamespacedPod({ namespace: "gpu-operator", body: pod("dcgm-a", { ns: "gpu-operator", labels: { "app.kubernetes.io/name": "dcgm-exporter" }, ip: "10.1.0.9" }) });
     await until(() => current.length === 2, "watched add");
     const chat = (await api.readNamespacedPod({ name: "chat", namespace: "llm" })) as V1Pod;
     chat.status = { phase: "Running", podIP: "10.7.7.7" };
     await api.replaceNamespacedPod({ name: "chat", namespace: "llm", body: chat });
-    await until(() => current.includes("envoy/llm/chat http://10.7.7.7:15090/stats/prometheus"), "watched update");
+    await until(() => current.includes("envoy|http://10.7.7.7:15090/stats/prometheus|llm/chat http://10.7.7.7:15090/stats/prometheus"), "watched update");
 
     emu.closeWatches();
     await api.deleteNamespacedPod({ name: "dcgm-a", namespace: "gpu-operator" });
     await until(() => current.length === 1, "delete seen after the watch was re-established");
-    assert.deepEqual(current, ["envoy/llm/chat http://10.7.7.7:15090/stats/prometheus"]);
+    assert.deepEqual(current, ["envoy|http://10.7.7.7:15090/stats/prometheus|llm/chat http://10.7.7.7:15090/stats/prometheus"]);
     await src.stop();
     await emu.close();
   });
@@ -102,7 +102,7 @@ describe("pod discovery through @kubernetes/client-node against the emulated kub
     emu.closeWatches();
     await api.deleteNamespacedPod({ name: "a", namespace: "llm" });
     await until(() => current.length === 1, "delete seen after 410 and re-list");
-    assert.deepEqual(current, ["envoy/llm/b http://10.1.2.4:15090/stats/prometheus"]);
+    assert.deepEqual(current, ["envoy|http://10.1.2.4:15090/stats/prometheus|llm/b http://10.1.2.4:15090/stats/prometheus"]);
     await src.stop();
     await emu.close();
   });

@@ -113,6 +113,39 @@ describe("metrics pipeline end to end", () => {
     await p.stop();
   });
 
+  it("never splits a filter series across restarts: the sidecar answering before dcgm-exporter still ships with its GPU labels", async () => {
+    const dcgm = await exporter(fixture("dcgm-node-a.prom"));
+    const envoy = await exporter(fixture("envoy-sidecar-chat.prom"));
+    const queueDir = mkdtempSync(join(tmpdir(), "tokentrace-pipe-"));
+    cleanups.push(() => rmSync(queueDir, { recursive: true, force: true }));
+    for (const e of [dcgm, envoy]) cleanups.push(() => new Promise<void>((r) => e.server.close(() => r())));
+    const t0 = Math.floor(Date.now() / 1000) * 1000 - 8 * 60_000;
+    const clock = new FakeClock(t0);
+    const config = withDefaults({
+      // One at a time in list order: the sidecar is read before dcgm-exporter after every start.
+      scrape: { intervalMs: 15000, timeoutMs: 5000, concurrency: 1, spreadStart: false, static: [
+        { url: envoy.url, kind: "envoy", namespace: "llm", pod: "chat-7d9f-abcde", node: "gpu-node-a" }, { url: dcgm.url, kind: "dcgm", node: "gpu-node-a" },
+      ] },
+      remoteWrite: { queueDir, targets: [{ name: "prom", url: prom.writeUrl, batchSendDeadlineMs: 1000, minBackoffMs: 10, maxBackoffMs: 100 }] },
+    });
+    for (let start = 0; start < 2; start++) {
+      let dcgmScrapes = 0;
+      const p = await startPipeline(config, { registry: new Registry(), clock, onBatch: (_s, r) => (dcgmScrapes += r.target.kind === "dcgm" ? 1 : 0) });
+      await until(() => dcgmScrapes === 1, "dcgm-exporter scraped");
+      await clock.advance(1000);
+      await until(() => p.writer.targets[0]!.queue.pendingSamples === 0, "queue drained");
+      const stopping = p.stop();
+      await clock.advance(10_000);
+      await stopping;
+      await clock.advance(60_000);
+    }
+    const series = await prom.series('tokentrace_requests_total{pod="chat-7d9f-abcde"}', t0 / 1000 - 1, clock.now() / 1000);
+    assert.deepEqual(series.map((x) => [x.metric.status_class, x.metric.gpu_model]).sort(), [["2xx", "NVIDIA H100 80GB HBM3"], ["5xx", "NVIDIA H100 80GB HBM3"]]);
+    // Only this test's samples: the window starts at its own t0 (the first test wrote the same pod earlier).
+    const points = await prom.query(`count_over_time(tokentrace_requests_total{status_class="2xx"}[${(clock.now() - t0) / 1000 + 1}s])`, clock.now() / 1000);
+    assert.deepEqual(points.map((r) => r.value![1]), ["2"], "one sample per start, both in the one series");
+  });
+
   it("caps the number of series and counts what it cut", async () => {
     const e = await exporter(["# TYPE tokentrace_requests_total counter", ...Array.from({ length: 8 }, (_, i) => `tokentrace_requests_total{route="r${i}"} ${i}`)].join("\n") + "\n");
     cleanups.push(() => new Promise<void>((r) => e.server.close(() => r())));
@@ -166,8 +199,44 @@ describe("pipeline config", () => {
     { name: "a segment larger than the queue", input: { remoteWrite: { targets: [{ name: "q", url: "http://h/w", maxQueueBytes: 4096, segmentBytes: 8192 }] } }, errors: [
       { field: "remoteWrite.targets[0].segmentBytes", reason: "must not exceed maxQueueBytes (4096), got 8192" },
     ] },
+    { name: "a null remote-write name (which a regular expression would read as the string \"null\")", input: { remoteWrite: { targets: [{ name: null as unknown as string, url: "http://h/w" }] } }, errors: [
+      { field: "remoteWrite.targets[0].name", reason: "must be a non-empty string, got null" },
+    ] },
+    { name: "names, paths and selectors that are not strings", input: {
+      scrape: { static: [{ url: 5 as unknown as string, kind: "envoy", namespace: "n", pod: ["p"] as unknown as string }], kubernetes: { labelSelector: 7 as unknown as string, enabled: "yes" as unknown as boolean } },
+      join: { forward: { envoy: [1], dcgm: [], vllm: [], static: "x" } as unknown as PipelineConfigInput["join"] extends infer J ? J extends { forward?: infer F } ? F : never : never },
+      remoteWrite: { queueDir: 3 as unknown as string, targets: [{ name: "a", url: "http://h/w", headers: { "X-Scope-OrgID": null as unknown as string } }] },
+    }, errors: [
+      { field: "scrape.static[0].url", reason: "must be a non-empty string, got 5" },
+      { field: "scrape.static[0].pod", reason: 'must be a non-empty string, got ["p"]' },
+      { field: "scrape.kubernetes.enabled", reason: 'must be true or false, got "yes"' },
+      { field: "scrape.kubernetes.labelSelector", reason: "must be a non-empty string, got 7" },
+      { field: "join.forward.envoy[0]", reason: "must be a non-empty string, got 1" },
+      { field: "join.forward.static", reason: 'must be a list, got "x"' },
+      { field: "remoteWrite.targets[0].headers.X-Scope-OrgID", reason: "must be a string, got null" },
+      { field: "remoteWrite.queueDir", reason: "must be a non-empty string, got 3" },
+    ] },
+    { name: "a remote-write target list that is not a list, and a target that is not a mapping", input: { remoteWrite: { targets: "prom" as unknown as [] } }, errors: [
+      { field: "remoteWrite.targets", reason: 'must be a list, got "prom"' },
+    ] },
+    { name: "two static targets with one identity, and a pod without its namespace", input: { scrape: { static: [
+      { url: "http://h:1/m", kind: "envoy", namespace: "n", pod: "p" }, { url: "http://h:1/m", kind: "envoy", namespace: "n", pod: "p" }, { url: "http://h:1/m", kind: "vllm", pod: "p" },
+    ] } }, errors: [
+      { field: "scrape.static[1]", reason: "duplicate target: another static target has the same kind, url, namespace and pod" },
+      { field: "scrape.static[2].namespace", reason: "namespace and pod go together: a pod is named within its namespace" },
+    ] },
   ];
   for (const c of bad) it(`rejects ${c.name}, naming the field`, () => assert.deepEqual(validatePipelineConfig(withDefaults(c.input)), c.errors));
+
+  it("accepts two static targets with one URL for different pods, or of different kinds", () => {
+    assert.deepEqual(validatePipelineConfig(withDefaults({ scrape: { static: [
+      { url: "http://h:1/m", kind: "envoy", namespace: "n", pod: "p1" }, { url: "http://h:1/m", kind: "envoy", namespace: "n", pod: "p2" }, { url: "http://h:1/m", kind: "vllm", namespace: "n", pod: "p1" },
+    ] } })), []);
+  });
+
+  it("refuses to start on a null remote-write name, naming the field, instead of dying later", async () => {
+    await assert.rejects(startPipeline(withDefaults({ remoteWrite: { targets: [{ name: null as unknown as string, url: "http://h/w" }] } }), { registry: new Registry() }), /remoteWrite\.targets\[0\]\.name: must be a non-empty string, got null/);
+  });
 
   it("refuses to start on an invalid config", async () => {
     await assert.rejects(startPipeline(withDefaults({ scrape: { concurrency: 0 } }), { registry: new Registry() }), /scrape\.concurrency: must be an integer >= 1, got 0/);

@@ -240,4 +240,29 @@ describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock 
     await w.stop();
     rmSync(dir, { recursive: true });
   });
+
+  it("reports the true lag after a restart during an outage: the newest delivered time is kept with the queue", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    let up = true;
+    const transport: Transport = { send: async () => (up ? { kind: "success", status: 204 } : { kind: "retryable", reason: "http_5xx", status: 503 }) };
+    const t0 = clock.now();
+    const first = new RemoteWriter([target(dir, { flushOnStopMs: 0 })], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport });
+    first.start();
+    first.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, t0)));
+    await until(() => first.targets[0]!.queue.pendingSamples === 0, "delivered before the outage");
+    up = false;
+    first.write([1, 2, 3, 4].map((v) => series(`m${v}`, v + 10, t0 + 90_000)));
+    await until(() => clock.pending > 0, "retrying");
+    const stopping = first.stop();
+    await clock.advance(1);
+    await stopping;
+    // The restarted process, with the receiver still down: 90 s behind, not 0.
+    const reg = new Registry();
+    const second = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport });
+    assert.equal(await metric(reg, "tokentrace_remote_write_lag_seconds", { target: "t1" }), 90);
+    assert.equal(second.targets[0]!.queue.pendingSamples, 4);
+    await second.stop();
+    rmSync(dir, { recursive: true });
+  });
 });

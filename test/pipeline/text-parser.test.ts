@@ -157,7 +157,7 @@ describe("text parser", () => {
     const envoy = parseText(fixture("envoy-sidecar-chat.prom"));
     const dcgm = parseText(fixture("dcgm-node-a.prom"));
     const vllm = parseText(fixture("vllm-chat.prom"));
-    assert.deepEqual([envoy.samples.length, dcgm.samples.length, vllm.samples.length], [32, 28, 18]);
+    assert.deepEqual([envoy.samples.length, dcgm.samples.length, vllm.samples.length], [37, 28, 18]);
     assert.equal(dcgm.families.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")?.type, "counter");
     const power = dcgm.samples.find((s) => s.name === "DCGM_FI_DEV_POWER_USAGE" && s.labels.includes("GPU-2222bbbb-0000-4000-8000-000000000000"));
     assert.equal(power?.value, 401.5);

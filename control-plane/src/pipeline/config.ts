@@ -18,7 +18,12 @@ export interface PipelineConfig {
     static: StaticTargetConfig[];
     kubernetes: { enabled: boolean; namespace?: string; labelSelector?: string; envoy: boolean; dcgm: boolean; vllm: boolean };
   };
-  join: { maxSeries: number; forward: ForwardRules };
+  join: {
+    maxSeries: number;
+    forward: ForwardRules;
+    /** Longest a pod's scrapes wait for dcgm-exporter to say which GPUs it uses (see join/joiner.ts). */
+    gpuIdentityWaitMs: number;
+  };
   remoteWrite: { queueDir: string; targets: RemoteWriteTarget[] };
 }
 
@@ -48,7 +53,7 @@ export const DEFAULT_PIPELINE_CONFIG: PipelineConfig = {
     static: [],
     kubernetes: { enabled: false, envoy: true, dcgm: true, vllm: true },
   },
-  join: { maxSeries: 100_000, forward: DEFAULT_FORWARD },
+  join: { maxSeries: 100_000, forward: DEFAULT_FORWARD, gpuIdentityWaitMs: 60_000 },
   remoteWrite: { queueDir: "/var/lib/tokentrace/remote-write", targets: [] },
 };
 
@@ -59,15 +64,20 @@ export interface PipelineConfigInput {
   remoteWrite?: { queueDir?: string; targets?: (Partial<RemoteWriteTarget> & { name: string; url: string })[] };
 }
 
-/** Fills defaults in. */
+/**
+ * Fills defaults in. Never throws on a wrongly shaped input (a YAML file can hold anything): values
+ * of the wrong type are kept as they are for `validatePipelineConfig` to name.
+ */
 export function withDefaults(input: PipelineConfigInput = {}): PipelineConfig {
   const d = DEFAULT_PIPELINE_CONFIG;
+  const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  const targets = input.remoteWrite?.targets ?? [];
   return {
-    scrape: { ...d.scrape, ...input.scrape, kubernetes: { ...d.scrape.kubernetes, ...input.scrape?.kubernetes } },
-    join: { ...d.join, ...input.join },
+    scrape: { ...d.scrape, ...obj(input.scrape), kubernetes: { ...d.scrape.kubernetes, ...obj(input.scrape?.kubernetes) } } as PipelineConfig["scrape"],
+    join: { ...d.join, ...obj(input.join) } as PipelineConfig["join"],
     remoteWrite: {
       queueDir: input.remoteWrite?.queueDir ?? d.remoteWrite.queueDir,
-      targets: (input.remoteWrite?.targets ?? []).map((t) => ({ ...REMOTE_WRITE_TARGET_DEFAULTS, ...t })),
+      targets: (Array.isArray(targets) ? targets.map((t) => (typeof t === "object" && t !== null ? { ...REMOTE_WRITE_TARGET_DEFAULTS, ...t } : t)) : targets) as RemoteWriteTarget[],
     },
   };
 }
@@ -82,51 +92,107 @@ const positiveInt = (errors: ConfigError[], field: string, v: unknown, min = 1):
   if (typeof v !== "number" || !Number.isInteger(v) || v < min) errors.push({ field, reason: `must be an integer >= ${min}, got ${JSON.stringify(v)}` });
 };
 
+const boolean = (errors: ConfigError[], field: string, v: unknown): void => {
+  if (typeof v !== "boolean") errors.push({ field, reason: `must be true or false, got ${JSON.stringify(v)}` });
+};
+
+/** A string (non-empty unless `allowEmpty`); every name, path and selector goes through here, so `null` or `5` is named, not coerced. */
+function string(errors: ConfigError[], field: string, v: unknown, allowEmpty = false): v is string {
+  if (typeof v === "string" && (allowEmpty || v !== "")) return true;
+  errors.push({ field, reason: `must be a ${allowEmpty ? "" : "non-empty "}string, got ${JSON.stringify(v) ?? String(v)}` });
+  return false;
+}
+
 function httpUrl(errors: ConfigError[], field: string, v: unknown): void {
+  if (!string(errors, field, v)) return;
   try {
-    const u = new URL(String(v));
+    const u = new URL(v);
     if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
   } catch {
     errors.push({ field, reason: `must be an http(s) URL, got ${JSON.stringify(v)}` });
   }
 }
 
-/** Every problem in `c`, each naming its field; empty when valid. */
+function array(errors: ConfigError[], field: string, v: unknown): v is unknown[] {
+  if (Array.isArray(v)) return true;
+  errors.push({ field, reason: `must be a list, got ${JSON.stringify(v) ?? String(v)}` });
+  return false;
+}
+
+function object(errors: ConfigError[], field: string, v: unknown): v is Record<string, unknown> {
+  if (typeof v === "object" && v !== null && !Array.isArray(v)) return true;
+  errors.push({ field, reason: `must be a mapping, got ${JSON.stringify(v) ?? String(v)}` });
+  return false;
+}
+
+const KINDS: readonly string[] = ["envoy", "dcgm", "vllm", "static"];
+
+/** Every problem in `c`, each naming its field; empty when valid. Safe on any shape (see withDefaults). */
 export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
   const errors: ConfigError[] = [];
   const s = c.scrape;
   positiveInt(errors, "scrape.intervalMs", s.intervalMs, 100);
   positiveInt(errors, "scrape.timeoutMs", s.timeoutMs, 10);
-  if (s.timeoutMs > s.intervalMs) errors.push({ field: "scrape.timeoutMs", reason: `must not exceed scrape.intervalMs (${s.intervalMs}), got ${s.timeoutMs}` });
+  if (typeof s.timeoutMs === "number" && typeof s.intervalMs === "number" && s.timeoutMs > s.intervalMs) errors.push({ field: "scrape.timeoutMs", reason: `must not exceed scrape.intervalMs (${s.intervalMs}), got ${s.timeoutMs}` });
   positiveInt(errors, "scrape.concurrency", s.concurrency);
   positiveInt(errors, "scrape.maxBodyBytes", s.maxBodyBytes, 1024);
-  s.static.forEach((t, i) => {
-    httpUrl(errors, `scrape.static[${i}].url`, t.url);
-    if (!["envoy", "dcgm", "vllm", "static"].includes(t.kind)) errors.push({ field: `scrape.static[${i}].kind`, reason: `must be envoy, dcgm, vllm or static, got ${JSON.stringify(t.kind)}` });
-    if (t.intervalMs !== undefined) positiveInt(errors, `scrape.static[${i}].intervalMs`, t.intervalMs, 100);
-    if (t.timeoutMs !== undefined) positiveInt(errors, `scrape.static[${i}].timeoutMs`, t.timeoutMs, 10);
-  });
+  boolean(errors, "scrape.spreadStart", s.spreadStart);
+  const identities = new Set<string>();
+  if (array(errors, "scrape.static", s.static)) {
+    s.static.forEach((t: unknown, i) => {
+      const f = `scrape.static[${i}]`;
+      if (!object(errors, f, t)) return;
+      httpUrl(errors, `${f}.url`, t.url);
+      if (typeof t.kind !== "string" || !KINDS.includes(t.kind)) errors.push({ field: `${f}.kind`, reason: `must be envoy, dcgm, vllm or static, got ${JSON.stringify(t.kind) ?? String(t.kind)}` });
+      for (const k of ["namespace", "pod", "node"] as const) if (t[k] !== undefined) string(errors, `${f}.${k}`, t[k]);
+      if ((t.namespace === undefined) !== (t.pod === undefined)) errors.push({ field: `${f}.${t.pod === undefined ? "pod" : "namespace"}`, reason: "namespace and pod go together: a pod is named within its namespace" });
+      if (t.intervalMs !== undefined) positiveInt(errors, `${f}.intervalMs`, t.intervalMs, 100);
+      if (t.timeoutMs !== undefined) positiveInt(errors, `${f}.timeoutMs`, t.timeoutMs, 10);
+      const identity = `${String(t.kind)}|${String(t.url)}|${String(t.namespace)}/${String(t.pod)}`;
+      if (identities.has(identity)) errors.push({ field: f, reason: "duplicate target: another static target has the same kind, url, namespace and pod" });
+      identities.add(identity);
+    });
+  }
+  const k = s.kubernetes;
+  if (object(errors, "scrape.kubernetes", k)) {
+    for (const key of ["enabled", "envoy", "dcgm", "vllm"] as const) boolean(errors, `scrape.kubernetes.${key}`, k[key]);
+    for (const key of ["namespace", "labelSelector"] as const) if (k[key] !== undefined) string(errors, `scrape.kubernetes.${key}`, k[key]);
+  }
   positiveInt(errors, "join.maxSeries", c.join.maxSeries);
+  positiveInt(errors, "join.gpuIdentityWaitMs", c.join.gpuIdentityWaitMs, 0);
+  if (object(errors, "join.forward", c.join.forward)) {
+    for (const kind of KINDS) {
+      const f = `join.forward.${kind}`;
+      const prefixes: unknown = (c.join.forward as unknown as Record<string, unknown>)[kind];
+      if (array(errors, f, prefixes)) prefixes.forEach((p, i) => string(errors, `${f}[${i}]`, p));
+    }
+  }
   const names = new Set<string>();
-  c.remoteWrite.targets.forEach((t, i) => {
-    const f = `remoteWrite.targets[${i}]`;
-    if (!/^[a-z0-9_-]{1,64}$/.test(t.name)) errors.push({ field: `${f}.name`, reason: `must match [a-z0-9_-]{1,64}, got ${JSON.stringify(t.name)}` });
-    else if (names.has(t.name)) errors.push({ field: `${f}.name`, reason: `duplicate target name ${JSON.stringify(t.name)}` });
-    names.add(t.name);
-    httpUrl(errors, `${f}.url`, t.url);
-    if (t.protocol !== "1.0" && t.protocol !== "2.0") errors.push({ field: `${f}.protocol`, reason: `must be "1.0" or "2.0", got ${JSON.stringify(t.protocol)}` });
-    positiveInt(errors, `${f}.maxQueueBytes`, t.maxQueueBytes, 1024);
-    positiveInt(errors, `${f}.segmentBytes`, t.segmentBytes, 1024);
-    if (t.segmentBytes > t.maxQueueBytes) errors.push({ field: `${f}.segmentBytes`, reason: `must not exceed maxQueueBytes (${t.maxQueueBytes}), got ${t.segmentBytes}` });
-    positiveInt(errors, `${f}.maxSamplesPerSend`, t.maxSamplesPerSend);
-    positiveInt(errors, `${f}.batchSendDeadlineMs`, t.batchSendDeadlineMs);
-    positiveInt(errors, `${f}.minBackoffMs`, t.minBackoffMs);
-    positiveInt(errors, `${f}.maxBackoffMs`, t.maxBackoffMs);
-    if (t.maxBackoffMs < t.minBackoffMs) errors.push({ field: `${f}.maxBackoffMs`, reason: `must be >= minBackoffMs (${t.minBackoffMs}), got ${t.maxBackoffMs}` });
-    positiveInt(errors, `${f}.maxRetryAfterMs`, t.maxRetryAfterMs, 0);
-    positiveInt(errors, `${f}.remoteTimeoutMs`, t.remoteTimeoutMs);
-    positiveInt(errors, `${f}.flushOnStopMs`, t.flushOnStopMs, 0);
-  });
-  if (c.remoteWrite.targets.length > 0 && !c.remoteWrite.queueDir) errors.push({ field: "remoteWrite.queueDir", reason: "must be a directory path" });
+  if (array(errors, "remoteWrite.targets", c.remoteWrite.targets)) {
+    c.remoteWrite.targets.forEach((t: unknown, i) => {
+      const f = `remoteWrite.targets[${i}]`;
+      if (!object(errors, f, t)) return;
+      if (string(errors, `${f}.name`, t.name)) {
+        if (!/^[a-z0-9_-]{1,64}$/.test(t.name)) errors.push({ field: `${f}.name`, reason: `must match [a-z0-9_-]{1,64}, got ${JSON.stringify(t.name)}` });
+        else if (names.has(t.name)) errors.push({ field: `${f}.name`, reason: `duplicate target name ${JSON.stringify(t.name)}` });
+        names.add(t.name);
+      }
+      httpUrl(errors, `${f}.url`, t.url);
+      if (t.protocol !== "1.0" && t.protocol !== "2.0") errors.push({ field: `${f}.protocol`, reason: `must be "1.0" or "2.0", got ${JSON.stringify(t.protocol) ?? String(t.protocol)}` });
+      if (object(errors, `${f}.headers`, t.headers)) for (const [h, v] of Object.entries(t.headers)) string(errors, `${f}.headers.${h}`, v, true);
+      positiveInt(errors, `${f}.maxQueueBytes`, t.maxQueueBytes, 1024);
+      positiveInt(errors, `${f}.segmentBytes`, t.segmentBytes, 1024);
+      if (typeof t.segmentBytes === "number" && typeof t.maxQueueBytes === "number" && t.segmentBytes > t.maxQueueBytes) errors.push({ field: `${f}.segmentBytes`, reason: `must not exceed maxQueueBytes (${t.maxQueueBytes}), got ${t.segmentBytes}` });
+      positiveInt(errors, `${f}.maxSamplesPerSend`, t.maxSamplesPerSend);
+      positiveInt(errors, `${f}.batchSendDeadlineMs`, t.batchSendDeadlineMs);
+      positiveInt(errors, `${f}.minBackoffMs`, t.minBackoffMs);
+      positiveInt(errors, `${f}.maxBackoffMs`, t.maxBackoffMs);
+      if (typeof t.maxBackoffMs === "number" && typeof t.minBackoffMs === "number" && t.maxBackoffMs < t.minBackoffMs) errors.push({ field: `${f}.maxBackoffMs`, reason: `must be >= minBackoffMs (${t.minBackoffMs}), got ${t.maxBackoffMs}` });
+      positiveInt(errors, `${f}.maxRetryAfterMs`, t.maxRetryAfterMs, 0);
+      positiveInt(errors, `${f}.remoteTimeoutMs`, t.remoteTimeoutMs);
+      positiveInt(errors, `${f}.flushOnStopMs`, t.flushOnStopMs, 0);
+    });
+    if (c.remoteWrite.targets.length > 0) string(errors, "remoteWrite.queueDir", c.remoteWrite.queueDir);
+  }
   return errors;
 }

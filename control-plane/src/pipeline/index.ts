@@ -6,7 +6,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Scraper, type ScrapeResult } from "../scrape/scraper.js";
 import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
 import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
-import { Joiner } from "../join/joiner.js";
+import { Joiner, type JoinedBatch } from "../join/joiner.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
 import type { WriteSeries } from "../remote-write/series.js";
@@ -60,12 +60,27 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     config.remoteWrite.targets.map((t) => ({ ...t, queueDir: joinPath(config.remoteWrite.queueDir, t.name) })),
     { clock, metrics: rwMetrics, ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
   );
-  const joiner = new Joiner(config.join.forward);
+  const joiner = new Joiner({
+    forward: config.join.forward,
+    identityWaitMs: config.join.gpuIdentityWaitMs,
+    onIdentityTimeout: () => metrics.identityTimeouts.inc(),
+  });
   const gate = new SeriesGate(config.join.maxSeries, (reason) => metrics.seriesDropped.inc({ reason }));
 
+  // A target's report (up, scrape_duration_seconds) and its scraped series are two sources for
+  // staleness: the report ships at once, the series may be held until the pod's GPU identity is known.
+  const reportSource = (id: string): string => `${id}#report`;
   const ship = (source: string, series: WriteSeries[], ts: number): void => {
     writer.write(gate.pass(source, series, ts));
     metrics.activeSeries.set(gate.limiter.size);
+  };
+  const shipBatches = (batches: JoinedBatch[]): void => {
+    for (const b of batches) {
+      deps.onBatch?.([...b.report, ...b.series], b.result);
+      // A failed scrape has no series: everything its target reported last goes stale, as in Prometheus.
+      ship(b.result.target.id, b.series, b.result.timestampMs);
+    }
+    metrics.heldPods.set(joiner.pendingPods);
   };
 
   const onResult = (r: ScrapeResult): void => {
@@ -73,9 +88,9 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     metrics.scrapeDuration.observe({ kind }, r.durationMs / 1000);
     if (!r.ok) metrics.scrapeFailures.inc({ kind, reason: r.error ?? "unknown" });
     if (r.parseErrors.length > 0) metrics.parseErrors.inc({ kind }, r.parseErrors.length);
-    const series = joiner.join(r);
-    deps.onBatch?.(series, r);
-    ship(r.target.id, series, r.timestampMs);
+    const out = joiner.joinScrape(r);
+    ship(reportSource(r.target.id), out.report, r.timestampMs);
+    shipBatches(out.batches);
   };
 
   const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, spreadStart: config.scrape.spreadStart, onResult });
@@ -84,10 +99,13 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const apply = (): void => {
     const all = [...fixed, ...discovered];
     for (const removed of scraper.setTargets(all)) {
-      joiner.removeTarget(removed.id);
-      writer.write(gate.removeSource(removed.id, clock.now()));
+      const released = joiner.removeTarget(removed);
+      const now = clock.now();
+      writer.write([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
       metrics.activeSeries.set(gate.limiter.size);
+      shipBatches(released);
     }
+    shipBatches(joiner.setTargets(all));
     for (const kind of ["envoy", "dcgm", "vllm", "static"] as const) metrics.targets.set({ kind }, all.filter((t) => t.kind === kind).length);
   };
 

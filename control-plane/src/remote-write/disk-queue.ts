@@ -1,7 +1,8 @@
 // A durable, bounded, on-disk FIFO of encoded record payloads, one per remote-write target.
 //
 // Layout: `<dir>/<20-digit id>.seg` segment files of records, plus `<dir>/committed` holding the
-// position (segment id, byte offset) up to which everything has been delivered.
+// position (segment id, byte offset) up to which everything has been delivered, and the newest
+// sample time delivered so far (so the lag a restart reports during an outage is the true one).
 // Record: u32 payload length | u32 crc32(payload) | u32 sample count | f64 newest sample ms | payload.
 //
 // Durability policy: every append is written and fsync'd before `append` returns (a whole scrape
@@ -21,6 +22,12 @@ const HEADER_BYTES = 20;
 export interface QueuePosition {
   segment: number;
   offset: number;
+}
+
+/** What `committed` holds. */
+interface CommittedState extends QueuePosition {
+  /** Newest sample time (ms) of everything delivered up to the position; absent before the first delivery. */
+  newestDeliveredMs?: number;
 }
 
 /** A record read back from the queue. */
@@ -76,13 +83,16 @@ const segName = (id: number): string => `${String(id).padStart(20, "0")}.seg`;
 export class DiskQueue {
   private segments: Segment[] = [];
   private fd = -1; // open fd of the last (active) segment
-  private committed: QueuePosition = { segment: 0, offset: 0 };
+  private committed: CommittedState = { segment: 0, offset: 0 };
   /** Read cursor: index into segments and records of the next record not yet handed out. */
   private cursor: QueuePosition = { segment: 0, offset: 0 };
   private readonly now: () => number;
   /** Samples dropped because the queue was over its byte bound. */
   droppedSamples = 0;
   droppedRecords = 0;
+  /** Bytes (headers included) and samples appended since open, for the cost report. */
+  appendedBytes = 0;
+  appendedSamples = 0;
   readonly recovery: RecoveryReport;
 
   constructor(private readonly opts: DiskQueueOptions) {
@@ -94,8 +104,11 @@ export class DiskQueue {
   private recover(): RecoveryReport {
     const report: RecoveryReport = { segments: 0, records: 0, samples: 0, truncatedBytes: 0 };
     try {
-      const c = JSON.parse(readFileSync(join(this.opts.dir, "committed"), "utf8")) as QueuePosition;
-      if (Number.isSafeInteger(c.segment) && Number.isSafeInteger(c.offset)) this.committed = c;
+      const c = JSON.parse(readFileSync(join(this.opts.dir, "committed"), "utf8")) as CommittedState;
+      if (Number.isSafeInteger(c.segment) && Number.isSafeInteger(c.offset)) {
+        this.committed = { segment: c.segment, offset: c.offset };
+        if (Number.isFinite(c.newestDeliveredMs)) this.committed.newestDeliveredMs = c.newestDeliveredMs!;
+      }
     } catch {
       // No commit yet: everything on disk is undelivered.
     }
@@ -115,7 +128,7 @@ export class DiskQueue {
     if (this.segments.length === 0) this.segments.push(this.createSegment(Math.max(this.committed.segment, 0)));
     const last = this.segments[this.segments.length - 1]!;
     this.fd = openSync(last.path, "r+");
-    this.cursor = { ...this.committed };
+    this.cursor = { segment: this.committed.segment, offset: this.committed.offset };
     if (this.cursor.segment < this.segments[0]!.id) this.cursor = { segment: this.segments[0]!.id, offset: 0 };
     report.segments = this.segments.length;
     for (const s of this.segments) {
@@ -226,6 +239,8 @@ export class DiskQueue {
     if (this.opts.fsync !== "never") fsyncSync(this.fd);
     active.records.push({ offset: active.bytes, length, samples, newestTimestampMs, appendedAtMs: this.now() });
     active.bytes += length;
+    this.appendedBytes += length;
+    this.appendedSamples += samples;
     this.enforceBound();
   }
 
@@ -240,7 +255,7 @@ export class DiskQueue {
       unlinkSync(oldest.path);
       const head = this.segments[0]!;
       if (this.cursor.segment < head.id) this.cursor = { segment: head.id, offset: 0 };
-      if (this.committed.segment < head.id) this.writeCommitted({ segment: head.id, offset: 0 });
+      if (this.committed.segment < head.id) this.writeCommitted({ ...this.committed, segment: head.id, offset: 0 });
     }
   }
 
@@ -289,8 +304,11 @@ export class DiskQueue {
     return n;
   }
 
-  /** Records everything before `pos` as delivered, durably, and deletes fully delivered segments. */
-  commit(pos: QueuePosition): void {
+  /**
+   * Records everything before `pos` as delivered, durably, with the newest sample time delivered
+   * (for the lag after a restart), and deletes fully delivered segments.
+   */
+  commit(pos: QueuePosition, newestDeliveredMs?: number): void {
     const head = this.segments[0]!;
     if (this.isBefore(pos.segment, pos.offset, this.committed)) return;
     if (pos.segment < head.id) return; // its segment was already dropped for space
@@ -299,7 +317,8 @@ export class DiskQueue {
     const seg = this.segments[idx];
     const after = this.segments[idx + 1];
     if (seg && after && pos.offset >= seg.bytes) pos = { segment: after.id, offset: 0 };
-    this.writeCommitted(pos);
+    const newest = Math.max(newestDeliveredMs ?? -Infinity, this.committed.newestDeliveredMs ?? -Infinity);
+    this.writeCommitted(Number.isFinite(newest) ? { ...pos, newestDeliveredMs: newest } : { ...pos });
     while (this.segments.length > 1) {
       const s = this.segments[0]!;
       if (s.id >= pos.segment) break;
@@ -310,12 +329,17 @@ export class DiskQueue {
 
   /** Rewinds the read cursor to the committed position (after a send that must be retried later). */
   rewind(): void {
-    this.cursor = { ...this.committed };
+    this.cursor = { segment: this.committed.segment, offset: this.committed.offset };
     const head = this.segments[0]!;
     if (this.cursor.segment < head.id) this.cursor = { segment: head.id, offset: 0 };
   }
 
-  private writeCommitted(pos: QueuePosition): void {
+  /** Newest sample time delivered, as committed (survives restarts), or undefined before any delivery. */
+  get newestDeliveredMs(): number | undefined {
+    return this.committed.newestDeliveredMs;
+  }
+
+  private writeCommitted(pos: CommittedState): void {
     const tmp = join(this.opts.dir, "committed.tmp");
     const fd = openSync(tmp, "w");
     try {
@@ -331,7 +355,7 @@ export class DiskQueue {
 
   /** The committed position (for tests and diagnostics). */
   get committedPosition(): QueuePosition {
-    return { ...this.committed };
+    return { segment: this.committed.segment, offset: this.committed.offset };
   }
 
   close(): void {

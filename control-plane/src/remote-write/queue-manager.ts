@@ -57,6 +57,7 @@ export class TargetQueue {
       fsync: deps.fsync ?? "always",
       now: () => deps.clock.now(),
     });
+    this.newestSentMs = this.queue.newestDeliveredMs;
     this.updateGauges();
   }
 
@@ -134,13 +135,15 @@ export class TargetQueue {
       const v1 = concat(records.map((r) => r.payload));
       const result = await this.send(v1, samples);
       const last = records[records.length - 1]!;
-      if (result.kind === "success") {
-        deps.metrics.samplesSent.inc({ target: config.name }, samples);
-        this.newestSentMs = Math.max(this.newestSentMs ?? 0, ...records.map((r) => r.newestTimestampMs));
-        this.queue.commit(last.next);
-      } else if (result.kind === "failed") {
-        deps.metrics.samplesDropped.inc({ target: config.name, reason: result.reason }, samples);
-        this.queue.commit(last.next);
+      if (result.kind !== "retryable") {
+        if (result.kind === "success") deps.metrics.samplesSent.inc({ target: config.name }, samples);
+        else deps.metrics.samplesDropped.inc({ target: config.name, reason: result.reason }, samples);
+        // A batch given up on is done too: Prometheus moves its highest-sent timestamp after any
+        // send that was not cancelled (storage/remote/queue_manager.go, sendSamplesWithBackoff).
+        let newest = this.newestSentMs ?? -Infinity;
+        for (const r of records) newest = Math.max(newest, r.newestTimestampMs);
+        this.newestSentMs = newest;
+        this.queue.commit(last.next, newest);
       } else {
         // Only an abort (shutdown) ends retrying: the batch stays on disk for the next start.
         this.queue.rewind();

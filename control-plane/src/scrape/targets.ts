@@ -6,7 +6,7 @@ export type TargetKind = "envoy" | "dcgm" | "vllm" | "static";
 
 /** One endpoint to scrape. */
 export interface ScrapeTarget {
-  /** Unique and stable: `<kind>/<namespace>/<pod>` for discovered targets, the URL for static ones. */
+  /** Unique and stable: kind, URL and pod together (see `targetId`). */
   id: string;
   kind: TargetKind;
   url: string;
@@ -17,6 +17,15 @@ export interface ScrapeTarget {
   pod?: string;
   /** The node the pod runs on (dcgm-exporter's node, for the node-level fallback). */
   node?: string;
+}
+
+/**
+ * A target's identity: kind, URL and pod. Two targets differing in any of them are scraped,
+ * reported (`up`) and staled apart, as Prometheus tells targets apart by labels and URL
+ * (scrape/target.go, Target.hash).
+ */
+export function targetId(kind: TargetKind, url: string, namespace?: string, pod?: string): string {
+  return `${kind}|${url}|${namespace ?? ""}/${pod ?? ""}`;
 }
 
 /** A static target as configured. */
@@ -71,14 +80,17 @@ export function targetsForPod(pod: V1Pod, rules: PodTargetRules): ScrapeTarget[]
   const withNode = node ? { node } : {};
   const out: ScrapeTarget[] = [];
   if (rules.envoy && hasIstioSidecar(pod)) {
-    out.push({ id: `envoy/${ns}/${name}`, kind: "envoy", url: `http://${host}:${ENVOY_PORT}/stats/prometheus`, ...base, ...withNode });
+    const url = `http://${host}:${ENVOY_PORT}/stats/prometheus`;
+    out.push({ id: targetId("envoy", url, ns, name), kind: "envoy", url, ...base, ...withNode });
   }
   if (rules.dcgm && isDcgmExporter(pod)) {
-    out.push({ id: `dcgm/${ns}/${name}`, kind: "dcgm", url: `http://${host}:${DCGM_PORT}/metrics`, ...base, ...withNode });
+    const url = `http://${host}:${DCGM_PORT}/metrics`;
+    out.push({ id: targetId("dcgm", url, ns, name), kind: "dcgm", url, ...base, ...withNode });
   }
   const vllmPort = pod.metadata?.annotations?.[VLLM_PORT_ANNOTATION];
   if (rules.vllm && vllmPort !== undefined && /^\d{1,5}$/.test(vllmPort)) {
-    out.push({ id: `vllm/${ns}/${name}`, kind: "vllm", url: `http://${host}:${vllmPort}/metrics`, ...base, ...withNode });
+    const url = `http://${host}:${vllmPort}/metrics`;
+    out.push({ id: targetId("vllm", url, ns, name), kind: "vllm", url, ...base, ...withNode });
   }
   return out;
 }
@@ -86,7 +98,7 @@ export function targetsForPod(pod: V1Pod, rules: PodTargetRules): ScrapeTarget[]
 /** Static targets with defaults filled in. */
 export function staticTargets(configs: StaticTargetConfig[], defaults: { intervalMs: number; timeoutMs: number }): ScrapeTarget[] {
   return configs.map((c) => {
-    const t: ScrapeTarget = { id: c.url, kind: c.kind, url: c.url, intervalMs: c.intervalMs ?? defaults.intervalMs, timeoutMs: c.timeoutMs ?? defaults.timeoutMs };
+    const t: ScrapeTarget = { id: targetId(c.kind, c.url, c.namespace, c.pod), kind: c.kind, url: c.url, intervalMs: c.intervalMs ?? defaults.intervalMs, timeoutMs: c.timeoutMs ?? defaults.timeoutMs };
     if (c.namespace !== undefined) t.namespace = c.namespace;
     if (c.pod !== undefined) t.pod = c.pod;
     if (c.node !== undefined) t.node = c.node;
