@@ -148,7 +148,7 @@ describe("kube emulator (emulated kube-apiserver)", () => {
     assert.equal(smp.json?.reason, "UnsupportedMediaType");
   });
 
-  it("validates WasmPlugins against the CRD schema with a 422 Invalid status listing every cause", async () => {
+  it("validates WasmPlugins against the CRD schema with a 422 Invalid status listing every cause; blocking errors skip the CEL rules (strategy.go hasBlockingErr)", async () => {
     const bad = plugin("bad", { phase: "LATE", sha256: "xyz", selector: { matchLabels: { app: "a" } }, targetRefs: [{ kind: "Service" }] });
     delete (bad.spec as { url?: string }).url;
     const result = await apiError(api.createNamespacedCustomObject({ group, version, plural, namespace: "ns1", body: bad }));
@@ -159,6 +159,13 @@ describe("kube emulator (emulated kube-apiserver)", () => {
       { reason: "FieldValueInvalid", field: "spec.sha256", message: `Invalid value: "xyz": spec.sha256 in body should match '(^$|^[a-f0-9]{64}$)'` },
       { reason: "FieldValueNotSupported", field: "spec.phase", message: 'Unsupported value: "LATE": supported values: "UNSPECIFIED_PHASE", "AUTHN", "AUTHZ", "STATS"' },
       { reason: "FieldValueRequired", field: "spec.targetRefs[0].name", message: "Required value" },
+      { reason: "FieldValueInvalid", field: "", message: 'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation' },
+    ]);
+    // With only non-blocking errors (a pattern), the CEL rule runs and reports too.
+    const both = plugin("both", { sha256: "xyz", selector: { matchLabels: { app: "a" } }, targetRefs: [{ kind: "Service", name: "s" }] });
+    const celResult = await apiError(api.createNamespacedCustomObject({ group, version, plural, namespace: "ns1", body: both }));
+    assert.deepEqual((celResult.body.details as { causes: unknown[] }).causes, [
+      { reason: "FieldValueInvalid", field: "spec.sha256", message: `Invalid value: "xyz": spec.sha256 in body should match '(^$|^[a-f0-9]{64}$)'` },
       { reason: "FieldValueInvalid", field: "spec", message: 'Invalid value: "object": only one of targetRefs or selector can be set' },
     ]);
     assert.match(String(result.body.message), /^WasmPlugin\.extensions\.istio\.io "bad" is invalid: \[spec\.url: Required value, /);
@@ -278,18 +285,23 @@ describe("kube emulator (emulated kube-apiserver)", () => {
     assert.equal((await raw(emulator, "GET", "/apis/apps/v1/namespaces/infer/statefulsets")).status, 404);
   });
 
-  it("refuses to load a CRD whose CEL rules it cannot evaluate, so no rule is silently skipped", () => {
+  it("refuses to load a CRD whose CEL rules do not compile or use a function it cannot evaluate, so no rule is silently skipped", () => {
     const crd = {
       apiVersion: "apiextensions.k8s.io/v1",
       kind: "CustomResourceDefinition",
+      metadata: { name: "gadgets.example.dev" },
       spec: {
         group: "example.dev",
         scope: "Namespaced",
-        names: { plural: "gadgets", kind: "Gadget" },
-        versions: [{ name: "v1", served: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-validations": [{ rule: "self.size() > 1" }] } } } } }],
+        names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { url: { type: "string" } }, "x-kubernetes-validations": [{ rule: "isURL(self.url)" }] } } } } }],
       },
     };
-    assert.throws(() => resourceTypesFromCrd(crd), { message: "kube-emulator: CEL rule at <root>.spec is not implemented: self.size() > 1" });
+    assert.throws(() => resourceTypesFromCrd(crd), { message: 'kube-emulator: CustomResourceDefinition gadgets.example.dev is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "isURL(self.url)": kube-emulator: CEL function isURL() is not implemented in the emulator' });
+    const withRule = (rule: string) => structuredClone({ ...crd, spec: { ...crd.spec, versions: [{ ...crd.spec.versions[0]!, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { url: { type: "string" } }, "x-kubernetes-validations": [{ rule }] } } } } }] } });
+    assert.throws(() => resourceTypesFromCrd(withRule("self.url &&")), /compilation failed/);
+    assert.throws(() => resourceTypesFromCrd(withRule("self.uri.size() > 0")), /undefined field 'uri'/);
+    assert.equal(resourceTypesFromCrd(withRule("self.url.size() > 0")).length, 1);
   });
 
   it("fails requests on demand: 503 while unavailable, injected codes for the next N requests", async () => {

@@ -1,7 +1,9 @@
 // Emulated Kubernetes apiserver for tests (no kube-apiserver runs on these machines).
-// `startKubeEmulator()` serves core/v1 pods and namespaces plus extensions.istio.io/v1alpha1
-// wasmplugins validated against test/fixtures/control-plane/wasmplugin-crd.yaml; register more
-// with `options.resources` or `emulator.register(...)`. `kubeConfigFor(emulator.url)` gives a
+// `startKubeEmulator()` serves core/v1 pods and namespaces, coordination.k8s.io/v1 leases,
+// apps/v1 controllerrevisions, apiextensions.k8s.io/v1 customresourcedefinitions (a CRD created
+// through the API is validated and then served) and extensions.istio.io/v1alpha1 wasmplugins
+// validated against test/fixtures/control-plane/wasmplugin-crd.yaml; register more with
+// `options.resources` or `emulator.register(...)`. `kubeConfigFor(emulator.url)` gives a
 // @kubernetes/client-node KubeConfig pointing at it.
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";

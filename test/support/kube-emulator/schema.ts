@@ -1,10 +1,11 @@
 // Validation of custom resources against a CRD's `openAPIV3Schema`, the way the apiserver does
 // it: unknown fields are pruned (reported as warnings, or rejected under fieldValidation=Strict),
 // and each violation becomes a StatusCause with the apiserver's wording and a dotted field path.
-// x-kubernetes-validations (CEL) rules are evaluated only when the emulator knows the rule text;
-// registering a schema with an unknown rule fails, so no rule is silently skipped.
+// x-kubernetes-validations (CEL) rules are compiled at registration and evaluated here (cel.ts);
+// a rule the emulator cannot compile fails registration, so no rule is silently skipped.
 import type { StatusCause } from "./status.js";
 import type { Json } from "./patch.js";
+import { compileError, compileRule, evaluateRule, type ValidationRule } from "./cel.js";
 
 /** The subset of OpenAPI v3 structural schema that CRDs use and the emulator checks. */
 export interface StructuralSchema {
@@ -28,29 +29,20 @@ export interface StructuralSchema {
   anyOf?: StructuralSchema[];
   "x-kubernetes-preserve-unknown-fields"?: boolean;
   "x-kubernetes-int-or-string"?: boolean;
-  "x-kubernetes-validations"?: { rule: string; message?: string }[];
+  "x-kubernetes-validations"?: ValidationRule[];
   "x-kubernetes-list-type"?: string;
   "x-kubernetes-list-map-keys"?: string[];
 }
-
-/** A CEL rule the emulator can evaluate, keyed by its exact rule text. */
-export type CelRule = (self: Json) => boolean;
-
-/** Rules the emulator implements; add one here (with its rule text) before a CRD can use it. */
-export const knownCelRules: Record<string, CelRule> = {
-  "!(has(self.selector) && has(self.targetRefs))": (self) =>
-    !(isObject(self) && Object.hasOwn(self, "selector") && Object.hasOwn(self, "targetRefs")),
-  "self.all(key, key.size() != 0)": (self) => isObject(self) && Object.keys(self).every((k) => k.length !== 0),
-};
 
 function isObject(value: unknown): value is { [key: string]: Json } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Throws when the schema uses a CEL rule the emulator does not know. */
+/** Throws when a CEL rule of the schema does not compile (or uses what the emulator cannot evaluate). */
 export function assertRulesKnown(schema: StructuralSchema, path = "<root>"): void {
   for (const rule of schema["x-kubernetes-validations"] ?? []) {
-    if (!Object.hasOwn(knownCelRules, rule.rule)) throw new Error(`kube-emulator: CEL rule at ${path} is not implemented: ${rule.rule}`);
+    const error = compileError(rule.rule, schema);
+    if (error !== undefined) throw new Error(`kube-emulator: CEL rule at ${path} (${rule.rule}): ${error}`);
   }
   for (const [name, sub] of Object.entries(schema.properties ?? {})) assertRulesKnown(sub, `${path}.${name}`);
   if (schema.items) assertRulesKnown(schema.items, `${path}[]`);
@@ -191,16 +183,56 @@ export function validateValue(schema: StructuralSchema, value: Json, path: strin
     });
     if (!matched) out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must match at least one schema in anyOf` });
   }
+}
+
+/**
+ * x-kubernetes-validations over the (pruned) value: each failing rule is one cause at its node,
+ * or at its fieldPath. `old` is the stored value, correlated through object properties, map
+ * entries and the items of map-type lists, for transition rules (schema/cel/validation.go).
+ */
+function validateRules(schema: StructuralSchema, value: Json | undefined, path: string, out: ValidationOutcome, old: Json | undefined): void {
+  if (value === undefined || value === null) return;
   for (const rule of schema["x-kubernetes-validations"] ?? []) {
-    const check = knownCelRules[rule.rule];
-    if (check !== undefined && !check(value)) {
-      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${rule.message ?? `failed rule: ${rule.rule}`}` });
+    const message = evaluateRule(compileRule(rule), value, old, schema);
+    if (message === undefined) continue;
+    const field = rule.fieldPath === undefined ? path : `${path}${rule.fieldPath}`;
+    const reason = rule.reason ?? "FieldValueInvalid";
+    // schema/cel/validation.go reports the rule's schema type as the value (field.Invalid(path, sts.Type, ...)).
+    const body = reason === "FieldValueForbidden" ? `Forbidden: ${message}` : reason === "FieldValueRequired" ? `Required value: ${message}` : `Invalid value: ${JSON.stringify(schema.type ?? "object")}: ${message}`;
+    out.causes.push({ reason, field, message: body });
+  }
+  const join = (key: string): string => (path === "" ? key : `${path}.${key}`);
+  if (isObject(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      const sub = schema.properties !== undefined && Object.hasOwn(schema.properties, key) ? schema.properties[key] : typeof schema.additionalProperties === "object" ? schema.additionalProperties : undefined;
+      if (sub !== undefined) validateRules(sub, child, join(key), out, isObject(old) && Object.hasOwn(old, key) ? (old[key] as Json) : undefined);
     }
+  } else if (Array.isArray(value) && schema.items !== undefined) {
+    const mapKeys = schema["x-kubernetes-list-type"] === "map" ? schema["x-kubernetes-list-map-keys"] : undefined;
+    const keyOf = (item: Json): string | undefined => (mapKeys === undefined || !isObject(item) ? undefined : JSON.stringify(mapKeys.map((k) => item[k])));
+    const olds = Array.isArray(old) ? old : [];
+    value.forEach((item, i) => {
+      const key = keyOf(item);
+      validateRules(schema.items as StructuralSchema, item, `${path}[${i}]`, out, key === undefined ? undefined : olds.find((o) => keyOf(o) === key));
+    });
   }
 }
 
+// customresource/strategy.go hasBlockingErr: these make the server skip every CEL rule.
+const blockingReasons = new Set(["FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"]);
+
 /** Validates a whole object: metadata/apiVersion/kind are the server's, everything else the schema's. */
-export function validateObject(schema: StructuralSchema, object: { [key: string]: Json }): ValidationOutcome {
+export function validateObject(schema: StructuralSchema, object: { [key: string]: Json }, old?: { [key: string]: Json }): ValidationOutcome {
+  const out = validateStructure(schema, object);
+  if (out.causes.some((c) => blockingReasons.has(c.reason))) {
+    out.causes.push({ reason: "FieldValueInvalid", field: "", message: 'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation' });
+  } else {
+    validateRules(schema, object, "", out, old);
+  }
+  return out;
+}
+
+function validateStructure(schema: StructuralSchema, object: { [key: string]: Json }): ValidationOutcome {
   const out: ValidationOutcome = { causes: [], unknownFields: [] };
   for (const name of schema.required ?? []) {
     if (!Object.hasOwn(object, name)) out.causes.push({ reason: "FieldValueRequired", field: name, message: "Required value" });

@@ -17,6 +17,8 @@ import { validateObject } from "./schema.js";
 import { validateObjectMeta } from "./object-meta.js";
 import { leaseType } from "./lease.js";
 import { controllerRevisionType } from "./controller-revision.js";
+import { crdType, establishedStatus, typesOfCrd } from "./crd-registration.js";
+import { toTable, wantsTable } from "./table.js";
 import * as status from "./status.js";
 import { apiVersionOf, ObjectStore, resourceKey, type KubeObject, type ResourceType, type StoredEvent } from "./store.js";
 
@@ -67,6 +69,7 @@ const coreTypes: ResourceType[] = [
   { group: "", version: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, allowUnconditionalUpdate: true },
   leaseType,
   controllerRevisionType,
+  crdType,
 ];
 
 function isObject(value: unknown): value is { [key: string]: Json } {
@@ -121,6 +124,12 @@ export class KubeEmulator extends EventEmitter {
       });
     });
     this.store.subscribe((event) => this.fanOut(event));
+    // A CRD written through the API starts (or stops) serving its resource.
+    this.store.subscribe((event) => {
+      if (event.resource !== resourceKey(crdType)) return;
+      for (const type of typesOfCrd(event.previous ?? event.object)) this.types.delete(resourceKey(type));
+      if (event.type !== "DELETED") for (const type of typesOfCrd(event.object)) this.register(type);
+    });
     if ((options.bookmarkIntervalMs ?? 0) > 0) {
       this.bookmarkTimer = setInterval(() => this.bookmark(), options.bookmarkIntervalMs);
       this.bookmarkTimer.unref();
@@ -284,13 +293,14 @@ export class KubeEmulator extends EventEmitter {
       return;
     }
     const isWatch = query.watch === "true" || query.watch === "1";
+    const table = wantsTable(req.headers.accept);
     if (method === "GET" && parsed.name === undefined) {
       if (isWatch) this.watch(parsed, query, res);
-      else this.list(parsed, query, res);
+      else this.list(parsed, query, res, table);
       return;
     }
     if (method === "GET") {
-      this.get(parsed, res);
+      this.get(parsed, res, table);
       return;
     }
     const body = await this.readBody(req);
@@ -333,7 +343,7 @@ export class KubeEmulator extends EventEmitter {
     return matchesSelector(fields, fieldValues);
   }
 
-  private list(parsed: ParsedPath, query: Record<string, string>, res: ServerResponse): void {
+  private list(parsed: ParsedPath, query: Record<string, string>, res: ServerResponse, table = false): void {
     const sel = this.selectors(query);
     if ("kind" in sel) {
       this.send(res, sel);
@@ -384,6 +394,10 @@ export class KubeEmulator extends EventEmitter {
       const lastKey = (page[page.length - 1] as [string, KubeObject])[0];
       metadata.continue = Buffer.from(JSON.stringify({ rv: listRevision, after: lastKey })).toString("base64url");
       metadata.remainingItemCount = all.length - limit;
+    }
+    if (table) {
+      this.send(res, toTable(parsed.type, page.map(([, object]) => object), String(listRevision), this.now().getTime()) as object, 200);
+      return;
     }
     this.send(res, {
       kind: `${parsed.type.kind}List`,
@@ -458,10 +472,11 @@ export class KubeEmulator extends EventEmitter {
     watcher.response.write(`${JSON.stringify({ type, object: event.object })}\n`);
   }
 
-  private get(parsed: ParsedPath, res: ServerResponse): void {
+  private get(parsed: ParsedPath, res: ServerResponse, table = false): void {
     const name = parsed.name as string;
     const object = this.store.get(resourceKey(parsed.type), this.key(parsed.namespace, name));
     if (object === undefined) this.send(res, status.notFound(this.target(parsed, name)));
+    else if (table) this.send(res, toTable(parsed.type, [object], object.metadata?.resourceVersion ?? "", this.now().getTime()) as object, 200);
     else this.send(res, object, 200);
   }
 
@@ -500,7 +515,7 @@ export class KubeEmulator extends EventEmitter {
     let unknown: string[] = [];
     const schema = parsed.type.schema ?? parsed.type.native?.schema;
     if (schema !== undefined) {
-      const outcome = validateObject(schema, object);
+      const outcome = validateObject(schema, object, old);
       unknown = outcome.unknownFields;
       if (parsed.type.native !== undefined) {
         // A built-in type's wire types are Go struct fields: a mismatch fails decoding (400).
@@ -557,6 +572,8 @@ export class KubeEmulator extends EventEmitter {
     meta.creationTimestamp = this.now().toISOString().replace(/\.\d{3}Z$/, "Z");
     meta.generation = 1;
     if (parsed.type.statusSubresource) delete object.status;
+    // The establishing controller accepts the names and serves the versions at once here.
+    if (parsed.type === crdType) object.status = establishedStatus(object, meta.creationTimestamp);
     if (dryRun) {
       this.send(res, object, 201, this.warningHeaders(checked.warnings));
       return;

@@ -39,6 +39,8 @@ export interface ResourceType {
   schema?: StructuralSchema;
   /** Whether writes to the main resource leave `.status` alone (CRDs with a status subresource). */
   statusSubresource?: boolean;
+  /** Columns `kubectl get` prints (additionalPrinterColumns), served as a meta.k8s.io Table. */
+  printerColumns?: { name: string; type: string; format?: string; description?: string; priority?: number; jsonPath: string }[];
   /** PUT without metadata.resourceVersion; true for core types, false for custom resources. */
   allowUnconditionalUpdate?: boolean;
   /**
