@@ -120,11 +120,11 @@ export async function run(): Promise<BenchRow[]> {
     [{ ...REMOTE_WRITE_TARGET_DEFAULTS, name: "bench", url: "http://127.0.0.1:9/api/v1/write", queueDir: dir }],
     { clock: systemClock, metrics: createRemoteWriteMetrics(new Registry()), fsync: "never" },
   );
-  const gate = new SeriesGate(1_000_000);
-  writer.write(gate.pass("bench", makeSeries(ts), ts));
+  const gate = new SeriesGate(writer.registry, 1_000_000);
+  writer.writeGated(gate.pass("bench", makeSeries(ts), ts));
   gc();
   const bytes = process.memoryUsage().heapUsed - before;
-  if (writer.activeSeries !== SERIES || gate.limiter.size !== SERIES || gate.staleness.size !== SERIES) throw new Error("state not held");
+  if (writer.activeSeries !== SERIES || gate.activeSeries !== SERIES || gate.staleness.size !== SERIES) throw new Error("state not held");
   await writer.stop();
   rmSync(dir, { recursive: true, force: true });
 

@@ -5,7 +5,7 @@ import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { Joiner, counterDelta } from "../../control-plane/src/join/joiner.js";
-import { cleanLabels, sanitizeLabelName, CardinalityLimiter, MAX_LABEL_VALUE_LENGTH } from "../../control-plane/src/join/labels.js";
+import { cleanLabels, sanitizeLabelName, MAX_LABEL_VALUE_LENGTH } from "../../control-plane/src/join/labels.js";
 import type { WriteSeries } from "../../control-plane/src/remote-write/series.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../fixtures/pipeline/${name}`, import.meta.url), "utf8");
@@ -176,15 +176,11 @@ describe("join", () => {
     assert.equal(s.samples[0]!.value, 87);
   });
 
-  it("sanitises label names, cuts long values and caps cardinality", () => {
+  it("sanitises label names and cuts long values", () => {
     assert.equal(sanitizeLabelName("model-name.v1"), "model_name_v1");
     assert.equal(sanitizeLabelName("9lives"), "_lives");
     assert.deepEqual(cleanLabels(["a", "", "b-c", "x", "Hostname", "h", "b_c", "dup"]), ["b_c", "x", "hostname", "h"]);
     assert.equal(cleanLabels(["v", "z".repeat(1000)])[1]!.length, MAX_LABEL_VALUE_LENGTH);
-    const lim = new CardinalityLimiter(2);
-    assert.deepEqual(["a", "b", "c", "a"].map((k) => lim.admit(k)), [true, true, false, true]);
-    lim.release("a");
-    assert.equal(lim.admit("c"), true);
   });
 
   it("emits up=0 and nothing else for a failed scrape", () => {

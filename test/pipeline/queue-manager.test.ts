@@ -29,7 +29,7 @@ class RecordingTransport implements Transport {
 function target(dir: string, over: Partial<RemoteWriteTargetConfig> = {}): RemoteWriteTargetConfig {
   return {
     name: "t1", url: "http://unused.invalid/api/v1/write", protocol: "1.0", headers: {}, queueDir: join(dir, over.name ?? "t1"),
-    maxQueueBytes: 1 << 20, segmentBytes: 1 << 16, maxSamplesPerSend: 4, batchSendDeadlineMs: 5000,
+    maxQueueBytes: 1 << 20, segmentBytes: 1 << 16, maxSamplesPerSend: 4, shards: 1, batchSendDeadlineMs: 5000,
     minBackoffMs: 30, maxBackoffMs: 5000, maxRetryAfterMs: 60_000, remoteTimeoutMs: 1000, flushOnStopMs: 1000, ...over,
   };
 }
@@ -229,13 +229,13 @@ describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock 
     const clock = new FakeClock();
     const reg = new Registry();
     const down: Transport = { send: async () => ({ kind: "retryable", reason: "network" }) };
-    // Each record of 4 samples is ~150 bytes: segments of 1 KiB, bound 2 KiB.
+    // Each compact record of 4 samples is ~40 bytes (the first of a segment also defines the 4 series): segments of 1 KiB, bound 2 KiB.
     const w = new RemoteWriter([target(dir, { maxQueueBytes: 2048, segmentBytes: 1024 })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => down });
-    for (let i = 0; i < 40; i++) w.write([0, 1, 2, 3].map((v) => series(`m${v}`, i * 4 + v, 1000 + i)));
+    for (let i = 0; i < 400; i++) w.write([0, 1, 2, 3].map((v) => series(`m${v}`, i * 4 + v, 1000 + i)));
     const q = w.targets[0]!.queue;
     assert.ok(q.bytes <= 2048, `queue bytes ${q.bytes}`);
     const dropped = (await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "queue_full" })) ?? 0;
-    assert.equal(dropped + q.pendingSamples, 160, "every sample is either queued or counted as dropped");
+    assert.equal(dropped + q.pendingSamples, 1600, "every sample is either queued or counted as dropped");
     assert.ok(dropped > 0);
     await w.stop();
     rmSync(dir, { recursive: true });

@@ -1,5 +1,5 @@
 // Label hygiene for joined series: valid names, no empty values, bounded value length, one
-// spelling of the hostname label, and a cap on the number of distinct series.
+// spelling of the hostname label (the cap on distinct series is the series gate's).
 import type { Labels } from "../scrape/sample.js";
 
 /** Longest label value kept; longer ones are cut (a label is an identity, not a payload). */
@@ -45,27 +45,4 @@ export function setLabel(labels: Labels, name: string, value: string): void {
     }
   }
   labels.push(name, value);
-}
-
-/** Admits at most `maxSeries` distinct series keys; the rest are refused and counted by the caller. */
-export class CardinalityLimiter {
-  private readonly admitted = new Set<string>();
-  constructor(readonly maxSeries: number) {}
-
-  /** True when `key` is (or can now be) admitted. */
-  admit(key: string): boolean {
-    if (this.admitted.has(key)) return true;
-    if (this.admitted.size >= this.maxSeries) return false;
-    this.admitted.add(key);
-    return true;
-  }
-
-  /** Frees the slot of a series that ended. */
-  release(key: string): void {
-    this.admitted.delete(key);
-  }
-
-  get size(): number {
-    return this.admitted.size;
-  }
 }

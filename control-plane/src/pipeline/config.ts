@@ -34,6 +34,9 @@ export const REMOTE_WRITE_TARGET_DEFAULTS: Omit<RemoteWriteTarget, "name" | "url
   maxQueueBytes: 256 * 1024 * 1024, // hours of a typical control plane's output
   segmentBytes: 8 * 1024 * 1024,
   maxSamplesPerSend: 2000,
+  // Prometheus starts with one shard and grows to max_shards (200) as it falls behind; a fixed few
+  // keep a control plane's sender from waiting on one request's round trip at a time.
+  shards: 4,
   batchSendDeadlineMs: 5000,
   minBackoffMs: 30,
   maxBackoffMs: 5000,
@@ -184,6 +187,7 @@ export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
       positiveInt(errors, `${f}.segmentBytes`, t.segmentBytes, 1024);
       if (typeof t.segmentBytes === "number" && typeof t.maxQueueBytes === "number" && t.segmentBytes > t.maxQueueBytes) errors.push({ field: `${f}.segmentBytes`, reason: `must not exceed maxQueueBytes (${t.maxQueueBytes}), got ${t.segmentBytes}` });
       positiveInt(errors, `${f}.maxSamplesPerSend`, t.maxSamplesPerSend);
+      positiveInt(errors, `${f}.shards`, t.shards);
       positiveInt(errors, `${f}.batchSendDeadlineMs`, t.batchSendDeadlineMs);
       positiveInt(errors, `${f}.minBackoffMs`, t.minBackoffMs);
       positiveInt(errors, `${f}.maxBackoffMs`, t.maxBackoffMs);

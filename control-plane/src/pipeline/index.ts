@@ -65,14 +65,14 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     identityWaitMs: config.join.gpuIdentityWaitMs,
     onIdentityTimeout: () => metrics.identityTimeouts.inc(),
   });
-  const gate = new SeriesGate(config.join.maxSeries, (reason) => metrics.seriesDropped.inc({ reason }));
+  const gate = new SeriesGate(writer.registry, config.join.maxSeries, (reason) => metrics.seriesDropped.inc({ reason }));
 
   // A target's report (up, scrape_duration_seconds) and its scraped series are two sources for
   // staleness: the report ships at once, the series may be held until the pod's GPU identity is known.
   const reportSource = (id: string): string => `${id}#report`;
   const ship = (source: string, series: WriteSeries[], ts: number): void => {
-    writer.write(gate.pass(source, series, ts));
-    metrics.activeSeries.set(gate.limiter.size);
+    writer.writeGated(gate.pass(source, series, ts));
+    metrics.activeSeries.set(gate.activeSeries);
   };
   const shipBatches = (batches: JoinedBatch[]): void => {
     for (const b of batches) {
@@ -101,8 +101,8 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     for (const removed of scraper.setTargets(all)) {
       const released = joiner.removeTarget(removed);
       const now = clock.now();
-      writer.write([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
-      metrics.activeSeries.set(gate.limiter.size);
+      writer.writeGated([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
+      metrics.activeSeries.set(gate.activeSeries);
       shipBatches(released);
     }
     shipBatches(joiner.setTargets(all));

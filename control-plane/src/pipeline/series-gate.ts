@@ -1,27 +1,35 @@
 // Between join and remote write: labels normalised, the cardinality cap applied, and staleness
-// markers added for series a source stopped reporting. Each series' key string is computed once
-// and shared by the cap, the staleness tracker and the writer's time-order map.
-import type { Labels } from "../scrape/sample.js";
-import { CardinalityLimiter } from "../join/labels.js";
+// markers added for series a source stopped reporting. Each series lives once in the writer's
+// registry (key, ref, encoded labels); the cap counts registry entries and the staleness tracker
+// holds them, so no per-series state is kept twice.
 import { StalenessTracker } from "../remote-write/staleness.js";
+import type { SeriesEntry, SeriesRegistry } from "../remote-write/series-registry.js";
 import { normalizeLabels, seriesKey, type WriteSeries } from "../remote-write/series.js";
 
 /** Counts what the gate refuses, by reason. */
 export type DropCounter = (reason: "cardinality_cap" | "invalid_labels") => void;
 
+/** A series the gate admitted, or a staleness marker for one that ended. */
+export interface GatedSeries {
+  entry: SeriesEntry;
+  samples: WriteSeries["samples"];
+}
+
 /** The gate. */
 export class SeriesGate {
-  readonly limiter: CardinalityLimiter;
   readonly staleness = new StalenessTracker();
 
-  constructor(maxSeries: number, private readonly onDrop: DropCounter = () => undefined) {
-    this.limiter = new CardinalityLimiter(maxSeries);
+  constructor(readonly registry: SeriesRegistry, readonly maxSeries: number, private readonly onDrop: DropCounter = () => undefined) {}
+
+  /** Series admitted under the cap. */
+  get activeSeries(): number {
+    return this.registry.size;
   }
 
   /** The series of one report of `source` at `ts` to write: admitted ones plus stale markers. */
-  pass(source: string, series: WriteSeries[], ts: number): WriteSeries[] {
-    const out: WriteSeries[] = [];
-    const current = new Map<string, Labels>();
+  pass(source: string, series: WriteSeries[], ts: number): GatedSeries[] {
+    const out: GatedSeries[] = [];
+    const current = new Set<SeriesEntry>();
     for (const s of series) {
       const labels = normalizeLabels(s.labels);
       if (typeof labels === "string") {
@@ -29,24 +37,29 @@ export class SeriesGate {
         continue;
       }
       const key = seriesKey(labels);
-      if (!this.limiter.admit(key)) {
-        this.onDrop("cardinality_cap");
-        continue;
+      let entry = this.registry.get(key);
+      if (!entry) {
+        if (this.registry.size >= this.maxSeries) {
+          this.onDrop("cardinality_cap");
+          continue;
+        }
+        entry = this.registry.add(key, labels);
       }
-      current.set(key, labels);
-      out.push({ labels, samples: s.samples, key });
+      current.add(entry);
+      out.push({ entry, samples: s.samples });
     }
-    for (const gone of this.staleness.update(source, current)) out.push(this.stale(gone.key, gone.labels, ts));
+    for (const gone of this.staleness.update(source, current)) out.push(this.stale(gone, ts));
     return out;
   }
 
   /** Stale markers at `ts` for everything `source` reported; forgets it. */
-  removeSource(source: string, ts: number): WriteSeries[] {
-    return this.staleness.remove(source).map((g) => this.stale(g.key, g.labels, ts));
+  removeSource(source: string, ts: number): GatedSeries[] {
+    return this.staleness.remove(source).map((e) => this.stale(e, ts));
   }
 
-  private stale(key: string, labels: Labels, ts: number): WriteSeries {
-    this.limiter.release(key);
-    return { labels, samples: [{ value: NaN, timestampMs: ts, stale: true }], key };
+  /** The series ends here: its slot under the cap is free again (its ref once the marker is written). */
+  private stale(entry: SeriesEntry, ts: number): GatedSeries {
+    this.registry.release(entry);
+    return { entry, samples: [{ value: NaN, timestampMs: ts, stale: true }] };
   }
 }

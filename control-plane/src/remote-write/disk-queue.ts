@@ -5,13 +5,17 @@
 // sample time delivered so far (so the lag a restart reports during an outage is the true one).
 // Record: u32 payload length | u32 crc32(payload) | u32 sample count | f64 newest sample ms | payload.
 //
-// Durability policy: every append is written and fsync'd before `append` returns (a whole scrape
-// cycle is one append, so this is a group commit of a few ms every interval, not one per sample);
-// the committed position is written to a temp file, fsync'd, renamed over `committed`, and the
-// directory fsync'd. After `kill -9` a torn tail record fails its length or CRC check and is cut
-// off at open; everything appended before it is still there. Delivery is at least once: the only
-// window for a duplicate is a crash between the receiver's 2xx and the commit's fsync, and the
-// duplicate then carries identical samples, which Prometheus-compatible receivers ignore.
+// Durability policy, as Prometheus's WAL (tsdb/wlog: each record is written to the file at once,
+// fsync happens when a segment is finished and at close): every append is written with write(2)
+// before `append` returns, so it survives `kill -9` of the process (the page cache holds it); a
+// segment is fsync'd when the next one starts and at close ("segment", the default), or after
+// every append ("always", for a machine that may lose power with no time to flush). The committed
+// position is written to a temp file and renamed over `committed` (atomic in the page cache; fsync'd
+// only in "always" mode: losing it to a power cut re-sends delivered samples, never loses any).
+// After `kill -9` a torn tail record fails its length or CRC check and is cut off at open;
+// everything appended before it is still there. Delivery is at least once: the only window for a
+// duplicate is a crash between the receiver's 2xx and the commit's rename, and the duplicate then
+// carries identical samples, which Prometheus-compatible receivers ignore.
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync, ftruncateSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
@@ -48,8 +52,8 @@ export interface DiskQueueOptions {
   maxBytes: number;
   /** Size at which the writer starts a new segment. */
   segmentBytes: number;
-  /** "always": fsync each append (default); "never": leave it to the OS (tests of throughput only). */
-  fsync?: "always" | "never";
+  /** "segment" (default): fsync each finished segment; "always": each append and commit; "never": tests of throughput only. */
+  fsync?: "always" | "segment" | "never";
   now?: () => number;
 }
 
@@ -90,6 +94,11 @@ export class DiskQueue {
   /** Samples dropped because the queue was over its byte bound. */
   droppedSamples = 0;
   droppedRecords = 0;
+  /** Samples from the committed position on, and from the read cursor on (kept as records come and go). */
+  private pending = 0;
+  private unread = 0;
+  /** Open read descriptors by segment id (closed when the segment goes). */
+  private readonly readFds = new Map<number, number>();
   /** Bytes (headers included) and samples appended since open, for the cost report. */
   appendedBytes = 0;
   appendedSamples = 0;
@@ -138,6 +147,8 @@ export class DiskQueue {
         report.samples += r.samples;
       }
     }
+    this.pending = report.samples;
+    this.unread = report.samples;
     return report;
   }
 
@@ -206,29 +217,69 @@ export class DiskQueue {
 
   /** Undelivered samples (from the committed position on). */
   get pendingSamples(): number {
-    let n = 0;
-    for (const s of this.segments) for (const r of s.records) if (!this.isBefore(s.id, r.offset, this.committed)) n += r.samples;
-    return n;
+    return this.pending;
   }
 
   /** Samples not yet handed out by `read`. */
   get unreadSamples(): number {
+    return this.unread;
+  }
+
+  private countFrom(pos: QueuePosition): number {
     let n = 0;
-    for (const s of this.segments) for (const r of s.records) if (!this.isBefore(s.id, r.offset, this.cursor)) n += r.samples;
+    for (const s of this.segments) for (const r of s.records) if (!this.isBefore(s.id, r.offset, pos)) n += r.samples;
     return n;
   }
 
-  /** Appends one record durably. */
-  append(payload: Uint8Array, samples: number, newestTimestampMs: number): void {
-    let active = this.segments[this.segments.length - 1]!;
-    const length = HEADER_BYTES + payload.length;
-    if (active.bytes > 0 && active.bytes + length > this.opts.segmentBytes) {
-      if (this.opts.fsync !== "never") fsyncSync(this.fd);
-      closeSync(this.fd);
-      active = this.createSegment(active.id + 1);
-      this.segments.push(active);
-      this.fd = openSync(active.path, "r+");
+  /**
+   * Makes sure the next append of at most `bytes` lands in the active segment (starting a new one
+   * when it would not fit) and returns that segment's id, so the caller can tell which series
+   * definitions the segment already holds.
+   */
+  prepare(bytes: number): number {
+    const active = this.segments[this.segments.length - 1]!;
+    if (active.bytes > 0 && active.bytes + HEADER_BYTES + bytes > this.opts.segmentBytes) this.roll();
+    return this.segments[this.segments.length - 1]!.id;
+  }
+
+  private roll(): void {
+    const active = this.segments[this.segments.length - 1]!;
+    if (this.opts.fsync !== "never") fsyncSync(this.fd);
+    closeSync(this.fd);
+    const next = this.createSegment(active.id + 1);
+    this.segments.push(next);
+    this.fd = openSync(next.path, "r+");
+  }
+
+  /** The payloads of the records before the read cursor in its segment (they may define series used after it). */
+  readSegmentHead(): Uint8Array[] {
+    const seg = this.segments.find((s) => s.id === this.cursor.segment);
+    if (!seg) return [];
+    return seg.records.filter((r) => r.offset < this.cursor.offset).map((r) => this.readPayload(seg, r));
+  }
+
+  private readPayload(seg: Segment, r: RecordIndex): Buffer {
+    let fd = this.readFds.get(seg.id);
+    if (fd === undefined) this.readFds.set(seg.id, (fd = openSync(seg.path, "r")));
+    const buf = Buffer.allocUnsafe(r.length - HEADER_BYTES);
+    readSync(fd, buf, 0, buf.length, r.offset + HEADER_BYTES);
+    return buf;
+  }
+
+  private unlinkSegment(seg: Segment): void {
+    const fd = this.readFds.get(seg.id);
+    if (fd !== undefined) {
+      closeSync(fd);
+      this.readFds.delete(seg.id);
     }
+    unlinkSync(seg.path);
+  }
+
+  /** Appends one record (see the durability policy above). */
+  append(payload: Uint8Array, samples: number, newestTimestampMs: number): void {
+    const length = HEADER_BYTES + payload.length;
+    this.prepare(payload.length);
+    const active = this.segments[this.segments.length - 1]!;
     const header = Buffer.alloc(HEADER_BYTES);
     header.writeUInt32LE(payload.length, 0);
     header.writeUInt32LE(crc32(payload), 4);
@@ -236,8 +287,10 @@ export class DiskQueue {
     header.writeDoubleLE(newestTimestampMs, 12);
     writeSync(this.fd, header, 0, HEADER_BYTES, active.bytes);
     writeSync(this.fd, payload, 0, payload.length, active.bytes + HEADER_BYTES);
-    if (this.opts.fsync !== "never") fsyncSync(this.fd);
+    if (this.opts.fsync === "always") fsyncSync(this.fd);
     active.records.push({ offset: active.bytes, length, samples, newestTimestampMs, appendedAtMs: this.now() });
+    this.pending += samples;
+    this.unread += samples;
     active.bytes += length;
     this.appendedBytes += length;
     this.appendedSamples += samples;
@@ -248,11 +301,13 @@ export class DiskQueue {
     while (this.segments.length > 1 && this.bytes > this.opts.maxBytes) {
       const oldest = this.segments.shift()!;
       for (const r of oldest.records) {
+        if (!this.isBefore(oldest.id, r.offset, this.cursor)) this.unread -= r.samples;
         if (this.isBefore(oldest.id, r.offset, this.committed)) continue;
         this.droppedSamples += r.samples;
         this.droppedRecords++;
+        this.pending -= r.samples;
       }
-      unlinkSync(oldest.path);
+      this.unlinkSegment(oldest);
       const head = this.segments[0]!;
       if (this.cursor.segment < head.id) this.cursor = { segment: head.id, offset: 0 };
       if (this.committed.segment < head.id) this.writeCommitted({ ...this.committed, segment: head.id, offset: 0 });
@@ -271,16 +326,10 @@ export class DiskQueue {
       for (const r of seg.records) {
         if (this.isBefore(seg.id, r.offset, this.cursor)) continue;
         if (out.length > 0 && total + r.samples > maxSamples) return out;
-        const buf = Buffer.alloc(r.length - HEADER_BYTES);
-        const fd = openSync(seg.path, "r");
-        try {
-          readSync(fd, buf, 0, buf.length, r.offset + HEADER_BYTES);
-        } finally {
-          closeSync(fd);
-        }
         const next = { segment: seg.id, offset: r.offset + r.length };
-        out.push({ payload: buf, samples: r.samples, newestTimestampMs: r.newestTimestampMs, appendedAtMs: r.appendedAtMs, next });
+        out.push({ payload: this.readPayload(seg, r), samples: r.samples, newestTimestampMs: r.newestTimestampMs, appendedAtMs: r.appendedAtMs, next });
         this.cursor = next;
+        this.unread -= r.samples;
         total += r.samples;
         if (total >= maxSamples) return out;
       }
@@ -319,10 +368,11 @@ export class DiskQueue {
     if (seg && after && pos.offset >= seg.bytes) pos = { segment: after.id, offset: 0 };
     const newest = Math.max(newestDeliveredMs ?? -Infinity, this.committed.newestDeliveredMs ?? -Infinity);
     this.writeCommitted(Number.isFinite(newest) ? { ...pos, newestDeliveredMs: newest } : { ...pos });
+    this.pending = this.countFrom(this.committed);
     while (this.segments.length > 1) {
       const s = this.segments[0]!;
       if (s.id >= pos.segment) break;
-      unlinkSync(s.path);
+      this.unlinkSegment(s);
       this.segments.shift();
     }
   }
@@ -332,6 +382,7 @@ export class DiskQueue {
     this.cursor = { segment: this.committed.segment, offset: this.committed.offset };
     const head = this.segments[0]!;
     if (this.cursor.segment < head.id) this.cursor = { segment: head.id, offset: 0 };
+    this.unread = this.countFrom(this.cursor);
   }
 
   /** Newest sample time delivered, as committed (survives restarts), or undefined before any delivery. */
@@ -344,12 +395,12 @@ export class DiskQueue {
     const fd = openSync(tmp, "w");
     try {
       writeFileSync(fd, JSON.stringify(pos));
-      if (this.opts.fsync !== "never") fsyncSync(fd);
+      if (this.opts.fsync === "always") fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
     renameSync(tmp, join(this.opts.dir, "committed"));
-    this.fsyncDir();
+    if (this.opts.fsync === "always") this.fsyncDir();
     this.committed = { ...pos };
   }
 
@@ -360,8 +411,11 @@ export class DiskQueue {
 
   close(): void {
     if (this.fd >= 0) {
+      if (this.opts.fsync !== "never") fsyncSync(this.fd);
       closeSync(this.fd);
       this.fd = -1;
     }
+    for (const fd of this.readFds.values()) closeSync(fd);
+    this.readFds.clear();
   }
 }

@@ -410,3 +410,37 @@ export function decodeWriteRequestV1(buf: Uint8Array): DecodedSeries[] {
   }
   return out;
 }
+
+/** The encoded `Label` fields of a 1.0 TimeSeries for a sorted label set: what a series record stores once. */
+export function encodeLabelsV1(labels: Labels, w = new ProtoWriter(256)): Uint8Array {
+  w.pos = 0;
+  for (let i = 0; i < labels.length; i += 2) {
+    if (writeLabelAscii(w, labels[i]!, labels[i + 1]!)) continue;
+    w.varint(V1_LABELS);
+    const l = w.beginLength();
+    w.varint(LABEL_NAME);
+    w.string(labels[i]!);
+    w.varint(LABEL_VALUE);
+    w.string(labels[i + 1]!);
+    w.endLength(l);
+  }
+  return w.finish().slice();
+}
+
+/** Appends one 1.0 TimeSeries of one sample from already encoded labels (see encodeLabelsV1). */
+export function writeSampleV1(w: ProtoWriter, labels: Uint8Array, timestampMs: number, value: number, stale: boolean): void {
+  const sampleBody = 9 + (timestampMs === 0 ? 0 : 1 + (timestampMs < 0 ? 10 : varintSize(timestampMs)));
+  const len = labels.length + 1 + varintSize(sampleBody) + sampleBody;
+  w.varint(V1_TIMESERIES);
+  w.varint(len);
+  w.bytes(labels);
+  w.varint(V1_SAMPLES);
+  w.varint(sampleBody);
+  w.varint(SAMPLE_VALUE);
+  if (stale) w.bytes(STALE_NAN_BYTES);
+  else w.double(value);
+  if (timestampMs !== 0) {
+    w.varint(SAMPLE_TIMESTAMP);
+    w.int64(timestampMs);
+  }
+}

@@ -1,10 +1,13 @@
 // One remote-write target: its durable queue, batching by size or deadline, sending with retries,
-// protocol fallback, and its metrics. After Prometheus's queue manager, with a single shard: the
-// control plane ships thousands of series per interval, not millions.
-import { DiskQueue } from "./disk-queue.js";
-import { decodeWriteRequestV1, encodeRequestV2 } from "./protobuf.js";
+// protocol fallback, and its metrics. After Prometheus's queue manager (storage/remote/
+// queue_manager.go): samples are spread over `shards` by series, so each series keeps its order,
+// and the shards of one round are sent at once; the round is committed when every shard is done.
+import { DiskQueue, type QueueRecord } from "./disk-queue.js";
+import { decodeWriteRequestV1, encodeRequestV2, ProtoWriter, writeSampleV1 } from "./protobuf.js";
 import { sendWithRetry, type Clock } from "./retry.js";
 import { snappyCompress } from "./snappy.js";
+import { ByteWriter, COMPACT_RECORD, decodeRecord, encodeRecord, LEGACY_V1_RECORD, type SamplesPart } from "./record.js";
+import type { SeriesEntry } from "./series-registry.js";
 import type { Protocol, SendResult, Transport } from "./transport.js";
 import type { RemoteWriteMetrics } from "./metrics.js";
 
@@ -20,6 +23,8 @@ export interface RemoteWriteTargetConfig {
   maxQueueBytes: number;
   segmentBytes: number;
   maxSamplesPerSend: number;
+  /** Requests sent at once, samples spread over them by series (Prometheus's shards). */
+  shards: number;
   batchSendDeadlineMs: number;
   minBackoffMs: number;
   maxBackoffMs: number;
@@ -35,7 +40,14 @@ export interface TargetDeps {
   clock: Clock;
   metrics: RemoteWriteMetrics;
   random?: () => number;
-  fsync?: "always" | "never";
+  /** See DiskQueueOptions.fsync. */
+  fsync?: "always" | "segment" | "never";
+}
+
+/** One shard's request being built. */
+interface ShardBatch {
+  w: ProtoWriter;
+  samples: number;
 }
 
 /** A remote-write target with its own durable queue and sender loop. */
@@ -47,6 +59,12 @@ export class TargetQueue {
   private wakeWaiter: (() => void) | undefined;
   private flushing = false;
   private newestSentMs: number | undefined;
+  /** Writer side: the segment in which each ref was last defined (-1: not in any). */
+  private definedIn = new Int32Array(1024).fill(-1);
+  private readonly recordScratch = new ByteWriter(64 * 1024);
+  /** Sender side: encoded labels per ref, from the series definitions read so far. */
+  private readonly labelsOf = new Map<number, Uint8Array>();
+  private readonly shardBatches: ShardBatch[];
 
   constructor(readonly config: RemoteWriteTargetConfig, private readonly deps: TargetDeps) {
     this.protocol = config.protocol;
@@ -54,10 +72,13 @@ export class TargetQueue {
       dir: config.queueDir,
       maxBytes: config.maxQueueBytes,
       segmentBytes: config.segmentBytes,
-      fsync: deps.fsync ?? "always",
+      fsync: deps.fsync ?? "segment",
       now: () => deps.clock.now(),
     });
     this.newestSentMs = this.queue.newestDeliveredMs;
+    this.shardBatches = Array.from({ length: Math.max(1, config.shards) }, () => ({ w: new ProtoWriter(256 * 1024), samples: 0 }));
+    // Records before the read position in its segment may define refs used after it.
+    for (const payload of this.queue.readSegmentHead()) this.learn(payload, false);
     this.updateGauges();
   }
 
@@ -66,17 +87,48 @@ export class TargetQueue {
     return this.protocol;
   }
 
-  /** Appends one encoded 1.0 WriteRequest record durably and wakes the sender. */
-  enqueue(payloadV1: Uint8Array, samples: number, newestTimestampMs: number): void {
+  /** A ref was freed for reuse: the next record that names it defines it again. */
+  forgetSeries(id: number): void {
+    if (id < this.definedIn.length) this.definedIn[id] = -1;
+  }
+
+  /**
+   * Appends one record durably and wakes the sender: the samples part, plus the definitions of the
+   * series this queue's current segment has not defined yet (a segment is read, or dropped, alone).
+   */
+  enqueueRecord(series: readonly SeriesEntry[], part: SamplesPart): void {
+    let bound = part.w.pos + 64;
+    for (const e of series) bound += e.labels.length + 12;
+    // Snappy's worst case grows a block by a sixth; the record's header and format byte are extra.
+    const segment = this.queue.prepare(bound + Math.ceil(bound / 6) + 64);
+    const defs: { id: number; labels: Uint8Array }[] = [];
+    for (const e of series) {
+      if (e.id >= this.definedIn.length) {
+        const grown = new Int32Array(Math.max(e.id + 1, this.definedIn.length * 2)).fill(-1);
+        grown.set(this.definedIn);
+        this.definedIn = grown;
+      }
+      if (this.definedIn[e.id] === segment) continue;
+      this.definedIn[e.id] = segment;
+      defs.push(e);
+    }
+    const payload = encodeRecord(defs, part, this.recordScratch);
     const before = this.queue.droppedSamples;
-    this.queue.append(payloadV1, samples, newestTimestampMs);
+    this.queue.append(payload, part.count, part.newestMs);
     const dropped = this.queue.droppedSamples - before;
     if (dropped > 0) this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "queue_full" }, dropped);
     this.updateGauges();
     this.wakeWaiter?.();
   }
 
-  /** Starts the sender loop. */
+  /** Appends one raw 1.0 WriteRequest record (older queues wrote these; tests of recovery). */
+  enqueue(payloadV1: Uint8Array, samples: number, newestTimestampMs: number): void {
+    this.queue.append(payloadV1, samples, newestTimestampMs);
+    this.updateGauges();
+    this.wakeWaiter?.();
+  }
+
+/** Starts the sender loop. */
   start(): void {
     this.running ??= this.loop();
   }
@@ -115,6 +167,7 @@ export class TargetQueue {
 
   private async loop(): Promise<void> {
     const { config, deps } = this;
+    const shards = this.shardBatches.length;
     while (!this.stopController.signal.aborted) {
       const unread = this.queue.unreadSamples;
       if (unread === 0) {
@@ -130,27 +183,66 @@ export class TargetQueue {
           continue;
         }
       }
-      const records = this.queue.read(config.maxSamplesPerSend);
-      const samples = records.reduce((n, r) => n + r.samples, 0);
-      const v1 = concat(records.map((r) => r.payload));
-      const result = await this.send(v1, samples);
-      const last = records[records.length - 1]!;
-      if (result.kind !== "retryable") {
-        if (result.kind === "success") deps.metrics.samplesSent.inc({ target: config.name }, samples);
-        else deps.metrics.samplesDropped.inc({ target: config.name, reason: result.reason }, samples);
-        // A batch given up on is done too: Prometheus moves its highest-sent timestamp after any
-        // send that was not cancelled (storage/remote/queue_manager.go, sendSamplesWithBackoff).
-        let newest = this.newestSentMs ?? -Infinity;
-        for (const r of records) newest = Math.max(newest, r.newestTimestampMs);
-        this.newestSentMs = newest;
-        this.queue.commit(last.next, newest);
-      } else {
-        // Only an abort (shutdown) ends retrying: the batch stays on disk for the next start.
+      const records = this.queue.read(config.maxSamplesPerSend * shards);
+      for (const r of records) this.learn(r.payload, true);
+      const results = await Promise.all(this.shardBatches.filter((b) => b.samples > 0).map((b) => this.sendShard(b)));
+      for (const b of this.shardBatches) {
+        b.w.pos = 0;
+        b.samples = 0;
+      }
+      if (results.some((r) => r.kind === "retryable")) {
+        // Only an abort (shutdown) ends retrying: the round stays on disk for the next start.
         this.queue.rewind();
         return;
       }
-      this.updateGauges();
+      this.committed(records);
     }
+  }
+
+  /** Takes the series definitions of a record and, when `route`, spreads its samples over the shards. */
+  private learn(payload: Uint8Array, route: boolean): void {
+    if (payload[0] === LEGACY_V1_RECORD) {
+      if (route) {
+        // A raw 1.0 request of an older queue: its series go to the first shard as they are.
+        this.shardBatches[0]!.w.bytes(payload);
+        this.shardBatches[0]!.samples += decodeWriteRequestV1(payload).reduce((n, s) => n + s.samples.length, 0);
+      }
+      return;
+    }
+    if (payload[0] !== COMPACT_RECORD) return;
+    const shards = this.shardBatches;
+    decodeRecord(payload, {
+      define: (id, labels) => this.labelsOf.set(id, labels.slice()),
+      sample: (id, ts, value, stale) => {
+        if (!route) return;
+        const labels = this.labelsOf.get(id);
+        if (labels === undefined) {
+          this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "unknown_series" });
+          return;
+        }
+        const b = shards[id % shards.length]!;
+        writeSampleV1(b.w, labels, ts, value, stale);
+        b.samples++;
+      },
+    });
+  }
+
+  private async sendShard(b: ShardBatch): Promise<SendResult> {
+    const result = await this.send(b.w.finish(), b.samples);
+    const { config, deps } = this;
+    if (result.kind === "success") deps.metrics.samplesSent.inc({ target: config.name }, b.samples);
+    else if (result.kind === "failed") deps.metrics.samplesDropped.inc({ target: config.name, reason: result.reason }, b.samples);
+    return result;
+  }
+
+  private committed(records: QueueRecord[]): void {
+    // A batch given up on is done too: Prometheus moves its highest-sent timestamp after any send
+    // that was not cancelled (storage/remote/queue_manager.go, sendSamplesWithBackoff).
+    let newest = this.newestSentMs ?? -Infinity;
+    for (const r of records) newest = Math.max(newest, r.newestTimestampMs);
+    this.newestSentMs = newest;
+    this.queue.commit(records[records.length - 1]!.next, newest);
+    this.updateGauges();
   }
 
   private async send(v1: Uint8Array, samples: number): Promise<SendResult> {
@@ -170,8 +262,9 @@ export class TargetQueue {
           onRetry: (r) => deps.metrics.samplesRetried.inc({ target: config.name, reason: r.reason }, samples),
         });
         if (protocol === "2.0" && this.needsFallback(result, samples)) {
+          // Shards of one round find out together: the target falls back once.
+          if (this.protocol === "2.0") deps.metrics.protocolFallbacks.inc({ target: config.name });
           this.protocol = "1.0";
-          deps.metrics.protocolFallbacks.inc({ target: config.name });
           continue;
         }
         return result;
@@ -191,17 +284,4 @@ export class TargetQueue {
     if (result.kind === "failed" && result.status === 415) return true;
     return result.kind === "success" && samples > 0 && result.samplesWritten === undefined;
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
 }

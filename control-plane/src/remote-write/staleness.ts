@@ -1,27 +1,28 @@
 // Staleness markers: when a series a source reported last time is missing from its next report (or
 // the source fails or goes away), Prometheus expects one sample with the stale NaN so queries stop
-// returning the old value at once instead of after five minutes of lookback.
-import type { Labels } from "../scrape/sample.js";
+// returning the old value at once instead of after five minutes of lookback (scrape/scrape.go,
+// scrapeLoop.updateStaleMarkers and endOfRunStaleness).
+import type { SeriesEntry } from "./series-registry.js";
 
 /** Remembers the series each source reported last, and says which ones disappeared. */
 export class StalenessTracker {
-  private readonly last = new Map<string, Map<string, Labels>>();
+  private readonly last = new Map<string, Set<SeriesEntry>>();
 
-  /** Records this report of `source` (series key -> labels) and returns the series that vanished since the last one. */
-  update(source: string, current: Map<string, Labels>): { key: string; labels: Labels }[] {
+  /** Records this report of `source` and returns the series that vanished since the last one. */
+  update(source: string, current: Set<SeriesEntry>): SeriesEntry[] {
     const before = this.last.get(source);
     this.last.set(source, current);
     if (!before) return [];
-    const gone: { key: string; labels: Labels }[] = [];
-    for (const [key, labels] of before) if (!current.has(key)) gone.push({ key, labels });
+    const gone: SeriesEntry[] = [];
+    for (const e of before) if (!current.has(e)) gone.push(e);
     return gone;
   }
 
   /** Forgets `source` and returns everything it had reported (all now stale). */
-  remove(source: string): { key: string; labels: Labels }[] {
+  remove(source: string): SeriesEntry[] {
     const before = this.last.get(source);
     this.last.delete(source);
-    return before ? [...before].map(([key, labels]) => ({ key, labels })) : [];
+    return before ? [...before] : [];
   }
 
   /** Number of series currently tracked over all sources. */

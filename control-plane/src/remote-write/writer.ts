@@ -1,11 +1,15 @@
 // The remote-write front door: validates series (sorted unique labels, __name__, time order per
-// series), encodes them once as 1.0 records and appends each record to every target's queue.
-import { ProtoWriter, writeSeriesV1 } from "./protobuf.js";
+// series), gives each series a ref in the registry, encodes each batch of samples once as the
+// samples part of a compact record (record.ts), and appends it to every target's queue with the
+// series definitions that queue's current segment still lacks.
 import { normalizeLabels, seriesKey, type WriteSeries } from "./series.js";
+import { SeriesRegistry, type SeriesEntry } from "./series-registry.js";
+import { SamplesPart } from "./record.js";
 import { TargetQueue, type RemoteWriteTargetConfig, type TargetDeps } from "./queue-manager.js";
 import { HttpTransport, type Transport } from "./transport.js";
 import type { Clock } from "./retry.js";
 import type { RemoteWriteMetrics } from "./metrics.js";
+import type { GatedSeries } from "../pipeline/series-gate.js";
 
 /** What the writer needs from outside; `transportFor` lets tests swap the HTTP transport. */
 export interface WriterDeps {
@@ -13,14 +17,18 @@ export interface WriterDeps {
   metrics: RemoteWriteMetrics;
   transportFor?: (target: RemoteWriteTargetConfig) => Transport;
   random?: () => number;
-  fsync?: "always" | "never";
+  fsync?: TargetDeps["fsync"];
 }
 
 /** Fans series out to several remote-write targets, each with its own durable queue. */
 export class RemoteWriter {
   readonly targets: TargetQueue[];
-  private readonly lastTimestamp = new Map<string, number>();
+  readonly registry = new SeriesRegistry();
   private readonly recordSamples: number;
+  private readonly part = new SamplesPart();
+  /** Distinct series of the record being built. */
+  private readonly recordSeries: SeriesEntry[] = [];
+  private readonly inRecord = new Set<SeriesEntry>();
 
   constructor(configs: RemoteWriteTargetConfig[], private readonly deps: WriterDeps) {
     this.targets = configs.map((c) => {
@@ -30,6 +38,9 @@ export class RemoteWriter {
       if (deps.fsync) td.fsync = deps.fsync;
       return new TargetQueue(c, td);
     });
+    this.registry.onRecycle = (id) => {
+      for (const t of this.targets) t.forgetSeries(id);
+    };
     // One record never holds more than the smallest batch, so a batch is always whole records.
     this.recordSamples = Math.min(...configs.map((c) => c.maxSamplesPerSend), 2000);
   }
@@ -48,58 +59,69 @@ export class RemoteWriter {
     for (const t of this.targets) this.deps.metrics.samplesDropped.inc({ target: t.config.name, reason }, samples);
   }
 
-  /**
-   * Queues series durably on every target. Labels are normalised (unless the series carries its
-   * key, which says they already are); a sample not newer than the last
-   * one queued for its series is dropped (reason out_of_order). Returns the samples queued.
-   */
+  /** Queues series given as labels (normalised here; no cardinality cap). Returns the samples queued. */
   write(series: WriteSeries[]): number {
-    if (this.targets.length === 0) return 0;
-    const w = new ProtoWriter();
-    let inRecord = 0;
-    let newest = 0;
-    let queued = 0;
-    const flush = (): void => {
-      if (inRecord === 0) return;
-      const payload = w.finish().slice();
-      for (const t of this.targets) t.enqueue(payload, inRecord, newest);
-      queued += inRecord;
-      w.pos = 0;
-      inRecord = 0;
-      newest = 0;
-    };
+    const gated: GatedSeries[] = [];
     for (const s of series) {
-      const labels = s.key === undefined ? normalizeLabels(s.labels) : s.labels;
+      const labels = normalizeLabels(s.labels);
       if (typeof labels === "string") {
         this.drop("invalid_labels", s.samples.length);
         continue;
       }
-      const key = s.key ?? seriesKey(labels);
-      let last = this.lastTimestamp.get(key) ?? -Infinity;
-      const samples = [];
-      for (const smp of s.samples) {
-        if (smp.timestampMs <= last) {
+      const key = seriesKey(labels);
+      gated.push({ entry: this.registry.get(key) ?? this.registry.add(key, labels), samples: s.samples });
+    }
+    return this.writeGated(gated);
+  }
+
+  /**
+   * Queues series the gate admitted, durably, on every target. A sample not newer than the last one
+   * queued for its series is dropped (reason out_of_order); a series whose last sample is a
+   * staleness marker ends (its registry entry goes). Returns the samples queued.
+   */
+  writeGated(series: GatedSeries[]): number {
+    if (this.targets.length === 0) {
+      for (const s of series) if (s.samples[s.samples.length - 1]?.stale) this.registry.release(s.entry);
+      this.registry.recycle();
+      return 0;
+    }
+    let queued = 0;
+    for (const { entry, samples } of series) {
+      let ended = false;
+      for (const smp of samples) {
+        if (smp.timestampMs <= entry.lastTs) {
           this.drop("out_of_order", 1);
           continue;
         }
-        last = smp.timestampMs;
-        samples.push(smp);
+        if (this.part.count >= this.recordSamples) queued += this.flush();
+        entry.lastTs = smp.timestampMs;
+        if (!this.inRecord.has(entry)) {
+          this.inRecord.add(entry);
+          this.recordSeries.push(entry);
+        }
+        this.part.add(entry.id, smp.timestampMs, smp.value, smp.stale === true);
+        ended = smp.stale === true;
       }
-      if (samples.length === 0) continue;
       // A series that went stale starts over: forget it so memory follows the active series.
-      if (samples[samples.length - 1]!.stale) this.lastTimestamp.delete(key);
-      else this.lastTimestamp.set(key, last);
-      if (inRecord + samples.length > this.recordSamples) flush();
-      writeSeriesV1(w, labels, samples);
-      inRecord += samples.length;
-      newest = Math.max(newest, last);
+      if (ended) this.registry.release(entry);
     }
-    flush();
+    queued += this.flush();
+    this.registry.recycle();
     return queued;
   }
 
-  /** Series whose last timestamp the writer remembers (for the memory report). */
+  private flush(): number {
+    const n = this.part.count;
+    if (n === 0) return 0;
+    for (const t of this.targets) t.enqueueRecord(this.recordSeries, this.part);
+    this.part.reset();
+    this.recordSeries.length = 0;
+    this.inRecord.clear();
+    return n;
+  }
+
+  /** Series the writer knows (for the memory report). */
   get activeSeries(): number {
-    return this.lastTimestamp.size;
+    return this.registry.size;
   }
 }

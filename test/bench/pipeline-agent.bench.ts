@@ -1,0 +1,221 @@
+// The whole pipeline's cost beside Prometheus in agent mode (Debian's prometheus 2.42,
+// `--enable-feature=agent`): both scrape the same synthetic fleet (Envoy sidecars with the filter's
+// series, vLLM, dcgm-exporter: ~55k series) on the same interval, and remote-write to the same local
+// sink, at the same time, for the same window. Per process: CPU-seconds (utime + stime from
+// /proc/<pid>/stat) per 1M samples the sink received in the window, and peak RSS (VmHWM). For the
+// pipeline also its heap per active series and its disk queue's bytes per sample. The window starts
+// after both have shipped for a while, so start-up (and tsx's transpiling) is not counted.
+// Repeats REPEATS times internally and reports the median, so `runs` is 1.
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { uncompressSync } from "snappy";
+import { freePort } from "../support/prometheus.js";
+import { startFleet, type Fleet } from "./support/synthetic-fleet.js";
+import type { ChildReport } from "./support/pipeline-child.js";
+import { median } from "./measure.js";
+import type { BenchRow } from "./table.js";
+
+export const runs = 1;
+const REPEATS = Number(process.env.PIPELINE_AGENT_REPEATS ?? "3");
+const INTERVAL_MS = 5000;
+const WARMUP_MS = 20_000;
+const WINDOW_MS = 40_000;
+const SHAPE = { nodes: 6, podsPerNode: 6, routes: 4, models: 2, gpusPerNode: 8 };
+
+const clockTicks = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
+
+/** CPU seconds (user + system) a process has used. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** Peak resident set size of a process, bytes. */
+function peakRssBytes(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+function varint(b: Uint8Array, pos: { p: number }): number {
+  let result = 0;
+  let mul = 1;
+  for (;;) {
+    const x = b[pos.p++]!;
+    result += (x & 0x7f) * mul;
+    if (x < 0x80) return result;
+    mul *= 128;
+  }
+}
+
+/** Samples in a remote-write 1.0 body (field 1 TimeSeries, its field 2 Sample), skipping everything else (metadata). */
+function countSamples(body: Uint8Array): number {
+  let n = 0;
+  const pos = { p: 0 };
+  const skip = (wire: number): void => {
+    if (wire === 0) varint(body, pos);
+    else if (wire === 1) pos.p += 8;
+    else if (wire === 5) pos.p += 4;
+    else if (wire === 2) {
+      const len = varint(body, pos); // read first: `pos.p += varint()` would add to the old position
+      pos.p += len;
+    }
+    else throw new Error(`unexpected wire type ${wire}`);
+  };
+  while (pos.p < body.length) {
+    const key = varint(body, pos);
+    if (key !== ((1 << 3) | 2)) {
+      skip(key & 7);
+      continue;
+    }
+    const end = varint(body, pos) + pos.p;
+    while (pos.p < end) {
+      const k = varint(body, pos);
+      if (k === ((2 << 3) | 2)) n++;
+      skip(k & 7);
+    }
+  }
+  return n;
+}
+
+/** A remote-write sink counting the samples each path received. */
+async function startSink(): Promise<{ url: string; received: Map<string, number>; close(): Promise<void> }> {
+  const received = new Map<string, number>();
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = uncompressSync(Buffer.concat(chunks)) as Buffer;
+      received.set(req.url ?? "", (received.get(req.url ?? "") ?? 0) + countSamples(body));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+function prometheusConfig(fleet: Fleet, sinkUrl: string): string {
+  const host = new URL(fleet.base).host;
+  const targets = fleet.endpoints.map((e) => `      - targets: ["${host}"]\n        labels: {__metrics_path__: "${e.path}", kind: "${e.kind}", namespace: "${e.namespace}", pod: "${e.pod}"}`);
+  return [
+    "global:",
+    `  scrape_interval: ${INTERVAL_MS / 1000}s`,
+    `  scrape_timeout: ${Math.min(INTERVAL_MS, 10_000) / 1000}s`,
+    "scrape_configs:",
+    "  - job_name: fleet",
+    "    static_configs:",
+    ...targets,
+    "remote_write:",
+    `  - url: ${sinkUrl}/prom`,
+    "",
+  ].join("\n");
+}
+
+async function until(cond: () => boolean, what: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function exited(p: ChildProcess): Promise<void> {
+  return p.exitCode !== null ? Promise.resolve() : new Promise((r) => p.once("exit", () => r()));
+}
+
+interface Round { oursCpuPerM: number; promCpuPerM: number; oursRss: number; promRss: number; heapPerSeries: number; queueBytesPerSample: number; oursRate: number; promRate: number }
+
+async function round(): Promise<Round> {
+  const fleet = await startFleet(SHAPE);
+  const sink = await startSink();
+  const dir = mkdtempSync(join(tmpdir(), "tokentrace-agent-bench-"));
+  const promPort = await freePort();
+  writeFileSync(join(dir, "prometheus.yml"), prometheusConfig(fleet, sink.url));
+  const prom = spawn("prometheus", [
+    "--enable-feature=agent", `--config.file=${join(dir, "prometheus.yml")}`, `--storage.agent.path=${join(dir, "agent")}`,
+    `--web.listen-address=127.0.0.1:${promPort}`, "--log.level=warn",
+  ], { stdio: ["ignore", "ignore", "inherit"] });
+  const childScript = fileURLToPath(new URL("./support/pipeline-child.ts", import.meta.url));
+  const childConfig = {
+    targets: fleet.endpoints.map((e) => ({ url: fleet.base + e.path, kind: e.kind, ...(e.kind === "dcgm" ? {} : { namespace: e.namespace, pod: e.pod }), node: e.node })),
+    sinkUrl: `${sink.url}/tokentrace`,
+    queueDir: join(dir, "queue"),
+    intervalMs: INTERVAL_MS,
+  };
+  const ours = spawn(process.execPath, ["--import", "tsx", childScript, JSON.stringify(childConfig)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const messages: unknown[] = [];
+  ours.on("message", (m) => messages.push(m));
+  try {
+    await until(() => messages.includes("started"), "the pipeline to start", 60_000);
+    await until(() => (sink.received.get("/prom") ?? 0) > 0 && (sink.received.get("/tokentrace") ?? 0) > 0, "both to ship", 60_000);
+    await new Promise((r) => setTimeout(r, WARMUP_MS));
+    const start = { ours: cpuSeconds(ours.pid!), prom: cpuSeconds(prom.pid!), oursN: sink.received.get("/tokentrace")!, promN: sink.received.get("/prom")!, at: Date.now() };
+    await new Promise((r) => setTimeout(r, WINDOW_MS));
+    const end = { ours: cpuSeconds(ours.pid!), prom: cpuSeconds(prom.pid!), oursN: sink.received.get("/tokentrace")!, promN: sink.received.get("/prom")!, at: Date.now() };
+    ours.send("report");
+    await until(() => messages.length > 1, "the pipeline's report", 30_000);
+    const report = messages[messages.length - 1] as ChildReport;
+    const seconds = (end.at - start.at) / 1000;
+    return {
+      oursCpuPerM: ((end.ours - start.ours) / (end.oursN - start.oursN)) * 1e6,
+      promCpuPerM: ((end.prom - start.prom) / (end.promN - start.promN)) * 1e6,
+      oursRss: peakRssBytes(ours.pid!),
+      promRss: peakRssBytes(prom.pid!),
+      heapPerSeries: report.heapUsedBytes / report.activeSeries,
+      queueBytesPerSample: report.queueAppendedBytes / report.queueAppendedSamples,
+      oursRate: (end.oursN - start.oursN) / seconds,
+      promRate: (end.promN - start.promN) / seconds,
+    };
+  } finally {
+    ours.kill("SIGKILL");
+    prom.kill("SIGTERM");
+    await Promise.all([exited(ours), exited(prom)]);
+    await sink.close();
+    await fleet.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const rounds: Round[] = [];
+  for (let i = 0; i < REPEATS; i++) {
+    rounds.push(await round());
+    console.error(`  pipeline-agent round ${i + 1}/${REPEATS}: ${JSON.stringify(rounds[rounds.length - 1])}`);
+  }
+  const m = (f: (r: Round) => number): number => median(rounds.map(f));
+  const cpuRatio = m((r) => r.oursCpuPerM / r.promCpuPerM);
+  const rssRatio = m((r) => r.oursRss / r.promRss);
+  const what = `${REPEATS} rounds of ${WINDOW_MS / 1000} s, ${INTERVAL_MS / 1000} s interval, ~55k series`;
+  return [
+    {
+      figure: `pipeline CPU-seconds per 1M samples shipped, beside Prometheus 2.42 agent on the same fleet and sink (${what})`,
+      value: m((r) => r.oursCpuPerM),
+      unit: "CPU-s",
+      baseline: { name: "prometheus agent", value: m((r) => r.promCpuPerM) },
+      ratio: { value: cpuRatio, of: "ours/agent CPU per sample", better: "lower" },
+      bar: { on: "ratio", max: 3 },
+    },
+    {
+      figure: "pipeline peak RSS beside Prometheus agent",
+      value: Math.round(m((r) => r.oursRss) / 1024 / 1024),
+      unit: "MiB",
+      baseline: { name: "prometheus agent", value: Math.round(m((r) => r.promRss) / 1024 / 1024) },
+      ratio: { value: rssRatio, of: "ours/agent peak RSS", better: "lower" },
+    },
+    { figure: "pipeline heap per active series (after GC, whole heap / admitted series)", value: Math.round(m((r) => r.heapPerSeries)), unit: "bytes", bar: { on: "value", max: 2048 } },
+    { figure: "pipeline disk queue bytes per sample appended", value: Number(m((r) => r.queueBytesPerSample).toFixed(1)), unit: "bytes", bar: { on: "value", max: 40 } },
+    { figure: "samples per second shipped in the window (pipeline)", value: Math.round(m((r) => r.oursRate)), unit: "samples/s", baseline: { name: "prometheus agent", value: Math.round(m((r) => r.promRate)) } },
+  ];
+}
