@@ -23,6 +23,8 @@ import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/Clus
 import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
+import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { envOverrides, loadConfig, type Config } from "../../control-plane/src/config.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { desiredWasmPlugin, managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
@@ -43,6 +45,8 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
+  "apiextensions.k8s.io/v1/CustomResourceDefinition": CustomResourceDefinition,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
   "install.istio.io/v1alpha1/IstioOperator": IstioOperator,
   "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,

@@ -60,6 +60,11 @@ function visit(expr: Expr | undefined, schema: StructuralSchema, problems: strin
   switch (kind.case) {
     case "selectExpr": {
       const chain = selfChain(expr);
+      // At a resource's root only metadata.name and metadata.generateName are visible (schema/cel/model).
+      if (chain !== undefined && chain[0] === "metadata" && schema.properties?.apiVersion !== undefined) {
+        if (chain.length > 1 && chain[1] !== "name" && chain[1] !== "generateName") problems.push(`compilation failed: ERROR: <input>: undefined field '${chain[1]}'`);
+        return;
+      }
       if (chain !== undefined) {
         let node: StructuralSchema | undefined = schema;
         for (const field of chain) {
@@ -156,6 +161,15 @@ export function toCel(value: Json | undefined, schema: StructuralSchema | undefi
     return out;
   }
   return value;
+}
+
+/** A resource's root as rules see it: metadata reduced to name and generateName. */
+export function rootForRules(object: Json): Json {
+  if (typeof object !== "object" || object === null || Array.isArray(object) || typeof object.metadata !== "object" || object.metadata === null || Array.isArray(object.metadata)) return object;
+  const meta = object.metadata;
+  const visible: { [key: string]: Json } = {};
+  for (const key of ["name", "generateName"]) if (meta[key] !== undefined) visible[key] = meta[key] as Json;
+  return { ...object, metadata: visible };
 }
 
 /** The outcome of one rule on one value: undefined when it holds, else the message to report. */

@@ -5,7 +5,7 @@
 // a rule the emulator cannot compile fails registration, so no rule is silently skipped.
 import type { StatusCause } from "./status.js";
 import type { Json } from "./patch.js";
-import { compileError, compileRule, evaluateRule, type ValidationRule } from "./cel.js";
+import { compileError, compileRule, evaluateRule, rootForRules, type ValidationRule } from "./cel.js";
 
 /** The subset of OpenAPI v3 structural schema that CRDs use and the emulator checks. */
 export interface StructuralSchema {
@@ -21,6 +21,10 @@ export interface StructuralSchema {
   maxLength?: number;
   minimum?: number;
   maximum?: number;
+  /** OpenAPI v3.0 form: the bound itself is excluded. */
+  exclusiveMinimum?: boolean;
+  exclusiveMaximum?: boolean;
+  minProperties?: number;
   minItems?: number;
   maxItems?: number;
   maxProperties?: number;
@@ -124,11 +128,11 @@ export function validateValue(schema: StructuralSchema, value: Json, path: strin
     if (schema.format === "int32" && (value > 2147483647 || value < -2147483648)) {
       out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body must be of type int32` });
     }
-    if (schema.minimum !== undefined && value < schema.minimum) {
-      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be greater than or equal to ${schema.minimum}` });
+    if (schema.minimum !== undefined && (schema.exclusiveMinimum === true ? value <= schema.minimum : value < schema.minimum)) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be greater than ${schema.exclusiveMinimum === true ? "" : "or equal to "}${schema.minimum}` });
     }
-    if (schema.maximum !== undefined && value > schema.maximum) {
-      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be less than or equal to ${schema.maximum}` });
+    if (schema.maximum !== undefined && (schema.exclusiveMaximum === true ? value >= schema.maximum : value > schema.maximum)) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be less than ${schema.exclusiveMaximum === true ? "" : "or equal to "}${schema.maximum}` });
     }
   }
   if (Array.isArray(value)) {
@@ -153,6 +157,9 @@ export function validateValue(schema: StructuralSchema, value: Json, path: strin
     }
   }
   if (isObject(value)) {
+    if (schema.minProperties !== undefined && Object.keys(value).length < schema.minProperties) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${Object.keys(value).length}: ${path} in body should have at least ${schema.minProperties} properties` });
+    }
     if (schema.maxProperties !== undefined && Object.keys(value).length > schema.maxProperties) {
       out.causes.push({ reason: "FieldValueTooMany", field: path, message: `Too many: ${Object.keys(value).length}: must have at most ${schema.maxProperties} items` });
     }
@@ -227,7 +234,7 @@ export function validateObject(schema: StructuralSchema, object: { [key: string]
   if (out.causes.some((c) => blockingReasons.has(c.reason))) {
     out.causes.push({ reason: "FieldValueInvalid", field: "", message: 'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation' });
   } else {
-    validateRules(schema, object, "", out, old);
+    validateRules(schema, rootForRules(object), "", out, old === undefined ? undefined : rootForRules(old));
   }
   return out;
 }

@@ -1,0 +1,103 @@
+// The SamplingPolicy CRD (istio/base/samplingpolicy-crd.yaml): generated from the schemas the REST
+// API and the filter use, accepted by the (emulated) API server as a structural schema whose CEL
+// compiles, and holding a policy applied with kubectl to the same rules as one written through the
+// REST API: a corpus of policies gets the same verdict from validatePolicy and from the emulated
+// API server creating the SamplingPolicy (strict field validation, as kubectl apply sends it).
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition";
+import { validatePolicy } from "../../control-plane/src/policy/validate.js";
+import type { Policy } from "../../control-plane/src/policy/model.js";
+import { CRD_FILE, crdFileText } from "../../scripts/manifests.js";
+import { startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { samplePolicy } from "../control-plane/helpers.js";
+import { REPO, readYaml } from "./support.js";
+
+const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+const [crd] = readYaml(join(REPO, CRD_FILE)) as [Record<string, unknown>];
+
+/** The SamplingPolicy a REST policy document becomes: name and target namespace move into metadata. */
+function asSamplingPolicy(policy: Record<string, unknown>): Record<string, unknown> {
+  const { name, target, ...rest } = policy as { name?: unknown; target?: Record<string, unknown> };
+  const { namespace, ...targetRest } = target ?? {};
+  return {
+    apiVersion: "tokentrace.dev/v1alpha1",
+    kind: "SamplingPolicy",
+    metadata: { name, namespace: typeof namespace === "string" ? namespace : "llm" },
+    spec: { ...(target === undefined ? {} : { target: targetRest }), ...rest },
+  };
+}
+
+type Edit = (p: Record<string, any>) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+const corpus: Array<[string, Edit]> = [
+  ["a selector policy", () => undefined],
+  ["a targetRefs policy", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "edge" }] }; }],
+  ["adaptive settings", (p) => { p.adaptive = { targetTracesPerSecond: 2, floorRate: 0.001 }; }],
+  ["spans and llm settings", (p) => { p.pluginConfig.spans = { cluster: "outbound|4318||otel.svc.cluster.local" }; p.pluginConfig.llm = { enabled: true, pathSuffixes: ["/v1/chat/completions"] }; }],
+  ["both selector and targetRefs", (p) => { p.target.targetRefs = [{ kind: "Service", name: "x" }]; }],
+  ["neither selector nor targetRefs", (p) => { delete p.target.selector; }],
+  ["a rate above 1", (p) => { p.pluginConfig.sampling.routes[0].rate = 1.5; }],
+  ["a negative default rate", (p) => { p.pluginConfig.sampling.defaultRate = -0.1; }],
+  ["a route rule with no matcher", (p) => { p.pluginConfig.sampling.routes = [{ rate: 0.5 }]; }],
+  ["a label key with a space", (p) => { p.target.selector.matchLabels = { "bad key": "x" }; }],
+  ["a label value of 64 characters", (p) => { p.target.selector.matchLabels = { app: "v".repeat(64) }; }],
+  ["a reserved token-trace header (authorization)", (p) => { p.pluginConfig.headers = { tokenTraceId: "authorization" }; }],
+  ["a reserved token-trace header (x-envoy- prefix)", (p) => { p.pluginConfig.headers = { tokenTraceId: "x-envoy-trace" }; }],
+  ["policySource inside a policy", (p) => { p.pluginConfig.policySource = { cluster: "c", workload: "w" }; }],
+  ["an unknown pluginConfig field", (p) => { p.pluginConfig.samplingRate = 1; }],
+  ["an unknown top-level field", (p) => { p.owner = "me"; }],
+  ["a zero adaptive target (exclusive minimum)", (p) => { p.adaptive = { targetTracesPerSecond: 0 }; }],
+  ["a 54-character name", (p) => { p.name = "n".repeat(54); }],
+  ["a name with upper case", (p) => { p.name = "Chat"; }],
+  ["a fractional maxRoutes", (p) => { p.pluginConfig.stats = { maxRoutes: 1.5 }; }],
+];
+
+describe("SamplingPolicy CRD", () => {
+  let emulator: KubeEmulator;
+  before(async () => {
+    emulator = await startKubeEmulator();
+  });
+  after(() => emulator.close());
+
+  it("is what `make manifests` generates from the policy and filter schemas (regenerate after changing either)", () => {
+    assert.equal(readFileSync(join(REPO, CRD_FILE), "utf8"), crdFileText());
+  });
+
+  it("is a valid CustomResourceDefinition (kubernetes-models) that the emulated API server accepts as structural and Establishes", async () => {
+    new CustomResourceDefinition(crd as never).validate();
+    const res = await fetch(`${emulator.url}${crdPath}?fieldValidation=Strict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(crd) });
+    const body = (await res.json()) as { status?: { conditions?: { type: string; status: string }[] }; message?: string };
+    assert.equal(res.status, 201, body.message);
+    assert.deepEqual(body.status?.conditions?.map((c) => `${c.type}=${c.status}`), ["NamesAccepted=True", "Established=True"]);
+  });
+
+  for (const [what, edit] of corpus) {
+    it(`gives ${what} the same verdict as the REST API`, async () => {
+      const policy = structuredClone(samplePolicy("chat")) as unknown as Record<string, unknown>;
+      edit(policy);
+      const rest = validatePolicy(structuredClone(policy));
+      const object = asSamplingPolicy(policy);
+      const namespace = (object.metadata as { namespace: string }).namespace;
+      const res = await fetch(`${emulator.url}/apis/tokentrace.dev/v1alpha1/namespaces/${namespace}/samplingpolicies?fieldValidation=Strict&dryRun=All`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(object),
+      });
+      const body = (await res.json()) as { message?: string };
+      assert.equal(res.status < 300, rest.ok, `REST ${rest.ok ? "accepts" : `refuses (${JSON.stringify(rest.ok ? [] : rest.errors)})`}, the API server answers ${res.status} ${body.message ?? ""}`);
+    });
+  }
+
+  it("reads back a created policy exactly as the REST document (no defaults stored, nothing pruned)", async () => {
+    const policy: Policy = { ...samplePolicy("roundtrip"), adaptive: { targetTracesPerSecond: 1 } };
+    const res = await fetch(`${emulator.url}/apis/tokentrace.dev/v1alpha1/namespaces/llm/samplingpolicies?fieldValidation=Strict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(asSamplingPolicy(policy as unknown as Record<string, unknown>)) });
+    const stored = (await res.json()) as { spec: unknown; status?: unknown };
+    assert.equal(res.status, 201);
+    const { name: _name, target, ...rest } = policy;
+    const { namespace: _ns, ...targetRest } = target;
+    assert.deepEqual(stored.spec, { target: targetRest, ...rest });
+    assert.equal(stored.status, undefined);
+  });
+});
