@@ -42,6 +42,12 @@ export class ForceRule {
   valueBytes: ArrayBuffer | null = null;
 }
 
+/** Tail keep: a route's own slow threshold. */
+export class KeepRoute {
+  routeNameBytes: ArrayBuffer = new ArrayBuffer(0);
+  slowerThanMs: i32 = 0;
+}
+
 /** Export of one OTLP span per sampled LLM request; present only when configured. */
 export class SpanConfig {
   cluster: ArrayBuffer = new ArrayBuffer(0);
@@ -53,6 +59,15 @@ export class SpanConfig {
   maxBufferedSpans: i32 = 1024;
   flushIntervalMs: i32 = 1000;
   timeoutMs: i32 = 5000;
+  /** Tail keep (spans.keep): unsampled LLM requests that end in 5xx or a reset, or run slower than a threshold, export their span too. */
+  keepErrors: bool = false;
+  /** The slow threshold of routes without their own (-1: none). */
+  keepSlowerThanMs: i32 = -1;
+  keepRoutes: Array<KeepRoute> = [];
+
+  get keeps(): bool {
+    return this.keepErrors || this.keepSlowerThanMs >= 0 || this.keepRoutes.length > 0;
+  }
 }
 
 /** Pull mode: the root context polls the control plane for this workload's policy. */
@@ -96,6 +111,8 @@ export class ConfigResult {
 }
 
 const MAX_ROUTE_RULES: i32 = 256;
+/** One hour: a slow threshold past that keeps nothing an LLM call does. */
+const MAX_KEEP_THRESHOLD_MS: i32 = 3600000;
 const MAX_FORCE_RULES: i32 = 16;
 
 /** Parses and validates pluginConfig text; empty (or all-whitespace) text means every default. */
@@ -329,7 +346,7 @@ class Validator {
   }
 
   private spans(v: JsonValue): SpanConfig | null {
-    const keys = ["cluster", "path", "authority", "serviceName", "providerName", "batchSize", "maxBufferedSpans", "flushIntervalMs", "timeoutMs"];
+    const keys = ["cluster", "path", "authority", "serviceName", "providerName", "batchSize", "maxBufferedSpans", "flushIntervalMs", "timeoutMs", "keep"];
     if (!this.objectWithKeys(v, "spans", keys)) return null;
     const sc = new SpanConfig();
     const cluster = v.get("cluster");
@@ -384,7 +401,43 @@ class Validator {
       if (!this.integer(timeout, "spans.timeoutMs", 100, 60000)) return null;
       sc.timeoutMs = <i32>timeout.num;
     }
+    const keep = v.get("keep");
+    if (keep !== null && !this.keep(keep, sc)) return null;
     return sc;
+  }
+
+  private keep(v: JsonValue, sc: SpanConfig): bool {
+    if (!this.objectWithKeys(v, "spans.keep", ["errors", "slowerThanMs", "routes"])) return false;
+    const errors = v.get("errors");
+    if (errors !== null) {
+      if (!this.boolean(errors, "spans.keep.errors")) return false;
+      sc.keepErrors = errors.bool;
+    }
+    const slower = v.get("slowerThanMs");
+    if (slower !== null) {
+      if (!this.integer(slower, "spans.keep.slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
+      sc.keepSlowerThanMs = <i32>slower.num;
+    }
+    const routes = v.get("routes");
+    if (routes === null) return true;
+    if (routes.kind != JsonKind.Array) return this.reject("spans.keep.routes", "must be an array");
+    if (routes.items.length > MAX_ROUTE_RULES) return this.reject("spans.keep.routes", "at most " + MAX_ROUTE_RULES.toString() + " rules");
+    for (let i = 0; i < routes.items.length; i++) {
+      const field = "spans.keep.routes[" + i.toString() + "]";
+      const item = routes.items[i];
+      if (!this.objectWithKeys(item, field, ["routeName", "slowerThanMs"])) return false;
+      const name = item.get("routeName");
+      if (name === null) return this.reject(field + ".routeName", "is required");
+      if (!this.str(name, field + ".routeName", 1, 256)) return false;
+      const ms = item.get("slowerThanMs");
+      if (ms === null) return this.reject(field + ".slowerThanMs", "is required");
+      if (!this.integer(ms, field + ".slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
+      const rule = new KeepRoute();
+      rule.routeNameBytes = String.UTF8.encode(name.str);
+      rule.slowerThanMs = <i32>ms.num;
+      sc.keepRoutes.push(rule);
+    }
+    return true;
   }
 
   private llm(v: JsonValue, llm: LlmConfig): bool {

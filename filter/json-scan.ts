@@ -6,15 +6,29 @@
 import { hexValue } from "./json";
 
 /** Keys the scanner recognises; any other key is Other. */
-export const enum Key { Other, Model, Stream, StreamOptions, IncludeUsage, Usage, PromptTokens, CompletionTokens, Choices, FinishReason, Delta, Content, Text }
+export const enum Key {
+  Other, Model, Stream, StreamOptions, IncludeUsage, Usage, PromptTokens, CompletionTokens, Choices, FinishReason, Delta, Content, Text,
+  Id, PromptTokensDetails, CompletionTokensDetails, CachedTokens, ReasoningTokens, ResponseFormat, Type,
+  // Request parameters, in the order of Param.
+  MaxTokens, Temperature, TopP, TopK, FrequencyPenalty, PresencePenalty, Seed, N, Dimensions, EncodingFormat,
+}
 
-const enum Field { None, Model, Stream, IncludeUsage, PromptTokens, CompletionTokens, FinishReason, Content }
+/** Request parameters a span reports (OpenTelemetry GenAI gen_ai.request.*), kept as their JSON text. */
+export const enum Param { MaxTokens, Temperature, TopP, TopK, FrequencyPenalty, PresencePenalty, Seed, ChoiceCount, Dimensions, EncodingFormat, OutputType, COUNT }
+
+const enum Field {
+  None, Model, Stream, IncludeUsage, FinishReason, Content, Id,
+  // Token counts, from PromptTokens to ReasoningTokens.
+  PromptTokens, CompletionTokens, CachedTokens, ReasoningTokens,
+  /** ParamBase + Param: a request parameter. */
+  ParamBase = 16,
+}
 
 const enum State { Value, ArrayStart, Key, Colon, AfterValue, String, Number, Literal, Done, Error }
 
 const MAX_DEPTH: i32 = 64;
-/** Longest key recognised; longer keys are Other. */
-const MAX_KEY: i32 = 20;
+/** Longest key recognised ("completion_tokens_details"); longer keys are Other. */
+const MAX_KEY: i32 = 25;
 /** Longest model / finish_reason value kept (bytes); longer values are cut. */
 export const MAX_CAPTURE: i32 = 128;
 /** A token count has at most 15 digits; a longer number is no count (2^64 would add 18 quintillion). */
@@ -40,11 +54,47 @@ function keyOf(p: usize, n: i32): Key {
 }
 
 function keyOfLong(p: usize, n: i32): Key {
-  if (n == 13 && equalsAscii(p, n, "finish_reason")) return Key.FinishReason;
-  if (n == 13 && equalsAscii(p, n, "include_usage")) return Key.IncludeUsage;
-  if (n == 13 && equalsAscii(p, n, "prompt_tokens")) return Key.PromptTokens;
-  if (n == 14 && equalsAscii(p, n, "stream_options")) return Key.StreamOptions;
-  if (n == 17 && equalsAscii(p, n, "completion_tokens")) return Key.CompletionTokens;
+  switch (n) {
+    case 1: return load<u8>(p) == 0x6e ? Key.N : Key.Other;
+    case 2: return load<u16>(p) == 0x6469 ? Key.Id : Key.Other; // "id"
+    case 4:
+      if (bytesAre4(p, 0x65707974)) return Key.Type; // "type"
+      if (bytesAre4(p, 0x64656573)) return Key.Seed; // "seed"
+      break;
+    case 5:
+      if (equalsAscii(p, n, "top_p")) return Key.TopP;
+      if (equalsAscii(p, n, "top_k")) return Key.TopK;
+      break;
+    case 10:
+      if (equalsAscii(p, n, "max_tokens")) return Key.MaxTokens;
+      if (equalsAscii(p, n, "dimensions")) return Key.Dimensions;
+      break;
+    case 11: if (equalsAscii(p, n, "temperature")) return Key.Temperature; break;
+    case 13:
+      if (equalsAscii(p, n, "finish_reason")) return Key.FinishReason;
+      if (equalsAscii(p, n, "include_usage")) return Key.IncludeUsage;
+      if (equalsAscii(p, n, "prompt_tokens")) return Key.PromptTokens;
+      if (equalsAscii(p, n, "cached_tokens")) return Key.CachedTokens;
+      break;
+    case 14: if (equalsAscii(p, n, "stream_options")) return Key.StreamOptions; break;
+    case 15:
+      if (equalsAscii(p, n, "encoding_format")) return Key.EncodingFormat;
+      if (equalsAscii(p, n, "response_format")) return Key.ResponseFormat;
+      break;
+    case 16:
+      if (equalsAscii(p, n, "presence_penalty")) return Key.PresencePenalty;
+      if (equalsAscii(p, n, "reasoning_tokens")) return Key.ReasoningTokens;
+      break;
+    case 17:
+      if (equalsAscii(p, n, "completion_tokens")) return Key.CompletionTokens;
+      if (equalsAscii(p, n, "frequency_penalty")) return Key.FrequencyPenalty;
+      break;
+    case 21:
+      if (equalsAscii(p, n, "max_completion_tokens")) return Key.MaxTokens;
+      if (equalsAscii(p, n, "prompt_tokens_details")) return Key.PromptTokensDetails;
+      break;
+    case 25: if (equalsAscii(p, n, "completion_tokens_details")) return Key.CompletionTokensDetails; break;
+  }
   return Key.Other;
 }
 
@@ -116,6 +166,13 @@ export class JsonScanner {
 
   // What was found. -1 means absent.
   model: string = "";
+  /** The response's `id` (gen_ai.response.id). */
+  id: string = "";
+  /** usage.prompt_tokens_details.cached_tokens and usage.completion_tokens_details.reasoning_tokens. */
+  cachedTokens: i64 = -1;
+  reasoningTokens: i64 = -1;
+  /** Request parameters by Param, as valid JSON text (a number, or a string's decoded value); null: absent. */
+  params: StaticArray<string | null> | null = null;
   finishReason: string = "";
   stream: i8 = -1;
   includeUsage: i8 = -1;
@@ -140,6 +197,9 @@ export class JsonScanner {
     this.state = State.Value;
     this.depth = 0;
     this.model = "";
+    this.id = "";
+    this.cachedTokens = -1;
+    this.reasoningTokens = -1;
     this.finishReason = "";
     this.stream = -1;
     this.includeUsage = -1;
@@ -184,6 +244,12 @@ export class JsonScanner {
       if (lineMode && (c == 0x0a || c == 0x0d)) return i;
       switch (state) {
         case State.Number: {
+          if (this.field >= Field.ParamBase) {
+            i = this.rawNumber(p, i, n);
+            if (i == n) return n;
+            this.endNumber();
+            continue;
+          }
           let number = this.number;
           let d = c;
           while (d - 0x30 < 10) {
@@ -304,6 +370,8 @@ export class JsonScanner {
       this.number = c == 0x2d ? 0 : <i64>(c - 0x30);
       this.numberValid = c != 0x2d;
       this.numberOverflow = false;
+      this.length = 1;
+      unchecked((this.captureBytes[0] = <u8>c));
       this.state = State.Number;
     } else if (c == 0x74 || c == 0x66 || c == 0x6e) {
       // true / false / null: the first letter decides
@@ -318,7 +386,8 @@ export class JsonScanner {
   /** Reads string bytes from index i; returns the index after what it consumed. */
   private string(p: usize, i: i32, n: i32): i32 {
     const inKey = this.inKey;
-    const capture = !inKey && ((this.field == Field.Model && this.captureModel) || this.field == Field.FinishReason);
+    const field = this.field;
+    const capture = !inKey && ((field == Field.Model && this.captureModel) || field == Field.FinishReason || (field == Field.Id && this.captureModel) || field >= Field.ParamBase);
     this.capturing = capture;
     let length = this.length;
     if (this.escape == 0 && this.highSurrogate == 0) {
@@ -450,11 +519,17 @@ export class JsonScanner {
       return;
     }
     const field = this.field;
-    if (field == Field.Model || field == Field.FinishReason) {
+    if (field == Field.Model || field == Field.FinishReason || field == Field.Id || field >= Field.ParamBase) {
       const n = this.length < MAX_CAPTURE ? this.length : MAX_CAPTURE;
       const value = String.UTF8.decodeUnsafe(changetype<usize>(this.captureBytes), n);
       if (field == Field.FinishReason) this.finishReason = value;
-      else if (this.captureModel) this.model = value;
+      else if (field == Field.Id || field == Field.Model) {
+        // Later events of a stream repeat these: only the first one's are kept.
+        if (this.captureModel) {
+          if (field == Field.Id) this.id = value;
+          else this.model = value;
+        }
+      } else if (isTextParam(<Param>(field - Field.ParamBase)) && this.length <= MAX_CAPTURE) this.setParam(<Param>(field - Field.ParamBase), value);
     } else if (field == Field.Content && this.length > 0) {
       this.sawContent = true;
     }
@@ -463,12 +538,45 @@ export class JsonScanner {
 
   private endNumber(): void {
     const field = this.field;
-    if (field == Field.PromptTokens || field == Field.CompletionTokens) {
+    if (field >= Field.PromptTokens && field <= Field.ReasoningTokens) {
       if (!this.numberValid || this.numberOverflow) this.usageInvalid++;
       else if (field == Field.PromptTokens) this.promptTokens = this.number;
-      else this.completionTokens = this.number;
+      else if (field == Field.CompletionTokens) this.completionTokens = this.number;
+      else if (field == Field.CachedTokens) this.cachedTokens = this.number;
+      else this.reasoningTokens = this.number;
+    } else if (field >= Field.ParamBase) {
+      const param = <Param>(field - Field.ParamBase);
+      const n = this.length;
+      const raw = changetype<usize>(this.captureBytes);
+      // Kept only as valid JSON of the attribute's type: the text goes into the span as it is.
+      if (!isTextParam(param) && n <= MAX_NUMBER_TEXT && (isIntegerParam(param) ? isJsonInteger(raw, n) : isJsonNumber(raw, n))) {
+        this.setParam(param, String.UTF8.decodeUnsafe(raw, n));
+      }
     }
     this.endValue();
+  }
+
+  /** Reads the bytes of a parameter's number, keeping them; returns where the number ends (or n). */
+  private rawNumber(p: usize, i: i32, n: i32): i32 {
+    let length = this.length;
+    while (i < n) {
+      const c = <u32>load<u8>(p + i);
+      if (!(c - 0x30 < 10 || c == 0x2d || c == 0x2b || c == 0x2e || c == 0x65 || c == 0x45)) break;
+      if (length < MAX_CAPTURE) unchecked((this.captureBytes[length] = <u8>c));
+      length++;
+      i++;
+    }
+    this.length = length;
+    return i;
+  }
+
+  private setParam(param: Param, value: string): void {
+    let params = this.params;
+    if (params === null) {
+      params = new StaticArray<string | null>(Param.COUNT);
+      this.params = params;
+    }
+    unchecked((params[param] = value));
   }
 
   private endValue(): void {
@@ -493,6 +601,9 @@ export class JsonScanner {
     if (d == 1) {
       if (k1 == Key.Model) return Field.Model;
       if (k1 == Key.Stream) return Field.Stream;
+      if (k1 == Key.Id) return Field.Id;
+      if (k1 == Key.N) return Field.ParamBase + Param.ChoiceCount;
+      if (k1 >= Key.MaxTokens) return Field.ParamBase + (k1 - Key.MaxTokens);
       return Field.None;
     }
     if (k1 == Key.Choices) {
@@ -507,13 +618,24 @@ export class JsonScanner {
       if (k3 == Key.Delta && !unchecked(this.isArray[4]) && <Key>unchecked(this.keyAt[4]) == Key.Content) return Field.Content;
       return Field.None;
     }
-    if (d != 2 || unchecked(this.isArray[2])) return Field.None;
+    if (unchecked(this.isArray[2])) return Field.None;
     const k2 = <Key>unchecked(this.keyAt[2]);
+    if (d == 3) {
+      // usage.prompt_tokens_details.cached_tokens, usage.completion_tokens_details.reasoning_tokens
+      if (k1 != Key.Usage || unchecked(this.isArray[3])) return Field.None;
+      const k3 = <Key>unchecked(this.keyAt[3]);
+      if (k2 == Key.PromptTokensDetails && k3 == Key.CachedTokens) return Field.CachedTokens;
+      if (k2 == Key.CompletionTokensDetails && k3 == Key.ReasoningTokens) return Field.ReasoningTokens;
+      return Field.None;
+    }
+    if (d != 2) return Field.None;
     if (k1 == Key.Usage) {
       if (k2 == Key.PromptTokens) return Field.PromptTokens;
       if (k2 == Key.CompletionTokens) return Field.CompletionTokens;
     } else if (k1 == Key.StreamOptions && k2 == Key.IncludeUsage) {
       return Field.IncludeUsage;
+    } else if (k1 == Key.ResponseFormat && k2 == Key.Type) {
+      return Field.ParamBase + Param.OutputType;
     }
     return Field.None;
   }
@@ -531,4 +653,45 @@ function unescaped(c: u32): i32 {
     case 0x75: return 0x75;
     default: return -1;
   }
+}
+
+/** Longest parameter number kept: more is no setting a person wrote. */
+const MAX_NUMBER_TEXT: i32 = 24;
+
+function isTextParam(param: Param): bool {
+  return param == Param.EncodingFormat || param == Param.OutputType;
+}
+
+function isIntegerParam(param: Param): bool {
+  return param == Param.MaxTokens || param == Param.TopK || param == Param.Seed || param == Param.ChoiceCount || param == Param.Dimensions;
+}
+
+/** -?(0|[1-9][0-9]{0,17}): an integer that fits int64, in JSON. */
+function isJsonInteger(p: usize, n: i32): bool {
+  let i = n > 0 && load<u8>(p) == 0x2d ? 1 : 0;
+  const digits = n - i;
+  if (digits < 1 || digits > 18 || (digits > 1 && load<u8>(p + i) == 0x30)) return false;
+  for (; i < n; i++) if (<u32>load<u8>(p + i) - 0x30 >= 10) return false;
+  return true;
+}
+
+/** RFC 8259 number, exponent of at most two digits (so every double holds it). */
+function isJsonNumber(p: usize, n: i32): bool {
+  let i = n > 0 && load<u8>(p) == 0x2d ? 1 : 0;
+  const intStart = i;
+  while (i < n && <u32>load<u8>(p + i) - 0x30 < 10) i++;
+  if (i == intStart || (i - intStart > 1 && load<u8>(p + intStart) == 0x30)) return false;
+  if (i < n && load<u8>(p + i) == 0x2e) {
+    const fracStart = ++i;
+    while (i < n && <u32>load<u8>(p + i) - 0x30 < 10) i++;
+    if (i == fracStart) return false;
+  }
+  if (i < n && (load<u8>(p + i) | 0x20) == 0x65) {
+    i++;
+    if (i < n && (load<u8>(p + i) == 0x2b || load<u8>(p + i) == 0x2d)) i++;
+    const expStart = i;
+    while (i < n && <u32>load<u8>(p + i) - 0x30 < 10) i++;
+    if (i == expStart || i - expStart > 2) return false;
+  }
+  return i == n;
 }

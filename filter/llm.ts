@@ -90,9 +90,14 @@ export class LlmExchange {
   // What record() found, for the request's span.
   requestModel: string = "";
   responseModel: string = "";
+  responseId: string = "";
   finishReason: string = "";
   inputTokens: i64 = -1;
   outputTokens: i64 = -1;
+  cachedTokens: i64 = -1;
+  reasoningTokens: i64 = -1;
+  isStream: bool = false;
+  params: StaticArray<string | null> | null = null;
 
   constructor(config: LlmConfig, stats: Stats, route: RouteStats) {
     this.config = config;
@@ -245,12 +250,18 @@ export class LlmExchange {
     let promptTokens: i64 = -1;
     let completionTokens: i64 = -1;
     let responseModel = "";
+    let responseId = "";
+    let cachedTokens: i64 = -1;
+    let reasoningTokens: i64 = -1;
     let chunks = 0;
     const sse = this.sse;
     const json = this.json;
     if (sse !== null) {
       stream = true;
       responseModel = sse.model;
+      responseId = sse.id;
+      cachedTokens = sse.cachedTokens;
+      reasoningTokens = sse.reasoningTokens;
       finishReason = sse.finishReason;
       promptTokens = sse.promptTokens;
       completionTokens = sse.completionTokens;
@@ -261,6 +272,9 @@ export class LlmExchange {
       if (json.usageInvalid > 0) this.stats.error(ErrorReason.UsageInvalid);
       if (json.done) {
         responseModel = json.model;
+        responseId = json.id;
+        cachedTokens = json.cachedTokens;
+        reasoningTokens = json.reasoningTokens;
         finishReason = json.finishReason;
         promptTokens = json.promptTokens;
         completionTokens = json.completionTokens;
@@ -269,7 +283,12 @@ export class LlmExchange {
       }
     }
     this.requestModel = request === null ? "" : request.model;
+    this.params = request === null ? null : request.params;
+    this.isStream = stream;
     this.responseModel = responseModel;
+    this.responseId = responseId;
+    this.cachedTokens = cachedTokens;
+    this.reasoningTokens = reasoningTokens;
     this.finishReason = finishReason;
     this.inputTokens = promptTokens;
     this.outputTokens = completionTokens;

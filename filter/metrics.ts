@@ -28,6 +28,7 @@ export const LLM_BODY_LIMIT_EXCEEDED_TOTAL = "tokentrace_llm_body_limit_exceeded
 export const SPANS_EXPORTED_TOTAL = "tokentrace_spans_exported_total";
 export const SPANS_DROPPED_TOTAL = "tokentrace_spans_dropped_total";
 export const SPAN_EXPORT_FAILURES_TOTAL = "tokentrace_span_export_failures_total";
+export const SPANS_KEPT_TOTAL = "tokentrace_spans_kept_total";
 
 export const POLICY_UPDATES_TOTAL = "tokentrace_policy_updates_total";
 export const POLICY_POLL_FAILURES_TOTAL = "tokentrace_policy_poll_failures_total";

@@ -2,6 +2,7 @@
 // with proxy_http_call. Export never blocks or fails traffic: a full buffer drops spans (counted),
 // a failed export drops its batch (counted), and at most one export is in flight.
 import { SpanConfig } from "./config";
+import { Param } from "./json-scan";
 import * as host from "./host";
 import { Stats } from "./stats";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "./names";
@@ -11,30 +12,73 @@ export class SpanRecord {
   traceId: string = "";
   spanId: string = "";
   parentSpanId: string = "";
-  operation: string = "chat";
+  operation: Operation = Operation.Chat;
   requestModel: string = "";
   responseModel: string = "";
+  responseId: string = "";
   finishReason: string = "";
   inputTokens: i64 = -1;
   outputTokens: i64 = -1;
+  cachedTokens: i64 = -1;
+  reasoningTokens: i64 = -1;
+  /** Request parameters by Param (json-scan.ts), as their JSON text; null when the body had none. */
+  params: StaticArray<string | null> | null = null;
+  stream: bool = false;
   tokenTraceId: string = "";
   route: string = "";
+  /** The response status; 0 when the stream ended without one. */
   statusCode: i64 = 0;
+  /** The response ended with end of stream (not cut by a reset). */
+  responseComplete: bool = false;
+  serverAddress: string = "";
+  serverPort: i64 = -1;
   startNs: i64 = 0;
   endNs: i64 = 0;
-  firstTokenNs: i64 = 0;
+  firstContentNs: i64 = 0;
+  /** Tail keep: why an unsampled request's span was exported ("" for a sampled one). */
+  keepReason: string = "";
 }
 
-/** The GenAI operation name of an OpenAI-compatible path (`length` bytes; -1: no path). */
-export function operationOf(path: usize, length: i32): string {
-  if (length < 0) return "chat";
-  let s = String.UTF8.decodeUnsafe(path, length);
-  const q = s.indexOf("?");
-  if (q >= 0) s = s.substring(0, q);
-  if (s.endsWith("/chat/completions")) return "chat";
-  if (s.endsWith("/completions")) return "text_completion";
-  if (s.endsWith("/embeddings")) return "embeddings";
-  return "chat";
+/** gen_ai.operation.name of an OpenAI-compatible endpoint. */
+export const enum Operation { Chat, TextCompletion, Embeddings }
+
+const CHAT_SUFFIX = String.UTF8.encode("/chat/completions");
+const COMPLETIONS_SUFFIX = String.UTF8.encode("/completions");
+const EMBEDDINGS_SUFFIX = String.UTF8.encode("/embeddings");
+
+/** The operation of an OpenAI-compatible path (`length` bytes; query ignored; -1: no path). */
+export function operationOf(path: usize, length: i32): Operation {
+  let end = length;
+  for (let i = 0; i < end; i++) {
+    if (load<u8>(path + i) == 0x3f) {
+      end = i;
+      break;
+    }
+  }
+  if (endsWith(path, end, CHAT_SUFFIX)) return Operation.Chat;
+  if (endsWith(path, end, COMPLETIONS_SUFFIX)) return Operation.TextCompletion;
+  if (endsWith(path, end, EMBEDDINGS_SUFFIX)) return Operation.Embeddings;
+  return Operation.Chat;
+}
+
+function endsWith(p: usize, n: i32, suffix: ArrayBuffer): bool {
+  const k = suffix.byteLength;
+  return n >= k && memory.compare(p + n - k, changetype<usize>(suffix), k) == 0;
+}
+
+function operationName(op: Operation): string {
+  return op == Operation.Embeddings ? "embeddings" : op == Operation.TextCompletion ? "text_completion" : "chat";
+}
+
+/**
+ * error.type of a request that failed, else "": the status code for 4xx and 5xx (a CLIENT span's
+ * error, OpenTelemetry HTTP client spans), and for a stream cut short by a reset, whether a
+ * response had begun. The values are documented in the README.
+ */
+export function errorTypeOf(statusCode: i64, responseComplete: bool): string {
+  if (statusCode >= 400) return statusCode.toString();
+  if (statusCode <= 0) return "reset_before_response";
+  return responseComplete ? "" : "reset_during_response";
 }
 
 /** A JSON string literal. */
@@ -53,38 +97,103 @@ export function jsonString(s: string): string {
   return out + s.substring(run) + "\"";
 }
 
+function attr(key: string, value: string): string {
+  return "{\"key\":\"" + key + "\",\"value\":{" + value + "}}";
+}
+
 function stringAttr(key: string, value: string): string {
-  return "{\"key\":\"" + key + "\",\"value\":{\"stringValue\":" + jsonString(value) + "}}";
+  return attr(key, "\"stringValue\":" + jsonString(value));
 }
 
 function intAttr(key: string, value: i64): string {
-  return "{\"key\":\"" + key + "\",\"value\":{\"intValue\":\"" + value.toString() + "\"}}";
+  return attr(key, "\"intValue\":\"" + value.toString() + "\"");
 }
 
-/** One OTLP/JSON span object (ids as hex, times as decimal strings, as OTLP/JSON requires). */
-export function encodeSpan(r: SpanRecord, providerName: string): string {
-  const model = r.requestModel.length > 0 ? r.requestModel : r.responseModel;
-  const attrs = new Array<string>();
-  attrs.push(stringAttr("gen_ai.operation.name", r.operation));
-  attrs.push(stringAttr("gen_ai.provider.name", providerName));
-  if (r.requestModel.length > 0) attrs.push(stringAttr("gen_ai.request.model", r.requestModel));
-  if (r.responseModel.length > 0) attrs.push(stringAttr("gen_ai.response.model", r.responseModel));
-  if (r.inputTokens >= 0) attrs.push(intAttr("gen_ai.usage.input_tokens", r.inputTokens));
-  if (r.outputTokens >= 0) attrs.push(intAttr("gen_ai.usage.output_tokens", r.outputTokens));
-  if (r.finishReason.length > 0) {
-    attrs.push("{\"key\":\"gen_ai.response.finish_reasons\",\"value\":{\"arrayValue\":{\"values\":[{\"stringValue\":" + jsonString(r.finishReason) + "}]}}}");
+function stringArrayAttr(key: string, value: string): string {
+  return attr(key, "\"arrayValue\":{\"values\":[{\"stringValue\":" + jsonString(value) + "}]}");
+}
+
+/** Nanoseconds as decimal seconds (a JSON number, no float formatting needed). */
+export function secondsOf(ns: i64): string {
+  const whole = ns / 1_000_000_000;
+  let fraction = (ns % 1_000_000_000).toString();
+  while (fraction.length < 9) fraction = "0" + fraction;
+  let end = 9;
+  while (end > 0 && fraction.charCodeAt(end - 1) == 0x30) end--;
+  return end == 0 ? whole.toString() : whole.toString() + "." + fraction.substring(0, end);
+}
+
+// gen_ai.request.* per Param (json-scan.ts), and whether each is an int (else a double or, for the
+// last two, a string).
+const PARAM_KEYS: StaticArray<string> = [
+  "gen_ai.request.max_tokens", "gen_ai.request.temperature", "gen_ai.request.top_p", "gen_ai.request.top_k",
+  "gen_ai.request.frequency_penalty", "gen_ai.request.presence_penalty", "gen_ai.request.seed", "gen_ai.request.choice.count",
+  "gen_ai.embeddings.dimension.count", "gen_ai.request.encoding_formats", "gen_ai.output.type",
+];
+const INT_PARAMS: u32 = (1 << Param.MaxTokens) | (1 << Param.TopK) | (1 << Param.Seed) | (1 << Param.ChoiceCount) | (1 << Param.Dimensions);
+
+function paramAttr(param: Param, text: string): string {
+  const key = unchecked(PARAM_KEYS[param]);
+  if (param == Param.EncodingFormat) return stringArrayAttr(key, text);
+  if (param == Param.OutputType) {
+    // OpenAI's response_format.type: json_object and json_schema request JSON (a well-known value).
+    return stringAttr(key, text == "json_object" || text == "json_schema" ? "json" : text);
   }
-  attrs.push(stringAttr("tokentrace.token_trace_id", r.tokenTraceId));
-  attrs.push(stringAttr("http.route", r.route));
+  return attr(key, (INT_PARAMS & (1 << param)) != 0 ? "\"intValue\":\"" + text + "\"" : "\"doubleValue\":" + text);
+}
+
+/**
+ * One OTLP/JSON span (ids as hex, times as decimal strings, as OTLP/JSON requires) for an
+ * inference or embeddings CLIENT span of the OpenTelemetry GenAI conventions (gen_ai.client.inference,
+ * gen_ai.client.embeddings): every required and conditionally required attribute the request
+ * and response carry, the recommended ones a proxy can see; no stop sequences (text the caller wrote).
+ */
+export function encodeSpan(r: SpanRecord, providerName: string): string {
+  const operation = operationName(r.operation);
+  const embeddings = r.operation == Operation.Embeddings;
+  const errorType = errorTypeOf(r.statusCode, r.responseComplete);
+  const attrs = new Array<string>();
+  attrs.push(stringAttr("gen_ai.operation.name", operation));
+  attrs.push(stringAttr("gen_ai.provider.name", providerName));
+  if (errorType.length > 0) attrs.push(stringAttr("error.type", errorType));
+  if (r.requestModel.length > 0) attrs.push(stringAttr("gen_ai.request.model", r.requestModel));
+  if (r.serverAddress.length > 0) {
+    attrs.push(stringAttr("server.address", r.serverAddress));
+    if (r.serverPort > 0) attrs.push(intAttr("server.port", r.serverPort));
+  }
+  if (r.stream) attrs.push(attr("gen_ai.request.stream", "\"boolValue\":true"));
+  const params = r.params;
+  if (params !== null) {
+    for (let i = 0; i < Param.COUNT; i++) {
+      const text = unchecked(params[i]);
+      // choice.count is conditionally required when it is not 1.
+      if (text !== null && !(i == Param.ChoiceCount && text == "1")) attrs.push(paramAttr(<Param>i, text));
+    }
+  }
+  if (r.responseId.length > 0) attrs.push(stringAttr("gen_ai.response.id", r.responseId));
+  if (r.responseModel.length > 0) attrs.push(stringAttr("gen_ai.response.model", r.responseModel));
+  // A finish reason expected but not received, the generation having failed: "error".
+  if (r.finishReason.length > 0) attrs.push(stringArrayAttr("gen_ai.response.finish_reasons", r.finishReason));
+  else if (errorType.length > 0 && !embeddings) attrs.push(stringArrayAttr("gen_ai.response.finish_reasons", "error"));
+  if (r.stream && r.firstContentNs > 0 && r.firstContentNs >= r.startNs) {
+    attrs.push(attr("gen_ai.response.time_to_first_chunk", "\"doubleValue\":" + secondsOf(r.firstContentNs - r.startNs)));
+  }
+  if (r.inputTokens >= 0) attrs.push(intAttr("gen_ai.usage.input_tokens", r.inputTokens));
+  if (r.cachedTokens >= 0) attrs.push(intAttr("gen_ai.usage.cache_read.input_tokens", r.cachedTokens));
+  if (r.outputTokens >= 0 && !embeddings) attrs.push(intAttr("gen_ai.usage.output_tokens", r.outputTokens));
+  if (r.reasoningTokens >= 0 && !embeddings) attrs.push(intAttr("gen_ai.usage.reasoning.output_tokens", r.reasoningTokens));
   if (r.statusCode > 0) attrs.push(intAttr("http.response.status_code", r.statusCode));
+  attrs.push(stringAttr("tokentrace.token_trace_id", r.tokenTraceId));
+  attrs.push(stringAttr("tokentrace.route", r.route));
+  if (r.keepReason.length > 0) attrs.push(stringAttr("tokentrace.keep_reason", r.keepReason));
   let span = "{\"traceId\":\"" + r.traceId + "\",\"spanId\":\"" + r.spanId + "\"";
   if (r.parentSpanId.length > 0) span += ",\"parentSpanId\":\"" + r.parentSpanId + "\"";
-  span += ",\"name\":" + jsonString(model.length > 0 ? r.operation + " " + model : r.operation);
+  // Span name: {gen_ai.operation.name} {gen_ai.request.model}, the operation alone without one.
+  span += ",\"name\":" + jsonString(r.requestModel.length > 0 ? operation + " " + r.requestModel : operation);
   span += ",\"kind\":3,\"startTimeUnixNano\":\"" + r.startNs.toString() + "\",\"endTimeUnixNano\":\"" + r.endNs.toString() + "\"";
   span += ",\"attributes\":[" + attrs.join(",") + "]";
-  if (r.firstTokenNs > 0) span += ",\"events\":[{\"timeUnixNano\":\"" + r.firstTokenNs.toString() + "\",\"name\":\"gen_ai.first_token\"}]";
-  // OTLP status: 2 = ERROR for server errors; otherwise left unset.
-  if (r.statusCode >= 500 || r.statusCode == 0) span += ",\"status\":{\"code\":2}";
+  // OTLP status 2 (ERROR) whenever error.type is set; otherwise left unset.
+  if (errorType.length > 0) span += ",\"status\":{\"code\":2}";
   return span + "}";
 }
 

@@ -33,7 +33,10 @@ export class SseScanner {
   malformedEvents: i32 = 0;
   sawDone: bool = false;
   model: string = "";
+  id: string = "";
   finishReason: string = "";
+  cachedTokens: i64 = -1;
+  reasoningTokens: i64 = -1;
   promptTokens: i64 = -1;
   completionTokens: i64 = -1;
   usageInvalid: i32 = 0;
@@ -96,7 +99,7 @@ export class SseScanner {
     if (!this.eventHasData) {
       this.eventHasData = true;
       this.json.reset();
-      this.json.captureModel = this.model.length == 0;
+      this.json.captureModel = this.model.length == 0 || this.id.length == 0;
       this.dataPrefix = 0;
       this.dataLength = 0;
     } else {
@@ -147,6 +150,9 @@ export class SseScanner {
     }
     if (json.sawContent) this.contentChunks++;
     if (this.model.length == 0 && json.model.length > 0) this.model = json.model;
+    if (this.id.length == 0 && json.id.length > 0) this.id = json.id;
+    if (json.cachedTokens >= 0) this.cachedTokens = json.cachedTokens;
+    if (json.reasoningTokens >= 0) this.reasoningTokens = json.reasoningTokens;
     if (json.finishReason.length > 0) this.finishReason = json.finishReason;
     if (json.promptTokens >= 0) this.promptTokens = json.promptTokens;
     if (json.completionTokens >= 0) this.completionTokens = json.completionTokens;

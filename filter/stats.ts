@@ -6,7 +6,7 @@ import * as host from "./host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
-  MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
+  MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL,
@@ -61,6 +61,7 @@ export class RouteStats {
   tracesSampled: i32;
   /** Defined on the route's first LLM request whose body was too large to read. */
   private bodyLimitExceeded: i32 = NO_COUNTER;
+
 
   constructor(label: string, counters: Counters) {
     this.label = label;
@@ -144,6 +145,7 @@ export class Stats {
   private llm: Map<string, LlmStats> = new Map();
   spansExported: i32;
   spansDropped: i32;
+  spansKept: i32;
   spanExportFailures: i32;
   policyUpdates: i32;
   policyPollFailures: i32;
@@ -154,6 +156,7 @@ export class Stats {
     const counters = this.counters;
     this.spansExported = counters.define(SPANS_EXPORTED_TOTAL);
     this.spansDropped = counters.define(SPANS_DROPPED_TOTAL);
+    this.spansKept = counters.define(SPANS_KEPT_TOTAL);
     this.spanExportFailures = counters.define(SPAN_EXPORT_FAILURES_TOTAL);
     this.policyUpdates = counters.define(POLICY_UPDATES_TOTAL);
     this.policyPollFailures = counters.define(POLICY_POLL_FAILURES_TOTAL);

@@ -1,14 +1,14 @@
 // One HTTP stream. Every callback continues: bad input is counted and replaced, host failures are
 // counted, and nothing here can throw on the request path. Host calls are few and header values
 // are handled as bytes, because this code runs on every request.
-import { Context, FilterDataStatusValues, FilterHeadersStatusValues, RootContext } from "@solo-io/proxy-runtime/assembly";
-import { isAllZero, writeHex } from "./bytes";
-import { ActiveConfig, Config } from "./config";
+import { Context, FilterDataStatusValues, FilterHeadersStatusValues, FilterTrailersStatusValues, RootContext } from "@solo-io/proxy-runtime/assembly";
+import { equalBytes, isAllZero, writeHex } from "./bytes";
+import { ActiveConfig, Config, SpanConfig } from "./config";
 import * as host from "./host";
 import { isLlmPath, LlmExchange } from "./llm";
 import { codeClassIndex, ErrorReason } from "./metrics";
-import { forceRuleMatches, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
-import { encodeSpan, operationOf, SpanExporter, SpanRecord } from "./spans";
+import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
+import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./spans";
 import { RouteStats, Stats } from "./stats";
 import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./token-trace-id";
 import { TraceHeaders } from "./trace-headers";
@@ -22,6 +22,17 @@ const ROUTE_NAME_PROPERTY = host.utf8("xds\0route_name");
 const RESPONSE_CODE_PROPERTY = host.utf8("response\0code");
 const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
 const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
+const REQUEST_HOST_PROPERTY = host.utf8("request\0host");
+const REQUEST_SCHEME_PROPERTY = host.utf8("request\0scheme");
+const NS_PER_MS_I64: i64 = 1_000_000;
+// Layout of a stream's span ids (hex).
+const SPAN_ID_OFFSET: usize = 32;
+const SPAN_PARENT_OFFSET: usize = 48;
+const SPAN_IDS_BYTES: i32 = 64;
+// tokentrace.keep_reason values.
+const KEEP_ERROR = "error";
+const KEEP_RESET = "reset";
+const KEEP_SLOW = "slow";
 const NS_PER_MS: u64 = 1_000_000;
 
 // Random bytes for new ids, drawn together (host.fillRandom, pooled): 16 trace-id, 8 span-id, 16 token trace id, and
@@ -46,6 +57,8 @@ const TRACEPARENT_IN = new host.HostValue(memory.data(128), 128);
 const TRACESTATE_IN = new host.HostValue(memory.data(512), 512);
 const AUTHORITY_VALUE = new host.HostValue(memory.data(256), 256);
 const FORCE_VALUE = new host.HostValue(memory.data(256), 256);
+const SERVER_VALUE = new host.HostValue(memory.data(256), 256);
+const SCHEME_VALUE = new host.HostValue(memory.data(16), 16);
 /** The whole request header map, read when a trace header came (most fit; a larger map arrives managed). */
 const REQUEST_PAIRS = new host.HostValue(memory.data(4096), 4096);
 const TRACE_HEADERS = new TraceHeaders();
@@ -73,8 +86,21 @@ export class TokentraceStream extends Context {
   /** Set for LLM calls only; other traffic never has its bodies read. */
   private llm: LlmExchange | null = null;
   private exporter: SpanExporter;
-  /** Set when this request gets a span: its ids, filled in at proxy_on_log. */
-  private span: SpanRecord | null = null;
+  /**
+   * LLM calls with span export on: the span configuration at request start and the ids the span
+   * would carry, as hex (trace-id 32, span id 16, parent-id 16 bytes; a zero span id is drawn
+   * when needed, an empty parent marks a root). Kept as bytes: a span is written only when it goes.
+   */
+  private spanConfig: SpanConfig | null = null;
+  private spanIds: ArrayBuffer | null = null;
+  private spanHasParent: bool = false;
+  /** The request left sampled with this proxy's span in it: the span is exported at proxy_on_log. */
+  private spanSampled: bool = false;
+  private operation: Operation = Operation.Chat;
+  /** Tail keep: this request's slow threshold (ns; -1: none). */
+  private keepSlowerThanNs: i64 = -1;
+  /** The response ended with end of stream, not cut by a reset. */
+  private responseComplete: bool = false;
 
   constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig, exporter: SpanExporter) {
     super(context_id, root);
@@ -132,16 +158,28 @@ export class TokentraceStream extends Context {
     const haveRandom = randomTo <= randomFrom || host.fillRandom(randomFrom, <i32>(randomTo - randomFrom));
     if (!haveRandom) this.stats.error(ErrorReason.RandomUnavailable);
 
+    let ids: ArrayBuffer | null = null;
+    const spans = config.spans;
+    if (exportsSpan && spans !== null && (continuing || haveRandom)) {
+      ids = new ArrayBuffer(SPAN_IDS_BYTES);
+      this.spanIds = ids;
+      this.spanConfig = spans;
+      this.operation = operationOf(PATH_VALUE.ptr, PATH_VALUE.length);
+      if (spans.keeps) this.keepSlowerThanNs = keepThresholdNs(spans, ROUTE_NAME.ptr, ROUTE_NAME.length);
+    }
     let sampled = false;
     if (continuing) {
       // Without randomness there is no new parent-id, so the sampled flag stays as it came.
-      sampled = this.continueTrace(parsed, setsSampled && haveRandom, newParent && haveRandom, exportsSpan, allRead);
+      sampled = this.continueTrace(parsed, setsSampled && haveRandom, newParent && haveRandom, ids, allRead);
     } else if (haveRandom) {
       sampled = this.startTrace(config, route, forced);
-      if (sampled && exportsSpan) this.span = spanFromTraceParent(false);
+      // A trace this proxy starts: its span is the root, with the id sent upstream as the parent-id.
+      if (ids !== null) {
+        memory.copy(changetype<usize>(ids), TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
+        memory.copy(changetype<usize>(ids) + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+      }
     }
-    const span = this.span;
-    if (span !== null) span.operation = operationOf(PATH_VALUE.ptr, PATH_VALUE.length);
+    this.spanSampled = sampled && ids !== null;
     // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) this.stats.count(route.tracesSampled, 1);
 
@@ -176,7 +214,7 @@ export class TokentraceStream extends Context {
    * in place of the parent-id, and with `exportsSpan` that span is exported. The tracestate lines
    * are checked as one list. Returns whether the request leaves sampled.
    */
-  private continueTrace(parsed: i32, setSampled: bool, newParent: bool, exportsSpan: bool, allRead: bool): bool {
+  private continueTrace(parsed: i32, setSampled: bool, newParent: bool, ids: ArrayBuffer | null, allRead: bool): bool {
     let flags = <u8>(parsed & 0xff);
     let rewrite = (parsed & TRACEPARENT_REWRITE) != 0;
     if (setSampled) {
@@ -184,12 +222,17 @@ export class TokentraceStream extends Context {
       writeFlags(TRACEPARENT_OUT, flags);
       rewrite = true;
     }
+    if (ids !== null) {
+      // The span's trace-id and its parent: the incoming parent-id (the span id follows, or is drawn later).
+      const p = changetype<usize>(ids);
+      memory.copy(p, TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
+      memory.copy(p + SPAN_PARENT_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+      this.spanHasParent = true;
+    }
     if (newParent) {
       if (isAllZero(OWN_SPAN_BYTES, 8)) store<u8>(OWN_SPAN_BYTES + 7, 1);
-      if (exportsSpan) this.span = spanFromTraceParent(true);
       writeHex(TRACEPARENT_OUT + PARENT_ID_OFFSET, OWN_SPAN_BYTES, 8);
-      const span = this.span;
-      if (span !== null) span.spanId = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+      if (ids !== null) memory.copy(changetype<usize>(ids) + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       rewrite = true;
     }
     if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
@@ -273,6 +316,7 @@ export class TokentraceStream extends Context {
   }
 
   onResponseBody(body_buffer_length: usize, end_of_stream: bool): FilterDataStatusValues {
+    if (end_of_stream) this.responseComplete = true;
     const llm = this.llm;
     if (llm !== null) {
       llm.onResponseBody(<i32>body_buffer_length, end_of_stream);
@@ -282,7 +326,13 @@ export class TokentraceStream extends Context {
     return FilterDataStatusValues.Continue;
   }
 
+  onResponseTrailers(trailers: u32): FilterTrailersStatusValues {
+    this.responseComplete = true; // trailers end a response
+    return FilterTrailersStatusValues.Continue;
+  }
+
   onResponseHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
+    if (end_of_stream) this.responseComplete = true;
     const kept = this.keptTokenId;
     if (kept !== null) {
       host.setHeaderBytes(host.HeaderMap.Response, this.tokenTraceIdHeader, kept);
@@ -294,6 +344,69 @@ export class TokentraceStream extends Context {
     if (llm !== null) llm.onResponseHeaders(end_of_stream);
     this.stats.flushHostFailures();
     return FilterHeadersStatusValues.Continue;
+  }
+
+  /** Why an unsampled request's span is kept, or "": a 5xx, a reset (no response, or one cut short), or slowness. */
+  private keepReason(spans: SpanConfig, code: i64, durationNs: i64): string {
+    if (spans.keepErrors) {
+      if (code >= 500) return KEEP_ERROR;
+      if (code <= 0 || !this.responseComplete) return KEEP_RESET;
+    }
+    const threshold = this.keepSlowerThanNs;
+    return threshold >= 0 && durationNs > threshold ? KEEP_SLOW : "";
+  }
+
+  /** The span of this request from its ids and what the exchange found; null when no span id could be drawn. */
+  private spanRecord(llm: LlmExchange, route: RouteStats, code: i64, startNs: i64, durationNs: i64): SpanRecord | null {
+    const ids = changetype<usize>(this.spanIds!);
+    if (load<u64>(ids + SPAN_ID_OFFSET) == 0 && load<u64>(ids + SPAN_ID_OFFSET + 8) == 0) {
+      // No span id was sent upstream (an unsampled trace passed through): one for the span alone.
+      if (!host.fillRandom(OWN_SPAN_BYTES, 8)) {
+        this.stats.error(ErrorReason.RandomUnavailable);
+        return null;
+      }
+      if (isAllZero(OWN_SPAN_BYTES, 8)) store<u8>(OWN_SPAN_BYTES + 7, 1);
+      writeHex(ids + SPAN_ID_OFFSET, OWN_SPAN_BYTES, 8);
+    }
+    const span = new SpanRecord();
+    span.traceId = String.UTF8.decodeUnsafe(ids, 32);
+    span.spanId = String.UTF8.decodeUnsafe(ids + SPAN_ID_OFFSET, 16);
+    if (this.spanHasParent) span.parentSpanId = String.UTF8.decodeUnsafe(ids + SPAN_PARENT_OFFSET, 16);
+    span.operation = this.operation;
+    span.requestModel = llm.requestModel;
+    span.responseModel = llm.responseModel;
+    span.responseId = llm.responseId;
+    span.finishReason = llm.finishReason;
+    span.inputTokens = llm.inputTokens;
+    span.outputTokens = llm.outputTokens;
+    span.cachedTokens = llm.cachedTokens;
+    span.reasoningTokens = llm.reasoningTokens;
+    span.params = llm.params;
+    span.stream = llm.isStream;
+    span.firstContentNs = llm.firstContentNs;
+    const kept = this.keptTokenId;
+    if (kept !== null) span.tokenTraceId = String.UTF8.decode(kept);
+    else if (this.hasNewTokenId) span.tokenTraceId = String.UTF8.decodeUnsafe(this.writeNewTokenId(), UUID_LENGTH);
+    span.route = route.label;
+    span.statusCode = code;
+    span.responseComplete = this.responseComplete;
+    span.startNs = startNs;
+    span.endNs = startNs + durationNs;
+    // server.address / server.port: the authority the request named (the server behind this proxy).
+    if (host.readProperty(REQUEST_HOST_PROPERTY, SERVER_VALUE)) {
+      const n = SERVER_VALUE.length;
+      const p = SERVER_VALUE.ptr;
+      const hostEnd = hostLength(p, n);
+      let hostStart = 0;
+      let hostStop = hostEnd;
+      if (hostEnd >= 2 && load<u8>(p) == 0x5b) {
+        hostStart = 1; // an IPv6 literal without its brackets
+        hostStop = hostEnd - 1;
+      }
+      span.serverAddress = String.UTF8.decodeUnsafe(p + hostStart, hostStop - hostStart);
+      span.serverPort = hostEnd < n ? parsePort(p + hostEnd + 1, n - hostEnd - 1) : defaultPort();
+    }
+    return span;
   }
 
   // The minimal runtime collects only when asked (it saves the incremental GC's write barriers,
@@ -315,9 +428,14 @@ export class TokentraceStream extends Context {
     this.stats.count(route.requestsFor(codeClassIndex(code)), 1);
     const llm = this.llm;
     let durationNs = host.getIntProperty(REQUEST_DURATION_PROPERTY, -1);
+    // Which span goes: a sampled request's, or (tail keep) an unsampled one that failed or was slow.
+    const spans = this.spanConfig;
+    let keepReason = "";
+    if (llm !== null && spans !== null && !this.spanSampled && spans.keeps) keepReason = this.keepReason(spans, code, durationNs);
+    const exportSpan = llm !== null && spans !== null && (this.spanSampled || keepReason.length > 0);
     let startNs: i64 = 0;
     // The start time is needed for TTFT and spans only (and when the host gave no duration).
-    if (durationNs < 0 || (llm !== null && (llm.firstContentNs > 0 || this.span !== null))) {
+    if (durationNs < 0 || exportSpan || (llm !== null && llm.firstContentNs > 0)) {
       startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
     }
     if (durationNs < 0) {
@@ -326,23 +444,13 @@ export class TokentraceStream extends Context {
     }
     if (llm !== null) {
       llm.record(startNs, startNs + durationNs);
-      const span = this.span;
-      const spans = this.active.config.spans;
-      if (span !== null && spans !== null) {
-        span.requestModel = llm.requestModel;
-        span.responseModel = llm.responseModel;
-        span.finishReason = llm.finishReason;
-        span.inputTokens = llm.inputTokens;
-        span.outputTokens = llm.outputTokens;
-        span.firstTokenNs = llm.firstContentNs;
-        const kept = this.keptTokenId;
-        if (kept !== null) span.tokenTraceId = String.UTF8.decode(kept);
-        else if (this.hasNewTokenId) span.tokenTraceId = String.UTF8.decodeUnsafe(this.writeNewTokenId(), UUID_LENGTH);
-        span.route = route.label;
-        span.statusCode = code;
-        span.startNs = startNs;
-        span.endNs = startNs + durationNs;
-        this.exporter.add(encodeSpan(span, spans.providerName), spans);
+      if (exportSpan) {
+        const span = this.spanRecord(llm, route, code, startNs, durationNs);
+        if (span !== null) {
+          span.keepReason = keepReason;
+          this.exporter.add(encodeSpan(span, spans!.providerName), spans!);
+          if (keepReason.length > 0) this.stats.count(this.stats.spansKept, 1);
+        }
       }
     }
     host.recordHistogram(route.durationMs, <u64>durationNs / NS_PER_MS);
@@ -350,12 +458,35 @@ export class TokentraceStream extends Context {
   }
 }
 
-/** A span record carrying the trace-id (and, when continuing, the incoming parent-id) in TRACEPARENT_OUT. */
-function spanFromTraceParent(continuing: bool): SpanRecord {
-  const span = new SpanRecord();
-  span.traceId = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
-  const parentOrOwn = String.UTF8.decodeUnsafe(TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
-  if (continuing) span.parentSpanId = parentOrOwn;
-  else span.spanId = parentOrOwn; // a trace this proxy starts: its span is the root
-  return span;
+/** Tail keep: a route's own slow threshold, else the default, in ns (-1: none). */
+function keepThresholdNs(spans: SpanConfig, routeName: usize, routeNameLength: i32): i64 {
+  const routes = spans.keepRoutes;
+  let ms = spans.keepSlowerThanMs;
+  for (let i = 0; i < routes.length; i++) {
+    const name = routes[i].routeNameBytes;
+    if (routeNameLength >= 0 && equalBytes(routeName, routeNameLength, changetype<usize>(name), name.byteLength)) {
+      ms = routes[i].slowerThanMs;
+      break;
+    }
+  }
+  return ms < 0 ? -1 : <i64>ms * NS_PER_MS_I64;
+}
+
+/** A port number of 1 to 5 digits (1..65535), else -1. */
+function parsePort(p: usize, n: i32): i64 {
+  if (n < 1 || n > 5) return -1;
+  let port: i64 = 0;
+  for (let i = 0; i < n; i++) {
+    const d = <u32>load<u8>(p + i) - 0x30;
+    if (d >= 10) return -1;
+    port = port * 10 + <i64>d;
+  }
+  return port >= 1 && port <= 65535 ? port : -1;
+}
+
+/** The port an authority without one means: 443 for https, else 80. */
+function defaultPort(): i64 {
+  const https = host.readProperty(REQUEST_SCHEME_PROPERTY, SCHEME_VALUE) && SCHEME_VALUE.length == 5 &&
+    load<u32>(SCHEME_VALUE.ptr) == 0x70747468 && load<u8>(SCHEME_VALUE.ptr + 4) == 0x73; // "https"
+  return https ? 443 : 80;
 }

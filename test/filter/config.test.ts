@@ -165,6 +165,14 @@ const configArb = fc.record(
         path: mostly(fc.constantFrom("/v1/traces"), fc.constant("v1/traces")),
         batchSize: mostly(fc.integer({ min: 1, max: 1000 }), fc.constantFrom(0, 1001)),
         flushIntervalMs: mostly(fc.integer({ min: 100, max: 60000 }), fc.constant(99)),
+        keep: fc.record(
+          {
+            errors: mostly(fc.boolean(), fc.constant("yes")),
+            slowerThanMs: mostly(fc.integer({ min: 1, max: 3600000 }), fc.constantFrom(0, 3600001, 2.5)),
+            routes: fc.array(fc.record({ routeName: mostly(text(8), fc.constant("")), slowerThanMs: mostly(fc.integer({ min: 1, max: 3600000 }), fc.constant(-1)) }, { requiredKeys: [] }), { maxLength: 2 }),
+          },
+          { requiredKeys: [] },
+        ),
       },
       { requiredKeys: ["cluster"] },
     ),

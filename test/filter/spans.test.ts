@@ -4,7 +4,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock, type FilterStream, type FilterVm } from "../host/index.js";
-import { attr, startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
+import { otlpJsonProblems } from "../support/otlp-json.js";
+import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../support/otlp-receiver.js";
 import { countingRandom, loadFilter } from "./support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
@@ -15,14 +16,17 @@ const spansConfig = (extra: Record<string, unknown> = {}): unknown => ({
   spans: { cluster: "otel", serviceName: "edge-proxy", providerName: "vllm", ...extra },
 });
 
+/** Every attribute of a span as a plain value. */
+const attributes = (span: OtlpSpan): Record<string, unknown> => Object.fromEntries(span.attributes.map((a) => [a.key, attr(span, a.key)]));
+
 const sse = (events: unknown[]): string => events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
 const STREAM = sse([
-  { model: "llama-3.1-8b-instruct", choices: [{ index: 0, delta: { content: "Hi" }, finish_reason: null }] },
-  { model: "llama-3.1-8b-instruct", choices: [{ index: 0, delta: { content: " there" }, finish_reason: "stop" }] },
-  { model: "llama-3.1-8b-instruct", choices: [], usage: { prompt_tokens: 11, completion_tokens: 2 } },
+  { id: "chatcmpl-7", model: "llama-3.1-8b-instruct", choices: [{ index: 0, delta: { content: "Hi" }, finish_reason: null }] },
+  { id: "chatcmpl-7", model: "llama-3.1-8b-instruct", choices: [{ index: 0, delta: { content: " there" }, finish_reason: "stop" }] },
+  { id: "chatcmpl-7", model: "llama-3.1-8b-instruct", choices: [], usage: { prompt_tokens: 11, completion_tokens: 2 } },
 ]);
 
-/** One streamed chat completion through `vm`: 120 ms to the first byte, 30 ms more to the end. */
+/** One streamed chat completion through `vm`: 120 ms to the first byte, 30 ms more to the end (the first content event is whole then). */
 function streamedChat(vm: FilterVm, clock: ManualClock, headers: Array<[string, string]> = [], status = 200): FilterStream {
   const s = vm.newStream({ routeName: "chat" });
   s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ["x-token-trace-id", "tok-1"], ...headers], false);
@@ -45,6 +49,7 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
   const reset = (): void => {
     receiver.spans.length = 0;
     receiver.requests.length = 0;
+    receiver.problems.length = 0;
     receiver.respondWith = { status: 200, delayMs: 0 };
   };
 
@@ -62,29 +67,162 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     assert.equal(span.parentSpanId, PARENT);
     assert.match(span.spanId, /^[0-9a-f]{16}$/);
     assert.equal(s.request.get("traceparent"), `00-${TRACE}-${span.spanId}-01`, "the upstream's parent is this proxy's span");
-    assert.equal(span.name, "chat llama-3.1-8b");
-    assert.equal(span.kind, 3);
+    assert.equal(span.name, "chat llama-3.1-8b", "{gen_ai.operation.name} {gen_ai.request.model}");
+    assert.equal(span.kind, 3, "CLIENT");
     assert.equal(span.startTimeUnixNano, String(T0));
     assert.equal(span.endTimeUnixNano, String(T0 + 150_000_000n));
-    assert.deepEqual(span.events, [{ timeUnixNano: String(T0 + 150_000_000n), name: "gen_ai.first_token" }], "the first content event is whole in the second chunk");
-    const expected: Record<string, unknown> = {
+    assert.equal(span.events, undefined, "time to first chunk is an attribute, not an event");
+    assert.deepEqual(attributes(span), {
       "gen_ai.operation.name": "chat",
       "gen_ai.provider.name": "vllm",
       "gen_ai.request.model": "llama-3.1-8b",
+      "gen_ai.request.stream": true,
+      "gen_ai.response.id": "chatcmpl-7",
       "gen_ai.response.model": "llama-3.1-8b-instruct",
+      "gen_ai.response.finish_reasons": ["stop"],
+      "gen_ai.response.time_to_first_chunk": 0.15,
       "gen_ai.usage.input_tokens": 11,
       "gen_ai.usage.output_tokens": 2,
-      "gen_ai.response.finish_reasons": ["stop"],
-      "tokentrace.token_trace_id": "tok-1",
-      "http.route": "chat",
+      "server.address": "llm.svc",
+      "server.port": 80,
       "http.response.status_code": 200,
-    };
-    for (const [key, value] of Object.entries(expected)) assert.deepEqual(attr(span, key), value, key);
+      "tokentrace.token_trace_id": "tok-1",
+      "tokentrace.route": "chat",
+    });
     assert.equal(span.status, undefined);
     assert.deepEqual(receiver.requests, [{ path: "/v1/traces", contentType: "application/json", service: "edge-proxy", spans: 1 }]);
     assert.equal(vm.stats.value("tokentrace_spans_exported_total"), 1);
     const text = JSON.stringify(receiver.spans);
     assert.ok(!text.includes("hello") && !text.includes("there"), "no prompt or completion text in spans");
+    assert.deepEqual(receiver.problems, []);
+  });
+
+  it("reports the request parameters the body states, with their types; no stop sequences (caller's text)", async () => {
+    reset();
+    const clock = new ManualClock(T0);
+    const vm = await loadFilter({ clock, random: countingRandom(), config: spansConfig(), clusters: { otel: receiver.url } });
+    const body = {
+      model: "llama-3.1-8b", messages: [], max_completion_tokens: 256, temperature: 0.7, top_p: 1, top_k: 40, frequency_penalty: 0.5,
+      presence_penalty: -1.25e-1, seed: -42, n: 2, stop: ["a secret stop"], response_format: { type: "json_schema", json_schema: {} },
+    };
+    const s = vm.newStream({ routeName: "chat" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions?x=1"], [":authority", "llm.svc:8443"], [":scheme", "https"]], false);
+    s.requestBody(JSON.stringify(body), true);
+    clock.advanceMs(300);
+    s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+    s.responseBody(JSON.stringify({
+      id: "chatcmpl-9", model: "llama-3.1-8b-instruct", choices: [{ index: 0, finish_reason: "length" }, { index: 1, finish_reason: "length" }],
+      usage: { prompt_tokens: 20, completion_tokens: 512, prompt_tokens_details: { cached_tokens: 16 }, completion_tokens_details: { reasoning_tokens: 100 } },
+    }), true);
+    s.end();
+    vm.tick();
+    await vm.settle();
+    const span = receiver.spans[0]!;
+    const a = attributes(span);
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(a).filter(([k]) => k.startsWith("gen_ai.request.") || k.startsWith("gen_ai.output.") || k.startsWith("gen_ai.usage.") || k.startsWith("server."))),
+      {
+        "gen_ai.request.model": "llama-3.1-8b",
+        "gen_ai.request.max_tokens": 256,
+        "gen_ai.request.temperature": 0.7,
+        "gen_ai.request.top_p": 1,
+        "gen_ai.request.top_k": 40,
+        "gen_ai.request.frequency_penalty": 0.5,
+        "gen_ai.request.presence_penalty": -0.125,
+        "gen_ai.request.seed": -42,
+        "gen_ai.request.choice.count": 2,
+        "gen_ai.output.type": "json",
+        "gen_ai.usage.input_tokens": 20,
+        "gen_ai.usage.cache_read.input_tokens": 16,
+        "gen_ai.usage.output_tokens": 512,
+        "gen_ai.usage.reasoning.output_tokens": 100,
+        "server.address": "llm.svc",
+        "server.port": 8443,
+      },
+    );
+    assert.equal(a["gen_ai.request.stream"], undefined, "set only when the request streams");
+    assert.equal(a["gen_ai.response.time_to_first_chunk"], undefined, "streaming only");
+    assert.equal(span.attributes.find((x) => x.key === "gen_ai.request.max_tokens")!.value.intValue, "256", "ints are intValue");
+    assert.equal(span.attributes.find((x) => x.key === "gen_ai.request.top_p")!.value.doubleValue, 1, "doubles are doubleValue");
+    assert.ok(!JSON.stringify(receiver.spans).includes("secret"), "stop sequences are not recorded");
+    assert.deepEqual(receiver.problems, []);
+  });
+
+  const failures: Array<[string, number | undefined, boolean, string]> = [
+    ["a 429 (an error on a CLIENT span)", 429, true, "429"],
+    ["a 503", 503, true, "503"],
+    ["a reset before any response", undefined, false, "reset_before_response"],
+    ["a stream cut after its response began", 200, false, "reset_during_response"],
+  ];
+  for (const [name, status, complete, errorType] of failures) {
+    it(`marks a failed call ERROR with error.type, and finish_reasons ["error"]: ${name}`, async () => {
+      reset();
+      const clock = new ManualClock(T0);
+      const vm = await loadFilter({ clock, random: countingRandom(), config: spansConfig(), clusters: { otel: receiver.url } });
+      const s = vm.newStream({ routeName: "chat" });
+      s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"]], false);
+      s.requestBody(JSON.stringify({ model: "m", stream: true, messages: [] }), true);
+      clock.advanceMs(40);
+      if (status !== undefined) {
+        s.responseHeaders([[":status", String(status)], ["content-type", status === 200 ? "text/event-stream" : "application/json"]], false);
+        s.responseBody(status === 200 ? 'data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"}}]}\n\n' : '{"error":{"message":"busy"}}', complete);
+      }
+      s.end();
+      vm.tick();
+      await vm.settle();
+      const span = receiver.spans[0]!;
+      assert.deepEqual(span.status, { code: 2 });
+      const a = attributes(span);
+      assert.equal(a["error.type"], errorType);
+      assert.deepEqual(a["gen_ai.response.finish_reasons"], ["error"]);
+      assert.equal(a["http.response.status_code"], status);
+      assert.deepEqual(receiver.problems, []);
+    });
+  }
+
+  it("names the span by the requested model only (the operation alone without one), and decodes escapes in it", async () => {
+    reset();
+    const clock = new ManualClock(T0);
+    const vm = await loadFilter({ clock, random: countingRandom(), config: spansConfig(), clusters: { otel: receiver.url } });
+    for (const requestBody of ['{"messages":[]}', '{"model":"caf\\u00e9 \\"v2\\"","messages":[]}']) {
+      const s = vm.newStream({ routeName: "chat" });
+      s.requestHeaders([[":method", "POST"], [":path", "/v1/completions"], [":authority", "llm.svc"]], false);
+      s.requestBody(requestBody, true);
+      s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+      s.responseBody('{"model":"served-model","choices":[{"finish_reason":"stop"}]}', true);
+      s.end();
+    }
+    vm.tick();
+    await vm.settle();
+    assert.deepEqual(receiver.spans.map((x) => x.name), ["text_completion", 'text_completion café "v2"']);
+    assert.equal(attributes(receiver.spans[1]!)["gen_ai.request.model"], 'café "v2"');
+    assert.equal(attributes(receiver.spans[0]!)["gen_ai.response.model"], "served-model");
+    assert.deepEqual(receiver.problems, []);
+  });
+
+  it("an embeddings call is an embeddings CLIENT span: dimensions, encoding formats, input tokens, no finish reasons", async () => {
+    reset();
+    const clock = new ManualClock(T0);
+    const vm = await loadFilter({ clock, random: countingRandom(), config: spansConfig(), clusters: { otel: receiver.url } });
+    const s = vm.newStream({ routeName: "embed" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/embeddings"], [":authority", "embed.svc:9000"]], false);
+    s.requestBody(JSON.stringify({ model: "bge-m3", input: ["a secret text"], dimensions: 512, encoding_format: "float" }), true);
+    s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+    s.responseBody(JSON.stringify({ object: "list", model: "bge-m3", data: [], usage: { prompt_tokens: 7, total_tokens: 7 } }), true);
+    s.end();
+    vm.tick();
+    await vm.settle();
+    const span = receiver.spans[0]!;
+    assert.equal(span.name, "embeddings bge-m3");
+    const a = attributes(span);
+    assert.equal(a["gen_ai.operation.name"], "embeddings");
+    assert.equal(a["gen_ai.embeddings.dimension.count"], 512);
+    assert.deepEqual(a["gen_ai.request.encoding_formats"], ["float"]);
+    assert.equal(a["gen_ai.usage.input_tokens"], 7);
+    assert.equal(a["gen_ai.usage.output_tokens"], undefined);
+    assert.equal(a["gen_ai.response.finish_reasons"], undefined);
+    assert.equal(a["server.port"], 9000);
+    assert.deepEqual(receiver.problems, []);
   });
 
   it("starts a root span when it starts the trace, and links two chained proxies parent to child", async () => {
@@ -181,4 +319,36 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     assert.equal(vm.stats.value("tokentrace_spans_dropped_total"), 1);
     assert.equal(vm.stats.value("tokentrace_spans_exported_total"), 0);
   });
+});
+
+describe("the OTLP/JSON reader the span tests use (opentelemetry-proto definitions)", () => {
+  const body = (span: Record<string, unknown>): unknown => ({
+    resourceSpans: [{ resource: { attributes: [{ key: "service.name", value: { stringValue: "s" } }] }, scopeSpans: [{ scope: { name: "tokentrace" }, spans: [span] }] }],
+  });
+  const good = {
+    traceId: TRACE, spanId: PARENT, name: "chat m", kind: 3, startTimeUnixNano: "1700000000000000000", endTimeUnixNano: "1700000000150000000",
+    attributes: [
+      { key: "gen_ai.usage.input_tokens", value: { intValue: "11" } },
+      { key: "gen_ai.request.temperature", value: { doubleValue: 0.7 } },
+      { key: "gen_ai.request.stream", value: { boolValue: true } },
+      { key: "gen_ai.response.finish_reasons", value: { arrayValue: { values: [{ stringValue: "stop" }] } } },
+    ],
+    status: { code: 2 },
+  };
+  it("reads a well-formed export back unchanged", () => {
+    assert.deepEqual(otlpJsonProblems(body(good)), []);
+  });
+  const bad: Array<[string, Record<string, unknown>]> = [
+    ["an unknown span field", { ...good, firstTokenTime: "1" }],
+    ["an enum written as its name", { ...good, kind: "SPAN_KIND_CLIENT" }],
+    ["a span id in base64", { ...good, spanId: Buffer.from(PARENT, "hex").toString("base64") }],
+    ["an int64 that is no number", { ...good, attributes: [{ key: "k", value: { intValue: "eleven" } }] }],
+    ["an attribute value of an unknown kind", { ...good, attributes: [{ key: "k", value: { floatValue: 1 } }] }],
+    ["a misspelt status field", { ...good, status: { statusCode: 2 } }],
+  ];
+  for (const [name, span] of bad) {
+    it(`names what the definitions do not hold: ${name}`, () => {
+      assert.notDeepEqual(otlpJsonProblems(body(span)), []);
+    });
+  }
 });

@@ -2,6 +2,7 @@
 // span it is sent and can be told to answer slowly or with an error status.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { otlpJsonProblems } from "./otlp-json.js";
 
 /** An OTLP/JSON span as the receiver got it. */
 export interface OtlpSpan {
@@ -22,6 +23,8 @@ export interface OtlpReceiver {
   spans: OtlpSpan[];
   /** Resource attributes of every request, in order. */
   requests: Array<{ path: string; contentType: string | undefined; service: string | undefined; spans: number }>;
+  /** What the opentelemetry-proto definitions did not read back unchanged, per request (otlp-json.ts); tests expect none. */
+  problems: string[];
   /** Answer with this status (default 200) after this delay (default 0). */
   respondWith: { status: number; delayMs: number };
   close(): Promise<void>;
@@ -39,6 +42,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: "",
     spans: [],
     requests: [],
+    problems: [],
     respondWith: { status: 200, delayMs: 0 },
     close: async () => {},
   };
@@ -46,7 +50,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as ExportBody;
+      let body: ExportBody;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as ExportBody;
+      } catch (e) {
+        receiver.problems.push(`the body is not JSON: ${(e as Error).message}`);
+        res.writeHead(400).end();
+        return;
+      }
+      receiver.problems.push(...otlpJsonProblems(body));
       let count = 0;
       for (const rs of body.resourceSpans) {
         for (const ss of rs.scopeSpans) {
@@ -77,9 +89,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
 export function attr(span: OtlpSpan, key: string): unknown {
   const a = span.attributes.find((x) => x.key === key);
   if (!a) return undefined;
-  const v = a.value as { stringValue?: string; intValue?: string; arrayValue?: { values: Array<{ stringValue?: string }> } };
+  const v = a.value as { stringValue?: string; intValue?: string; doubleValue?: number; boolValue?: boolean; arrayValue?: { values: Array<{ stringValue?: string }> } };
   if (v.stringValue !== undefined) return v.stringValue;
   if (v.intValue !== undefined) return Number(v.intValue);
+  if (v.doubleValue !== undefined) return v.doubleValue;
+  if (v.boolValue !== undefined) return v.boolValue;
   if (v.arrayValue !== undefined) return v.arrayValue.values.map((x) => x.stringValue);
   return undefined;
 }
