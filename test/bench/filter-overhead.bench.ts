@@ -18,7 +18,8 @@ const WARMUP_REQUESTS = 5_000;
 const ROUNDS = 21;
 const REQUESTS_PER_ROUND = 2_000;
 const RATIO_BAR = 2.5;
-const SIZE_BAR_KIB = 64;
+// Issue 11: at most 72 KiB with W3C Level 2 trace context, GenAI spans and tail keep (58.9 KiB before them).
+const SIZE_BAR_KIB = 72;
 
 // A realistic request (12 headers) and response (6 headers) of an OpenAI-compatible call.
 const REQUEST_HEADERS: Array<[string, string]> = [
