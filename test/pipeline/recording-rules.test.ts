@@ -88,7 +88,7 @@ async function promtool(test: unknown): Promise<string> {
     return stdout + stderr;
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string };
-    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`);
+    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
   }
 }
 
