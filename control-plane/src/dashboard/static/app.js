@@ -136,6 +136,39 @@ async function loadPolicy(name) {
   showPolicyResult("", [], false);
   $("policy-editor").value = JSON.stringify(body.policy, null, 2);
   $("policy-version").textContent = `version ${body.version}, by ${body.updatedBy}`;
+  showTailKeep(body.policy);
+}
+
+// Tail keep: the two common settings of pluginConfig.spans.keep as fields; routes stay in the JSON.
+function showTailKeep(policy) {
+  const keep = (policy && policy.pluginConfig && policy.pluginConfig.spans && policy.pluginConfig.spans.keep) || {};
+  $("keep-errors").checked = keep.errors === true;
+  $("keep-slower-ms").value = keep.slowerThanMs === undefined ? "" : String(keep.slowerThanMs);
+}
+
+function applyTailKeep() {
+  let doc;
+  try {
+    doc = JSON.parse($("policy-editor").value);
+  } catch (e) {
+    showPolicyResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
+    return;
+  }
+  const spans = doc.pluginConfig && doc.pluginConfig.spans;
+  if (!spans) {
+    showPolicyResult("tail keep needs span export", [{ field: "pluginConfig.spans", reason: "set spans.cluster first" }], true);
+    return;
+  }
+  const keep = { ...(spans.keep || {}) };
+  if ($("keep-errors").checked) keep.errors = true;
+  else delete keep.errors;
+  const ms = $("keep-slower-ms").value.trim();
+  if (ms === "") delete keep.slowerThanMs;
+  else keep.slowerThanMs = Number(ms);
+  if (Object.keys(keep).length === 0) delete spans.keep;
+  else spans.keep = keep;
+  $("policy-editor").value = JSON.stringify(doc, null, 2);
+  showPolicyResult("tail keep written into the policy: save to apply", [], false);
 }
 
 function showPolicyResult(text, details, isError) {
@@ -180,6 +213,7 @@ $("route").addEventListener("change", (e) => {
 });
 $("policy").addEventListener("change", (e) => void loadPolicy(e.target.value));
 $("save").addEventListener("click", () => void savePolicy());
+$("keep-apply").addEventListener("click", applyTailKeep);
 $("reload").addEventListener("click", () => void loadPolicy($("policy").value));
 // A token typed (or changed) may open reads that were refused: load again with it. The policy list
 // is loaded only if it was refused, so an edit in progress is never replaced.
