@@ -42,26 +42,16 @@ export class TraceStateLines {
     let members = 0;
     let bytes = 0;
     this.hasDuplicateKeys = false;
-    for (let line = 0; line < this.count; line++) {
-      const p = unchecked(this.ptrs[line]);
-      const n = unchecked(this.lengths[line]);
-      let start = 0;
-      while (start <= n) {
-        const end = memberEnd(p, start, n);
-        const a = trimStart(p, start, end);
-        const b = trimEnd(p, a, end);
-        start = end + 1;
-        if (a == b) continue; // empty and whitespace-only members are allowed
-        let eq = a;
-        while (eq < b && load<u8>(p + eq) != 0x3d) eq++;
-        if (eq == b || !isKey(p + a, eq - a) || !isValue(p + eq + 1, b - eq - 1)) return false;
-        if (members == MAX_MEMBERS) return false;
-        if (!this.hasDuplicateKeys && keyIsListed(p + a, eq - a, members)) this.hasDuplicateKeys = true;
-        store<usize>(KEY_PTRS + <usize>members * sizeof<usize>(), p + a);
-        store<i32>(KEY_LENGTHS + (<usize>members << 2), eq - a);
-        members++;
-        bytes += b - a + 1;
-      }
+    this.rewind();
+    while (this.nextMember()) {
+      const member = this.member;
+      const keyLength = this.keyLength;
+      const length = this.memberLength;
+      if (keyLength < 0 || !isKey(member, keyLength) || !isValue(member + keyLength + 1, length - keyLength - 1)) return false;
+      if (members == MAX_MEMBERS) return false;
+      if (!this.hasDuplicateKeys && keyIsListed(member, keyLength, members)) this.hasDuplicateKeys = true;
+      listKey(members++, member, keyLength);
+      bytes += length + 1;
     }
     this.combinedBytes = bytes;
     return true;
@@ -75,28 +65,57 @@ export class TraceStateLines {
   write(out: usize, dropDuplicates: bool): i32 {
     let written = 0;
     let kept = 0;
-    for (let line = 0; line < this.count; line++) {
-      const p = unchecked(this.ptrs[line]);
-      const n = unchecked(this.lengths[line]);
-      let start = 0;
-      while (start <= n) {
-        const end = memberEnd(p, start, n);
-        const a = trimStart(p, start, end);
-        const b = trimEnd(p, a, end);
-        start = end + 1;
-        if (a == b) continue;
-        let eq = a;
-        while (load<u8>(p + eq) != 0x3d) eq++;
-        if (dropDuplicates && keyIsListed(p + a, eq - a, kept)) continue;
-        store<usize>(KEY_PTRS + <usize>kept * sizeof<usize>(), p + a);
-        store<i32>(KEY_LENGTHS + (<usize>kept << 2), eq - a);
-        kept++;
-        if (written > 0) store<u8>(out + written++, 0x2c);
-        memory.copy(out + written, p + a, b - a);
-        written += b - a;
-      }
+    this.rewind();
+    while (this.nextMember()) {
+      const member = this.member;
+      if (dropDuplicates && keyIsListed(member, this.keyLength, kept)) continue;
+      listKey(kept++, member, this.keyLength);
+      if (written > 0) store<u8>(out + written++, 0x2c);
+      memory.copy(out + written, member, this.memberLength);
+      written += this.memberLength;
     }
     return written;
+  }
+
+  // A cursor over the list-members of every line (list = list-member 0*31( OWS "," OWS list-member )).
+  private line: i32 = 0;
+  private at: i32 = 0;
+  /** The member found by nextMember: its bytes without the OWS around it, and where its "=" is (-1: none). */
+  private member: usize = 0;
+  private memberLength: i32 = 0;
+  private keyLength: i32 = -1;
+
+  private rewind(): void {
+    this.line = 0;
+    this.at = 0;
+  }
+
+  /** Moves to the next non-empty member (empty and whitespace-only ones are allowed and skipped); false at the end. */
+  private nextMember(): bool {
+    while (this.line < this.count) {
+      const p = unchecked(this.ptrs[this.line]);
+      const n = unchecked(this.lengths[this.line]);
+      if (this.at > n) {
+        this.line++;
+        this.at = 0;
+        continue;
+      }
+      let end = this.at;
+      while (end < n && load<u8>(p + end) != 0x2c) end++;
+      let a = this.at;
+      let b = end;
+      while (a < b && isOws(load<u8>(p + a))) a++;
+      while (b > a && isOws(load<u8>(p + b - 1))) b--;
+      this.at = end + 1;
+      if (a == b) continue;
+      let eq = a;
+      while (eq < b && load<u8>(p + eq) != 0x3d) eq++;
+      this.member = p + a;
+      this.memberLength = b - a;
+      this.keyLength = eq == b ? -1 : eq - a;
+      return true;
+    }
+    return false;
   }
 }
 
@@ -112,25 +131,13 @@ function keyIsListed(key: usize, length: i32, listed: i32): bool {
   return false;
 }
 
-/** list = list-member 0*31( OWS "," OWS list-member ): the index of the "," ending the member at `start`, or `n`. */
-function memberEnd(p: usize, start: i32, n: i32): i32 {
-  let end = start;
-  while (end < n && load<u8>(p + end) != 0x2c) end++;
-  return end;
+function listKey(k: i32, key: usize, length: i32): void {
+  store<usize>(KEY_PTRS + <usize>k * sizeof<usize>(), key);
+  store<i32>(KEY_LENGTHS + (<usize>k << 2), length);
 }
 
 function isOws(c: u32): bool {
   return c == 0x20 || c == 0x09;
-}
-
-function trimStart(p: usize, a: i32, b: i32): i32 {
-  while (a < b && isOws(load<u8>(p + a))) a++;
-  return a;
-}
-
-function trimEnd(p: usize, a: i32, b: i32): i32 {
-  while (b > a && isOws(load<u8>(p + b - 1))) b--;
-  return b;
 }
 
 /** key = ( lcalpha / DIGIT ) 0*255 keychar; keychar = lcalpha / DIGIT / "_" / "-" / "*" / "/" / "@". */

@@ -146,14 +146,19 @@ function showTailKeep(policy) {
   $("keep-slower-ms").value = keep.slowerThanMs === undefined ? "" : String(keep.slowerThanMs);
 }
 
-function applyTailKeep() {
-  let doc;
+/** The editor's policy document, or null (the parse error shown). */
+function editedPolicy() {
   try {
-    doc = JSON.parse($("policy-editor").value);
+    return JSON.parse($("policy-editor").value);
   } catch (e) {
     showPolicyResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
-    return;
+    return null;
   }
+}
+
+function applyTailKeep() {
+  const doc = editedPolicy();
+  if (doc === null) return;
   const spans = doc.pluginConfig && doc.pluginConfig.spans;
   if (!spans) {
     showPolicyResult("tail keep needs span export", [{ field: "pluginConfig.spans", reason: "set spans.cluster first" }], true);
@@ -187,13 +192,8 @@ function showPolicyResult(text, details, isError) {
 
 async function savePolicy() {
   const name = $("policy").value;
-  let doc;
-  try {
-    doc = JSON.parse($("policy-editor").value);
-  } catch (e) {
-    showPolicyResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
-    return;
-  }
+  const doc = editedPolicy();
+  if (doc === null) return;
   const headers = authHeaders({ "content-type": "application/json" });
   if (policyEtag) headers["if-match"] = policyEtag;
   const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { method: "PUT", headers, body: JSON.stringify(doc) });
