@@ -34,23 +34,51 @@ test("the control plane serves /dashboard and fills /v1/dashboard/series from it
     const page = await fetch(`${running.url}/dashboard`);
     assert.equal(page.status, 200);
     assert.match(await page.text(), /<script src="\/dashboard\/app\.js"><\/script>/);
-    let body: { routes: string[]; pod: string | null; columns: Record<string, (number | null)[]> } = { routes: [], pod: null, columns: {} };
+    type Body = { routes: { namespace: string; route: string }[]; pods: string[]; sampling: unknown; columns: Record<string, (number | null)[]> };
+    let body: Body = { routes: [], pods: [], sampling: null, columns: {} };
+    const withData = (b: Body): (number | null)[] => (b.columns.requestsPerSecond ?? []).filter((v) => v !== null);
     const deadline = Date.now() + 10_000;
-    while ((body.columns.t?.length ?? 0) < 2) {
+    while (withData(body).length < 2) {
       assert.ok(Date.now() < deadline, `no points after 10 s: ${JSON.stringify(body)}`);
       await new Promise((r) => setTimeout(r, 50));
-      body = (await (await fetch(`${running.url}/v1/dashboard/series`)).json()) as typeof body;
+      body = (await (await fetch(`${running.url}/v1/dashboard/series?range=300`)).json()) as Body;
     }
-    assert.deepEqual(body.routes, ["chat"]);
-    assert.equal(body.pod, "llm/chat-0");
+    assert.deepEqual(body.routes, [{ namespace: "llm", route: "chat" }]);
+    assert.deepEqual(body.pods, ["chat-0"]);
     // Rates from real wall-clock intervals: 4 requests and 40 tokens per ~100 ms scrape.
-    for (const v of body.columns.requestsPerSecond!) assert.ok(v !== null && v > 4 && v < 80, `requests/s ${v}`);
+    for (const v of withData(body)) assert.ok(v! > 4 && v! < 80, `requests/s ${v}`);
     // 10 tokens per request; each rate is rounded to 3 decimals on its own.
-    body.columns.outputTokensPerSecond!.forEach((v, i) => assert.ok(Math.abs(v! - body.columns.requestsPerSecond![i]! * 10) <= 0.005 * 11, `tokens/s ${v} against requests/s ${body.columns.requestsPerSecond![i]}`));
-    assert.deepEqual(body.columns.targetSampledPerSecond!.slice(0, 2), [null, null], "no policy targets namespace llm");
+    body.columns.outputTokensPerSecond!.forEach((v, i) => {
+      const rps = body.columns.requestsPerSecond![i]!;
+      if (rps !== null) assert.ok(Math.abs(v! - rps * 10) <= 0.005 * 11, `tokens/s ${v} against requests/s ${rps}`);
+    });
+    assert.equal(body.sampling, null, "no policy targets namespace llm");
+    assert.ok(body.columns.adaptiveTargetTracesPerSecond!.every((v) => v === null));
   } finally {
     await running.stop();
     await new Promise<void>((resolve) => target.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("make run's defaults (pipeline off): the page is served with policies, and the log line and status say how to turn the pipeline on", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tt-dashboard-"));
+  const logs: Record<string, unknown>[] = [];
+  const running = await startControlPlane(
+    { ...defaultConfig, listen: { host: "127.0.0.1", port: 0 }, store: { mode: "embedded", path: join(dir, "policies.json") }, adaptive: { ...defaultConfig.adaptive, enabled: false } },
+    { log: (r) => logs.push(r as Record<string, unknown>) },
+  );
+  try {
+    const line = logs.find((l) => l.msg === "dashboard");
+    assert.ok(line, JSON.stringify(logs));
+    assert.equal(line.url, `${running.url}/dashboard`);
+    assert.match(String(line.pipeline), /^off: .*TOKENTRACE_PIPELINE_ENABLED=true/);
+    const status = (await (await fetch(`${running.url}/v1/dashboard/status`)).json()) as { pipeline: { enabled: boolean; hint: string } };
+    assert.equal(status.pipeline.enabled, false);
+    assert.match(await (await fetch(`${running.url}/dashboard`)).text(), /id="create-form"/);
+    assert.equal((await fetch(`${running.url}/v1/traces`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status, 404, "the span receiver is off by default");
+  } finally {
+    await running.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });

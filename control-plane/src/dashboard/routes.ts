@@ -1,5 +1,5 @@
 // The web dashboard: a static page (HTML, JS, CSS, and uPlot served from node_modules) and the JSON
-// series it draws. Data source: the metrics pipeline's joined batches collected in memory by
+// it draws. Data source: the metrics pipeline's joined batches collected in memory by
 // DashboardSeries (series.ts), not a Prometheus query API, so the page works wherever the pipeline
 // runs, Prometheus or not. The policy editor on the page talks to the ordinary /v1/policies API.
 import { readFileSync } from "node:fs";
@@ -9,79 +9,114 @@ import { fileURLToPath } from "node:url";
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
 import { readAccess, type TokenEntry } from "../api/auth.js";
 import { ApiError } from "../api/errors.js";
-import type { HistoryEntry, Policy, PolicyRecord } from "../policy/model.js";
+import { effectiveConfig, type OverrideSource } from "../policy/effective.js";
+import type { Policy } from "../policy/model.js";
 import type { PolicyRepository } from "../policy/repository.js";
-import { QUANTILES, type DashboardPoint, type DashboardSource } from "./series.js";
+import type { DashboardSource, RouteKey } from "./series.js";
+import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
 
 /** What the dashboard routes need (a subset of the app's deps). */
 export interface DashboardDeps {
   store: PolicyRepository;
   tokens: readonly TokenEntry[];
   reads: "public" | "token";
-  /** Absent: the page still serves the policy editor; the charts stay empty. */
+  /** Adaptive-sampling overrides: the rates the filters run with. */
+  overrides?: OverrideSource;
+  /** Absent: the metrics pipeline is off; the page then shows the policies and how to turn it on. */
   dashboard?: DashboardSource;
+  /** The span receiver, when on: the page lists recent calls and links them with `linkTemplate`. */
+  traces?: { linkTemplate: string };
+  /** Milliseconds clock (tests inject one). */
+  now?: () => number;
 }
+
+/** What the page says when the metrics pipeline is off (`make run`'s default). */
+export const PIPELINE_OFF_HINT =
+  "The metrics pipeline is off, so there is nothing to chart. Turn it on with TOKENTRACE_PIPELINE_ENABLED=true and give it targets " +
+  "(pipeline.scrape.static in the config file, or pipeline.scrape.kubernetes), or run `make demo` for the whole stack with simulated traffic.";
 
 interface Asset {
   body: Buffer;
   type: string;
 }
 
+/** Time ranges the page offers, in seconds (5 min to 1 h). */
+export const RANGES_SECONDS = [300, 900, 1800, 3600] as const;
+
 const staticDir = fileURLToPath(new URL("./static/", import.meta.url));
 const uplotDir = dirname(createRequire(import.meta.url).resolve("uplot"));
 
 function loadAssets(): Map<string, Asset> {
+  const js = "text/javascript; charset=utf-8";
   const files: [string, string, string][] = [
     ["/dashboard", join(staticDir, "index.html"), "text/html; charset=utf-8"],
-    ["/dashboard/app.js", join(staticDir, "app.js"), "text/javascript; charset=utf-8"],
+    ["/dashboard/app.js", join(staticDir, "app.js"), js],
+    ["/dashboard/charts.js", join(staticDir, "charts.js"), js],
+    ["/dashboard/policies.js", join(staticDir, "policies.js"), js],
+    ["/dashboard/traces.js", join(staticDir, "traces.js"), js],
+    ["/dashboard/diff.js", join(staticDir, "diff.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
-    ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), "text/javascript; charset=utf-8"],
+    ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
   ];
   return new Map(files.map(([path, file, type]) => [path, { body: readFileSync(file), type }]));
 }
 
-/** The sampling rate a policy gives `route`: the first rule naming only that route, else the default rate. */
-export function configuredRate(policy: Policy, route: string): number {
-  const sampling = policy.pluginConfig.sampling ?? {};
+/** The sampling rate a policy's config gives `route`: the first rule naming only that route, else the default rate. */
+export function configuredRate(config: Policy["pluginConfig"], route: string): { rate: number; from: "route rule" | "default rate" } {
+  const sampling = config.sampling ?? {};
   // Rules with pathPrefix or host cannot be evaluated per route name; they are skipped.
   const rule = (sampling.routes ?? []).find((r) => r.routeName === route && r.pathPrefix === undefined && r.host === undefined);
-  return rule?.rate ?? sampling.defaultRate ?? 0.01;
+  return rule ? { rate: rule.rate, from: "route rule" } : { rate: sampling.defaultRate ?? 0.01, from: "default rate" };
 }
 
-/**
- * Sampled traces per second the policy in force at that time aims at: its adaptive target when it
- * has one, else its configured rate times the observed request rate. The policy is the first one
- * (by name) targeting the point's namespace; null when none does.
- */
-function targetAt(policyOf: (namespace: string) => { record: PolicyRecord; history: readonly HistoryEntry[] } | undefined, point: DashboardPoint, route: string): number | null {
-  const found = policyOf(point.namespace);
-  if (!found) return null;
-  let policy = found.record.policy;
-  for (const entry of found.history) if (entry.policy !== undefined && Date.parse(entry.at) <= point.timestampMs) policy = entry.policy;
-  if (policy.adaptive) return policy.adaptive.targetTracesPerSecond;
-  return Math.round(configuredRate(policy, route) * point.requestsPerSecond * 1000) / 1000;
+/** The policy a namespace's pods get: the first by name targeting it (pull resolution also matches labels). */
+function policyFor(store: PolicyRepository, namespace: string): Policy | undefined {
+  return store.list().find((r) => r.policy.target.namespace === namespace)?.policy;
 }
 
-/** The first policy (by name) targeting each namespace, with its history (read once per request). */
-async function policiesByNamespace(store: PolicyRepository, namespaces: Iterable<string>): Promise<Map<string, { record: PolicyRecord; history: readonly HistoryEntry[] }>> {
-  const out = new Map<string, { record: PolicyRecord; history: readonly HistoryEntry[] }>();
-  const wanted = new Set(namespaces);
-  for (const record of store.list()) {
-    const namespace = record.policy.target.namespace;
-    if (!wanted.has(namespace) || out.has(namespace)) continue;
-    out.set(namespace, { record, history: (await store.history(record.policy.name)) ?? [] });
-  }
-  return out;
+/** What the page says about sampling on a route: the rate in force and, with adaptive sampling, its target. */
+function samplingOf(deps: DashboardDeps, key: RouteKey): object | null {
+  const policy = policyFor(deps.store, key.namespace);
+  if (!policy) return null;
+  const overrides = deps.overrides?.(policy.name);
+  const { rate, from } = configuredRate(effectiveConfig(policy, overrides), key.route);
+  return {
+    policy: policy.name,
+    rate,
+    from,
+    adjustedByAdaptive: overrides !== undefined,
+    adaptiveTargetTracesPerSecond: policy.adaptive?.targetTracesPerSecond ?? null,
+    // The sampler aims each route with a rule of its own at the target, and all other routes together.
+    adaptiveTargetAppliesTo: policy.adaptive ? (from === "route rule" ? "this route" : "all routes without a rule of their own, together") : null,
+  };
 }
 
-const QUANTILE_NAMES = QUANTILES.map((q) => `P${Math.round(q * 100)}`);
+/** The adaptive target in force at each time (null where the policy had none), from the policy's history. */
+async function adaptiveTargets(store: PolicyRepository, namespace: string, times: readonly number[]): Promise<(number | null)[]> {
+  const policy = policyFor(store, namespace);
+  if (!policy) return times.map(() => null);
+  const history = ((await store.history(policy.name)) ?? [])
+    .filter((h) => h.policy !== undefined)
+    .map((h) => ({ atMs: Date.parse(h.at), target: h.policy!.adaptive?.targetTracesPerSecond ?? null }));
+  let i = -1;
+  return times.map((tSec) => {
+    while (i + 1 < history.length && history[i + 1]!.atMs <= tSec * 1000) i++;
+    return i >= 0 ? history[i]!.target : null;
+  });
+}
+
+function queryString(req: Request, name: string): string | undefined {
+  const v = req.query[name];
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
 
 /** The dashboard router: GET /dashboard (+ assets) and GET /v1/dashboard/series. */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
   const read = readAccess(deps.tokens, deps.reads);
+  const now = deps.now ?? Date.now;
 
   // Static files, served like express.static (a middleware, not API routes, so not in /openapi.json).
   router.use((req: Request, res: Response, next: NextFunction) => {
@@ -93,35 +128,66 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     res.set("content-type", asset.type).set("cache-control", "no-cache").send(asset.body);
   });
 
+  router.get("/v1/dashboard/status", read, (_req: Request, res: Response) => {
+    res.set("cache-control", "no-store").json({
+      pipeline: deps.dashboard ? { enabled: true } : { enabled: false, hint: PIPELINE_OFF_HINT },
+      traces: deps.traces ? { enabled: true, linkTemplate: deps.traces.linkTemplate } : { enabled: false, hint: "The span receiver is off: set traces.enabled (TOKENTRACE_TRACES_ENABLED=true) and point the filter's spans.cluster at this control plane (path /v1/traces)." },
+      ranges: RANGES_SECONDS,
+    });
+  });
+
   router.get("/v1/dashboard/series", read, async (req: Request, res: Response, next: NextFunction) => {
     const routes = deps.dashboard?.routes() ?? [];
-    const asked = typeof req.query.route === "string" && req.query.route !== "" ? req.query.route : undefined;
-    if (asked !== undefined && !routes.includes(asked)) {
-      next(new ApiError(404, "no data for this route", [{ field: "route", reason: `no points for ${JSON.stringify(asked)}; routes with data: ${routes.join(", ") || "none yet"}` }]));
+    const askedRoute = queryString(req, "route");
+    const askedNamespace = queryString(req, "namespace");
+    const model = queryString(req, "model");
+    const rangeText = queryString(req, "range") ?? "900";
+    const rangeSeconds = Number(rangeText);
+    if (!(RANGES_SECONDS as readonly number[]).includes(rangeSeconds)) {
+      next(new ApiError(400, "invalid query", [{ field: "range", reason: `must be one of ${RANGES_SECONDS.join(", ")} (seconds), got ${JSON.stringify(rangeText)}` }]));
       return;
     }
-    const route = asked ?? routes[0] ?? null;
-    const points = route === null ? [] : (deps.dashboard?.points(route) ?? []);
-    const columns: Record<string, (number | null)[]> = { t: points.map((p) => p.timestampMs / 1000) };
-    QUANTILE_NAMES.forEach((name, i) => {
-      columns[`ttft${name}`] = points.map((p) => p.ttftMs[i] ?? null);
-      columns[`decode${name}`] = points.map((p) => p.decodeMs[i] ?? null);
-      columns[`total${name}`] = points.map((p) => p.totalMs[i] ?? null);
-    });
-    columns.outputTokensPerSecond = points.map((p) => p.outputTokensPerSecond);
-    columns.requestsPerSecond = points.map((p) => p.requestsPerSecond);
-    columns.gpuUtilizationPercent = points.map((p) => p.gpuUtilizationPercent);
-    columns.gpuPowerWatts = points.map((p) => p.gpuPowerWatts);
-    columns.sampledPerSecond = points.map((p) => p.sampledPerSecond);
-    const byNamespace = await policiesByNamespace(deps.store, points.map((p) => p.namespace));
-    columns.targetSampledPerSecond = route === null ? [] : points.map((p) => targetAt((ns) => byNamespace.get(ns), p, route));
-    const last = points[points.length - 1];
+    const matches = routes.filter((r) => (askedRoute === undefined || r.route === askedRoute) && (askedNamespace === undefined || r.namespace === askedNamespace));
+    if (askedRoute !== undefined && matches.length === 0) {
+      const known = routes.map((r) => `${r.namespace}/${r.route}`).join(", ") || "none yet";
+      next(new ApiError(404, "no data for this route", [{ field: "route", reason: `no points for ${JSON.stringify(askedRoute)}; routes with data: ${known}` }]));
+      return;
+    }
+    const key = matches[0] ?? routes[0];
+    const intervals = key ? (deps.dashboard?.intervals(key) ?? []) : [];
+    const models = [...new Set(intervals.flatMap((i) => [...i.counts.models.keys()]))].sort();
+    // Which latency histograms the route's filters export (a filter older than tokentrace_llm_decode_ms has none for decode).
+    const histograms = LATENCY_PHASES.filter((phase) => intervals.some((i) => [...i.counts.models.values()].some((m) => m[phase].size > 0)));
+    const scrapeMs = scrapeIntervalOf(intervals);
+    const res3 = resolution(rangeSeconds * 1000, scrapeMs);
+    const columns = key
+      ? windowColumns(intervals, { nowMs: now(), rangeMs: rangeSeconds * 1000, ...res3, model: model !== undefined && models.includes(model) ? model : undefined })
+      : { t: [] };
+    if (key) {
+      try {
+        columns.adaptiveTargetTracesPerSecond = await adaptiveTargets(deps.store, key.namespace, columns.t as number[]);
+      } catch (error) {
+        next(error);
+        return;
+      }
+    }
     res.set("cache-control", "no-store").json({
       source: "pipeline",
+      pipeline: deps.dashboard ? "on" : "off",
       routes,
-      route,
+      namespace: key?.namespace ?? null,
+      route: key?.route ?? null,
+      models,
+      model: model !== undefined && models.includes(model) ? model : null,
+      pods: [...new Set(intervals.map((i) => i.pod))].sort(),
+      rangeSeconds,
+      stepSeconds: res3.stepMs / 1000,
+      windowSeconds: res3.windowMs / 1000,
+      samplingWindowSeconds: res3.samplingWindowMs / 1000,
+      scrapeIntervalSeconds: scrapeMs / 1000,
       quantiles: [...QUANTILES],
-      pod: last ? `${last.namespace}/${last.pod}` : null,
+      histograms,
+      sampling: key ? samplingOf(deps, key) : null,
       columns,
     });
   });

@@ -1,30 +1,52 @@
-// The dashboard's data: per route, a bounded window of points computed from the metrics pipeline's
-// joined batches (the same series remote write ships), so the page needs no Prometheus. Each Envoy
-// scrape of a pod yields one point per route from the deltas against that pod's previous scrape:
-// latency quantiles from the filter's histogram buckets (as Prometheus's histogram_quantile does),
-// token, request and sampled-trace rates from its counters, and the pod's GPU state from the join.
+// The dashboard's data: what each Envoy scrape of a pod added to the filter's counters and histogram
+// buckets since the previous scrape of that pod (per route and model), kept for the last hour, from
+// the metrics pipeline's joined batches (the same series remote write ships), so the page needs no
+// Prometheus. Queries (window.ts) sum these increases over a window, as
+// `sum(increase(x[w]))` and `histogram_quantile(q, sum by (le) (increase(x_bucket[w])))` would.
 import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 import { counterDelta } from "../join/joiner.js";
 
-/** Quantiles the page shows, in this order. */
-export const QUANTILES = [0.5, 0.95, 0.99] as const;
+/** Cumulative bucket counts (or their increase) keyed by upper bound; `Infinity` is +Inf. */
+export type Buckets = Map<number, number>;
 
-/** One point of a route: rates per second, latencies in ms, null when unknown in that interval. */
-export interface DashboardPoint {
-  timestampMs: number;
-  namespace: string;
+/** One model's share of a route in one scrape interval (or cumulative, in a snapshot). */
+export interface ModelCounts {
+  llmRequests: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** tokentrace_llm_ttft_ms: streaming responses, request start to first content chunk. */
+  ttft: Buckets;
+  /** tokentrace_llm_decode_ms: streaming responses, first content chunk to last byte. */
+  decode: Buckets;
+  /** tokentrace_llm_duration_ms: every LLM call, start to end. */
+  duration: Buckets;
+}
+
+/** One route's counts in one scrape interval of one pod. */
+export interface RouteCounts {
+  /** tokentrace_requests_total by status_class (every request of the route, LLM or not). */
+  byStatusClass: Map<string, number>;
+  sampled: number;
+  models: Map<string, ModelCounts>;
+}
+
+/** The increase of one route's counters over one scrape interval of one pod, with that pod's GPU state. */
+export interface RouteInterval {
+  endMs: number;
+  seconds: number;
   pod: string;
-  /** TTFT, decode and total at QUANTILES. Decode is total minus TTFT at the same quantile (an attribution, not a measured decode histogram). */
-  ttftMs: (number | null)[];
-  decodeMs: (number | null)[];
-  totalMs: (number | null)[];
-  requestsPerSecond: number;
-  sampledPerSecond: number;
-  outputTokensPerSecond: number;
+  counts: RouteCounts;
+  /** Mean utilisation (%) and summed power (W) of the pod's GPUs at the end; null without a GPU. */
   gpuUtilizationPercent: number | null;
   gpuPowerWatts: number | null;
+}
+
+/** A (namespace, route) with data, and the models seen on it. */
+export interface RouteKey {
+  namespace: string;
+  route: string;
 }
 
 /** The scrape a batch came from (a subset of the pipeline's ScrapeResult). */
@@ -35,71 +57,85 @@ export interface BatchSource {
 
 /** What the dashboard routes read. */
 export interface DashboardSource {
-  routes(): string[];
-  points(route: string): DashboardPoint[];
+  /** Routes with data, sorted by namespace then route. */
+  routes(): RouteKey[];
+  /** Intervals of one route, oldest first. */
+  intervals(key: RouteKey): readonly RouteInterval[];
 }
 
-interface RouteCounters {
-  ttftBuckets: Map<number, number>;
-  totalBuckets: Map<number, number>;
-  requests: number;
-  sampled: number;
-  outputTokens: number;
+/** Bounds of the in-memory window. */
+export interface SeriesLimits {
+  /** Intervals older than this are dropped (the page's longest range). */
+  retentionMs: number;
+  /** Intervals kept per route, whatever their age (a fast scrape across many pods). */
+  maxIntervalsPerRoute: number;
+  maxRoutes: number;
+  /** Models per route; more are summed as "other", as the filter does past stats.maxModels. */
+  maxModelsPerRoute: number;
 }
 
-interface Snapshot {
-  timestampMs: number;
-  routes: Map<string, RouteCounters>;
-}
+export const DEFAULT_LIMITS: SeriesLimits = { retentionMs: 3_600_000, maxIntervalsPerRoute: 8_000, maxRoutes: 64, maxModelsPerRoute: 32 };
 
-const TTFT_BUCKET = "tokentrace_llm_ttft_ms_bucket";
-const DURATION_BUCKET = "tokentrace_llm_duration_ms_bucket";
+const HISTOGRAMS = new Map<string, "ttft" | "decode" | "duration">([
+  ["tokentrace_llm_ttft_ms_bucket", "ttft"],
+  ["tokentrace_llm_decode_ms_bucket", "decode"],
+  ["tokentrace_llm_duration_ms_bucket", "duration"],
+]);
+const MODEL_COUNTERS = new Map<string, "llmRequests" | "inputTokens" | "outputTokens">([
+  ["tokentrace_llm_requests_total", "llmRequests"],
+  ["tokentrace_llm_input_tokens_total", "inputTokens"],
+  ["tokentrace_llm_output_tokens_total", "outputTokens"],
+]);
 const REQUESTS = "tokentrace_requests_total";
 const SAMPLED = "tokentrace_traces_sampled_total";
-const OUTPUT_TOKENS = "tokentrace_llm_output_tokens_total";
 
-/**
- * The q-quantile of a histogram given as cumulative counts per upper bound (+Inf included), by
- * linear interpolation inside the bucket, as Prometheus's histogram_quantile; null when empty.
- */
-export function histogramQuantile(q: number, cumulative: Map<number, number>): number | null {
-  const bounds = [...cumulative.keys()].sort((a, b) => a - b);
-  const total = cumulative.get(Infinity) ?? (bounds.length > 0 ? cumulative.get(bounds[bounds.length - 1]!)! : 0);
-  if (total <= 0) return null;
-  const rank = q * total;
-  let prevBound = 0;
-  let prevCount = 0;
-  for (const bound of bounds) {
-    const count = cumulative.get(bound)!;
-    if (count >= rank) {
-      // Above the highest finite bound nothing is known but that bound.
-      if (bound === Infinity) return prevBound;
-      if (count === prevCount) return bound;
-      return prevBound + ((bound - prevBound) * (rank - prevCount)) / (count - prevCount);
-    }
-    prevBound = bound;
-    prevCount = count;
+const newModel = (): ModelCounts => ({ llmRequests: 0, inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
+const newRoute = (): RouteCounts => ({ byStatusClass: new Map(), sampled: 0, models: new Map() });
+const add = <K>(m: Map<K, number>, k: K, v: number): void => {
+  m.set(k, (m.get(k) ?? 0) + v);
+};
+
+/** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero). */
+function routeDelta(now: RouteCounts, before: RouteCounts | undefined): RouteCounts {
+  const buckets = (cur: Buckets, prev: Buckets | undefined): Buckets => {
+    const out: Buckets = new Map();
+    for (const [le, v] of cur) out.set(le, counterDelta(prev?.get(le) ?? 0, v));
+    return out;
+  };
+  const out = newRoute();
+  for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
+  out.sampled = counterDelta(before?.sampled ?? 0, now.sampled);
+  for (const [model, m] of now.models) {
+    const p = before?.models.get(model);
+    out.models.set(model, {
+      llmRequests: counterDelta(p?.llmRequests ?? 0, m.llmRequests),
+      inputTokens: counterDelta(p?.inputTokens ?? 0, m.inputTokens),
+      outputTokens: counterDelta(p?.outputTokens ?? 0, m.outputTokens),
+      ttft: buckets(m.ttft, p?.ttft),
+      decode: buckets(m.decode, p?.decode),
+      duration: buckets(m.duration, p?.duration),
+    });
   }
-  return prevBound;
+  return out;
 }
 
-const round3 = (v: number): number => Math.round(v * 1000) / 1000;
+const keyOf = (k: RouteKey): string => `${k.namespace}\u0000${k.route}`;
 
-/** Collects points from joined batches; bounded to `maxPoints` per route and `maxRoutes` routes. */
+/** Collects per-route intervals from joined batches, bounded by `limits`. */
 export class DashboardSeries implements DashboardSource {
-  private readonly previous = new Map<string, Snapshot>();
-  private readonly byRoute = new Map<string, DashboardPoint[]>();
+  private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts> }>();
+  private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
 
-  constructor(private readonly limits: { maxPoints: number; maxRoutes: number } = { maxPoints: 720, maxRoutes: 64 }) {}
+  constructor(private readonly limits: SeriesLimits = DEFAULT_LIMITS) {}
 
   /** Takes one joined batch (the pipeline's onBatch); batches of targets other than Envoy sidecars are ignored. */
   observe(series: WriteSeries[], source: BatchSource): void {
     const t = source.target;
     if (t.kind !== "envoy" && t.kind !== "static") return;
-    const routes = new Map<string, RouteCounters>();
-    const counters = (route: string): RouteCounters => {
-      let c = routes.get(route);
-      if (!c) routes.set(route, (c = { ttftBuckets: new Map(), totalBuckets: new Map(), requests: 0, sampled: 0, outputTokens: 0 }));
+    const routes = new Map<string, RouteCounts>();
+    const route = (name: string): RouteCounts => {
+      let c = routes.get(name);
+      if (!c) routes.set(name, (c = newRoute()));
       return c;
     };
     const util: number[] = [];
@@ -107,60 +143,54 @@ export class DashboardSeries implements DashboardSource {
     for (const s of series) {
       const name = labelValue(s.labels, "__name__");
       const value = s.samples[s.samples.length - 1]?.value;
-      if (name === undefined || value === undefined || !Number.isFinite(value)) continue;
+      if (name === undefined || value === undefined || !Number.isFinite(value) || s.samples[s.samples.length - 1]?.stale) continue;
       if (name === POD_GPU_UTILIZATION) util.push(value);
       else if (name === POD_GPU_POWER) power = (power ?? 0) + value;
       if (!name.startsWith("tokentrace_")) continue;
-      const route = labelValue(s.labels, "route");
-      if (route === undefined) continue;
-      if (name === TTFT_BUCKET || name === DURATION_BUCKET) {
-        const le = labelValue(s.labels, "le");
-        if (le === undefined) continue;
-        const bound = le === "+Inf" ? Infinity : Number(le);
-        if (Number.isNaN(bound)) continue;
-        const buckets = name === TTFT_BUCKET ? counters(route).ttftBuckets : counters(route).totalBuckets;
-        // Summed over models: the page is per route.
-        buckets.set(bound, (buckets.get(bound) ?? 0) + value);
-      } else if (name === REQUESTS) counters(route).requests += value;
-      else if (name === SAMPLED) counters(route).sampled += value;
-      else if (name === OUTPUT_TOKENS) counters(route).outputTokens += value;
+      const routeName = labelValue(s.labels, "route");
+      if (routeName === undefined) continue;
+      if (name === REQUESTS) add(route(routeName).byStatusClass, labelValue(s.labels, "status_class") ?? "none", value);
+      else if (name === SAMPLED) route(routeName).sampled += value;
+      else {
+        const histogram = HISTOGRAMS.get(name);
+        const counter = MODEL_COUNTERS.get(name);
+        if (histogram === undefined && counter === undefined) continue;
+        const r = route(routeName);
+        let modelName = labelValue(s.labels, "model") ?? "";
+        if (!r.models.has(modelName) && r.models.size >= this.limits.maxModelsPerRoute) modelName = "other";
+        let m = r.models.get(modelName);
+        if (!m) r.models.set(modelName, (m = newModel()));
+        if (counter !== undefined) m[counter] += value;
+        else if (histogram !== undefined) {
+          const le = labelValue(s.labels, "le");
+          const bound = le === "+Inf" ? Infinity : Number(le);
+          if (le === undefined || Number.isNaN(bound)) continue;
+          add(m[histogram], bound, value);
+        }
+      }
     }
     if (routes.size === 0) return;
     const prev = this.previous.get(t.id);
     this.previous.set(t.id, { timestampMs: source.timestampMs, routes });
     if (!prev || source.timestampMs <= prev.timestampMs) return;
-    const dtSec = (source.timestampMs - prev.timestampMs) / 1000;
-    const gpuUtil = util.length > 0 ? round3(util.reduce((a, b) => a + b, 0) / util.length) : null;
-    for (const [route, cur] of [...routes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const before = prev.routes.get(route);
-      const diff = (now: Map<number, number>, then: Map<number, number> | undefined): Map<number, number> => {
-        const out = new Map<number, number>();
-        for (const [le, v] of now) out.set(le, counterDelta(then?.get(le) ?? 0, v));
-        return out;
-      };
-      const ttft = QUANTILES.map((q) => histogramQuantile(q, diff(cur.ttftBuckets, before?.ttftBuckets)));
-      const total = QUANTILES.map((q) => histogramQuantile(q, diff(cur.totalBuckets, before?.totalBuckets)));
-      const point: DashboardPoint = {
-        timestampMs: source.timestampMs,
-        namespace: t.namespace ?? "",
-        pod: t.pod ?? "",
-        ttftMs: ttft.map((v) => (v === null ? null : round3(v))),
-        decodeMs: total.map((v, i) => (v === null || ttft[i] === null ? null : round3(Math.max(0, v - ttft[i]!)))),
-        totalMs: total.map((v) => (v === null ? null : round3(v))),
-        requestsPerSecond: round3(counterDelta(before?.requests ?? 0, cur.requests) / dtSec),
-        sampledPerSecond: round3(counterDelta(before?.sampled ?? 0, cur.sampled) / dtSec),
-        outputTokensPerSecond: round3(counterDelta(before?.outputTokens ?? 0, cur.outputTokens) / dtSec),
-        gpuUtilizationPercent: gpuUtil,
-        gpuPowerWatts: power === null ? null : round3(power),
-      };
-      let list = this.byRoute.get(route);
-      if (!list) {
+    const seconds = (source.timestampMs - prev.timestampMs) / 1000;
+    const gpuUtil = util.length > 0 ? util.reduce((a, b) => a + b, 0) / util.length : null;
+    for (const [name, now] of routes) {
+      const key = { namespace: t.namespace ?? "", route: name };
+      let entry = this.byRoute.get(keyOf(key));
+      if (!entry) {
         if (this.byRoute.size >= this.limits.maxRoutes) continue;
-        this.byRoute.set(route, (list = []));
+        this.byRoute.set(keyOf(key), (entry = { key, intervals: [] }));
       }
-      list.push(point);
-      if (list.length > this.limits.maxPoints) list.splice(0, list.length - this.limits.maxPoints);
+      entry.intervals.push({ endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name)), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power });
+      this.trim(entry.intervals, source.timestampMs);
     }
+  }
+
+  private trim(list: RouteInterval[], nowMs: number): void {
+    let drop = Math.max(0, list.length - this.limits.maxIntervalsPerRoute);
+    while (drop < list.length && list[drop]!.endMs <= nowMs - this.limits.retentionMs) drop++;
+    if (drop > 0) list.splice(0, drop);
   }
 
   /** Forgets a target that went away (the pipeline removed it). */
@@ -168,11 +198,11 @@ export class DashboardSeries implements DashboardSource {
     this.previous.delete(id);
   }
 
-  routes(): string[] {
-    return [...this.byRoute.keys()].sort();
+  routes(): RouteKey[] {
+    return [...this.byRoute.values()].map((e) => e.key).sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
   }
 
-  points(route: string): DashboardPoint[] {
-    return this.byRoute.get(route) ?? [];
+  intervals(key: RouteKey): readonly RouteInterval[] {
+    return this.byRoute.get(keyOf(key))?.intervals ?? [];
   }
 }

@@ -1,0 +1,129 @@
+// Panels drawn with uPlot, the way a Grafana time-series panel behaves: one shared crosshair across
+// every panel (uPlot cursor sync), one time format (24-hour HH:MM:SS, local time) on every axis and
+// legend, and a legend table under each panel with the value at the cursor, last, mean and max over
+// the range; a click on a legend row hides or shows that series.
+/* global document, uPlot, window */
+"use strict";
+
+(() => {
+  const SYNC_KEY = "tokentrace";
+
+  /** The one time format of the page. */
+  function formatTime(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    const d = new Date(seconds * 1000);
+    const two = (n) => String(n).padStart(2, "0");
+    return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  }
+
+  /** A value with its unit, rounded for reading. */
+  function formatValue(v, unit) {
+    if (v === null || v === undefined || Number.isNaN(v)) return "–";
+    if (unit === "%") return `${v.toFixed(v < 10 ? 2 : 1)} %`;
+    if (unit === "ratio") return `${(v * 100).toFixed(v < 0.1 ? 2 : 1)} %`;
+    const abs = Math.abs(v);
+    const text = abs >= 100 ? v.toFixed(0) : abs >= 10 ? v.toFixed(1) : abs >= 1 ? v.toFixed(2) : v.toFixed(3);
+    return `${text} ${unit}`;
+  }
+
+  function summary(values) {
+    let last = null;
+    let sum = 0;
+    let n = 0;
+    let max = null;
+    for (const v of values) {
+      if (v === null || v === undefined) continue;
+      last = v;
+      sum += v;
+      n++;
+      if (max === null || v > max) max = v;
+    }
+    return { last, mean: n > 0 ? sum / n : null, max };
+  }
+
+  /** A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke, dash?}], unit}. */
+  function createPanel(el, spec) {
+    const unit = spec.unit;
+    const plotEl = document.createElement("div");
+    const legend = document.createElement("table");
+    legend.className = "legend";
+    el.replaceChildren(plotEl, legend);
+    const head = legend.createTHead().insertRow();
+    for (const h of ["", "at cursor", "last", "mean", "max"]) {
+      const th = document.createElement("th");
+      th.textContent = h;
+      head.appendChild(th);
+    }
+    const body = legend.createTBody();
+    const rows = spec.series.map((s, i) => {
+      const tr = body.insertRow();
+      tr.dataset.series = s.key;
+      const name = tr.insertCell();
+      const swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.borderColor = s.stroke;
+      if (s.dash) swatch.style.borderTopStyle = "dashed";
+      name.append(swatch, s.label);
+      const cells = [tr.insertCell(), tr.insertCell(), tr.insertCell(), tr.insertCell()];
+      tr.addEventListener("click", () => {
+        const shown = !plot.series[i + 1].show;
+        plot.setSeries(i + 1, { show: shown });
+        tr.classList.toggle("hidden", !shown);
+      });
+      return { cells };
+    });
+
+    const updateCursorColumn = (u) => {
+      const idx = u.cursor.idx;
+      head.cells[1].textContent = idx === null || idx === undefined ? "at cursor" : formatTime(u.data[0][idx]);
+      rows.forEach((r, i) => {
+        r.cells[0].textContent = idx === null || idx === undefined ? "" : formatValue(u.data[i + 1][idx], unit);
+      });
+    };
+
+    const plot = new uPlot(
+      {
+        width: Math.max(280, el.clientWidth || 420),
+        height: 180,
+        legend: { show: false },
+        cursor: { sync: { key: SYNC_KEY, setSeries: false }, drag: { x: false, y: false } },
+        scales: { x: { time: true }, y: { range: (u, min, max) => [Math.min(0, min ?? 0), max === null || max <= 0 ? 1 : max * 1.1] } },
+        series: [{ value: (u, v) => formatTime(v) }, ...spec.series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.6, spanGaps: false, points: { show: false } }))],
+        axes: [
+          { space: 90, values: (u, splits) => splits.map(formatTime) },
+          { size: 64, values: (u, splits) => splits.map((v) => formatValue(v, unit).replace(/ (ms|W|\/s)$/, "")) },
+        ],
+        hooks: { setCursor: [updateCursorColumn] },
+      },
+      [[], ...spec.series.map(() => [])],
+      plotEl,
+    );
+
+    return {
+      plot,
+      spec,
+      /** Sets the columns; returns how many non-null values the panel holds. */
+      setData(columns) {
+        const data = [columns.t || [], ...spec.series.map((s) => columns[s.key] || [])];
+        plot.setData(data);
+        let held = 0;
+        spec.series.forEach((s, i) => {
+          const values = data[i + 1];
+          held += values.filter((v) => v !== null && v !== undefined).length;
+          const { last, mean, max } = summary(values);
+          rows[i].cells[1].textContent = formatValue(last, unit);
+          rows[i].cells[2].textContent = formatValue(mean, unit);
+          rows[i].cells[3].textContent = formatValue(max, unit);
+        });
+        updateCursorColumn(plot);
+        el.dataset.points = String(held);
+        return held;
+      },
+      resize() {
+        plot.setSize({ width: Math.max(280, el.clientWidth || 420), height: 180 });
+      },
+    };
+  }
+
+  window.tokentraceCharts = { createPanel, formatTime, formatValue };
+})();
