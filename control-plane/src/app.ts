@@ -11,6 +11,8 @@ import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import type { DashboardSource } from "./dashboard/series.js";
+import { traceRoutes } from "./traces/routes.js";
+import type { TraceStore } from "./traces/store.js";
 import type { OverrideSource } from "./policy/effective.js";
 import type { PolicyRepository } from "./policy/repository.js";
 import { PullIndex } from "./policy/resolve.js";
@@ -36,6 +38,8 @@ export interface AppDeps {
   log: (record: object) => void;
   /** The dashboard's series (the pipeline's joined batches); absent: the page shows policies only. */
   dashboard?: DashboardSource;
+  /** The OTLP/HTTP span receiver and what it holds; absent: POST /v1/traces is not served. */
+  traces?: { store: TraceStore; maxBodyBytes: number; linkTemplate: string };
 }
 
 /** Builds the express app. */
@@ -60,6 +64,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write }));
   app.use(filterRoutes({ index: new PullIndex(deps.store), overrides: deps.overrides, metrics: deps.metrics, read }));
   app.use(dashboardRoutes(deps));
+  if (deps.traces) app.use(traceRoutes({ store: deps.traces.store, maxBodyBytes: deps.traces.maxBodyBytes, read }));
 
   app.get("/openapi.json", (_req, res) => {
     res.json(openApiDocument);

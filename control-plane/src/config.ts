@@ -72,6 +72,12 @@ export interface Config {
    * `enabled`; every other key is the pipeline's own config, validated by its validator.
    */
   pipeline: { enabled: boolean } & PipelineConfigInput;
+  /**
+   * The OTLP/HTTP span receiver (POST /v1/traces, JSON): off unless `enabled`. It keeps the newest
+   * `maxSpans` spans in memory for the dashboard's trace list and lookup; `linkTemplate` turns a
+   * trace id into a link to Jaeger, Tempo or Grafana ({traceId}, {spanId}, {startMs}, {endMs}).
+   */
+  traces: { enabled: boolean; maxSpans: number; maxBodyBytes: number; linkTemplate: string };
   /** Time allowed for in-flight requests after SIGTERM before the process exits anyway. */
   shutdownGraceMs: number;
 }
@@ -105,6 +111,7 @@ export const defaultConfig: Config = {
   },
   adaptive: { enabled: true, intervalSeconds: 60, minPushIntervalSeconds: 60, prometheus: { url: "", query: defaultRateQuery } },
   pipeline: { enabled: false },
+  traces: { enabled: false, maxSpans: 10000, maxBodyBytes: 4194304, linkTemplate: "" },
   shutdownGraceMs: 10000,
 };
 
@@ -127,6 +134,9 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",
   TOKENTRACE_PROMETHEUS_URL: "adaptive.prometheus.url",
   TOKENTRACE_PIPELINE_ENABLED: "pipeline.enabled",
+  TOKENTRACE_TRACES_ENABLED: "traces.enabled",
+  TOKENTRACE_TRACES_MAX_SPANS: "traces.maxSpans",
+  TOKENTRACE_TRACES_LINK_TEMPLATE: "traces.linkTemplate",
   TOKENTRACE_SHUTDOWN_GRACE_MS: "shutdownGraceMs",
 };
 
@@ -134,7 +144,7 @@ const str = { type: "string" } as const;
 const configSchema = {
   type: "object",
   additionalProperties: false,
-  required: ["listen", "api", "store", "kubernetes", "adaptive", "pipeline", "shutdownGraceMs"],
+  required: ["listen", "api", "store", "kubernetes", "adaptive", "pipeline", "traces", "shutdownGraceMs"],
   properties: {
     listen: {
       type: "object",
@@ -222,6 +232,17 @@ const configSchema = {
       additionalProperties: false,
       required: ["enabled"],
       properties: { enabled: { type: "boolean" }, scrape: { type: "object" }, join: { type: "object" }, remoteWrite: { type: "object" } },
+    },
+    traces: {
+      type: "object",
+      additionalProperties: false,
+      required: ["enabled", "maxSpans", "maxBodyBytes", "linkTemplate"],
+      properties: {
+        enabled: { type: "boolean" },
+        maxSpans: { type: "integer", minimum: 1, maximum: 1000000 },
+        maxBodyBytes: { type: "integer", minimum: 1024, maximum: 67108864 },
+        linkTemplate: { type: "string", pattern: "^$|^https?://.*\\{traceId\\}" },
+      },
     },
     shutdownGraceMs: { type: "integer", minimum: 0, maximum: 600000 },
   },

@@ -6,6 +6,7 @@ import { createMetrics, metricNames } from "../../control-plane/src/api/metrics.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { TraceStore } from "../../control-plane/src/traces/store.js";
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { adminToken, call, samplePolicy, startTestApp, type TestApp } from "./helpers.js";
 
@@ -25,6 +26,7 @@ function servedRoutes(): string[] {
     overrides: () => undefined,
     readiness: () => ({}),
     log: () => undefined,
+    traces: { store: new TraceStore(10), maxBodyBytes: 1024, linkTemplate: "" },
   });
   const out: string[] = [];
   const walk = (stack: Layer[]) => {
@@ -64,7 +66,7 @@ describe("service endpoints", () => {
     }
     assert.ok(refs.length >= 10);
     const served = servedRoutes();
-    assert.equal(served.length, 15);
+    assert.equal(served.length, 18);
     assert.deepEqual(described, served);
   });
 

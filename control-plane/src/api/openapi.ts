@@ -222,11 +222,53 @@ const paths = {
   "/v1/dashboard/series": {
     get: {
       operationId: "dashboardSeries",
-      summary: "The dashboard's series for one route (the page at /dashboard draws them)",
-      description: "Columns for uPlot from the metrics pipeline's joined scrapes: t (s), ttft/decode/total at P50/P95/P99 (ms), outputTokensPerSecond, requestsPerSecond, gpuUtilizationPercent, gpuPowerWatts, sampledPerSecond, targetSampledPerSecond; null where unknown.",
+      summary: "The dashboard's golden signals for one route (the page at /dashboard draws them)",
+      description:
+        "Columns for uPlot from the metrics pipeline's joined scrapes, one point per step over the range: t (s); requestsPerSecond, llmRequestsPerSecond; ratio4xx, ratio5xx, ratioReset (shares of all requests); inputTokensPerSecond, outputTokensPerSecond; ttft, decode and duration at P50/P95/P99 (ms, histogram_quantile over windowSeconds); gpuUtilizationPercent (mean over the route's pods), gpuPowerWatts (sum); sampledPerSecond (over samplingWindowSeconds); adaptiveTargetTracesPerSecond (null unless the policy in force had one). Null where nothing was observed.",
       security: readSecurity,
-      parameters: [{ name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." }],
-      responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
+      parameters: [
+        { name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." },
+        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Namespace of the route; default the first with that route." },
+        { name: "model", in: "query", required: false, schema: { type: "string" }, description: "One model's LLM figures; default all models." },
+        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+      ],
+      responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
+    },
+  },
+  "/v1/dashboard/status": {
+    get: {
+      operationId: "dashboardStatus",
+      summary: "Whether the metrics pipeline and the span receiver are on (with how to turn them on), the trace link template, the ranges offered",
+      security: readSecurity,
+      responses: { "200": { description: "Status.", content: jsonContent({ type: "object" }) }, "401": errorResponse(status.readToken) },
+    },
+  },
+  "/v1/dashboard/traces": {
+    get: {
+      operationId: "dashboardTraces",
+      summary: "Recent sampled LLM calls the span receiver holds (newest first), or every span of a trace id or x-token-trace-id; served when traces.enabled",
+      security: readSecurity,
+      parameters: [
+        { name: "route", in: "query", required: false, schema: { type: "string" } },
+        { name: "id", in: "query", required: false, schema: { type: "string" }, description: "A W3C trace id (any case) or an x-token-trace-id; then route and filters are ignored." },
+        { name: "errors", in: "query", required: false, schema: { enum: ["true", "false"] } },
+        { name: "minDurationMs", in: "query", required: false, schema: { type: "number", minimum: 0 } },
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500 } },
+      ],
+      responses: { "200": { description: "Calls.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad query."), "401": errorResponse(status.readToken) },
+    },
+  },
+  "/v1/traces": {
+    post: {
+      operationId: "otlpTraces",
+      summary: "OTLP/HTTP span receiver (JSON encoding, gzip or identity); served when traces.enabled",
+      requestBody: { required: true, content: jsonContent({ type: "object", description: "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest" }) },
+      responses: {
+        "200": { description: "ExportTraceServiceResponse; partialSuccess when spans were rejected.", content: jsonContent({ type: "object" }) },
+        "400": { description: "Not an export request (google.rpc.Status).", content: jsonContent({ type: "object" }) },
+        "413": { description: "Body over traces.maxBodyBytes, also after gunzip.", content: jsonContent({ type: "object" }) },
+        "415": { description: "Not application/json, or an encoding other than gzip.", content: jsonContent({ type: "object" }) },
+      },
     },
   },
   "/openapi.json": { get: { operationId: "openapi", summary: "This document", responses: { "200": { description: "OpenAPI 3.1.", content: jsonContent({ type: "object" }) } } } },
