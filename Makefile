@@ -13,27 +13,36 @@ help: ## list the targets
 
 # npm ci only when the lock file or the SDK patch changed; patch-package runs as postinstall.
 node_modules/.installed: package.json package-lock.json $(wildcard patches/*.patch)
-	npm ci --no-audit --no-fund
+	@echo "==> installing the pinned npm dependencies (npm ci; about a minute the first time)"
+	@npm ci --no-audit --no-fund --loglevel=warn
 	@touch $@
 
 deps: node_modules/.installed ## install the pinned npm dependencies and patch the SDK
 
+# Binaryen's optimizer prints "Last converge was suboptimal." on success; that one line is dropped.
+ASC_QUIET = 2> >(grep -v '^Last converge was suboptimal\.$$' >&2)
+
 build/filter.wasm: $(FILTER_SRC) node_modules/.installed
-	$(ASC) filter/index.ts --target release
+	@echo "==> compiling the filter (release): $@"
+	@$(ASC) filter/index.ts --target release $(ASC_QUIET)
 
 build/filter.debug.wasm: $(FILTER_SRC) node_modules/.installed
-	$(ASC) filter/index.ts --target debug
+	@echo "==> compiling the filter (debug): $@"
+	@$(ASC) filter/index.ts --target debug $(ASC_QUIET)
 
 build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json node_modules/.installed
-	$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm
+	@echo "==> compiling the no-op baseline filter for the benchmarks: $@"
+	@$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm $(ASC_QUIET)
 
 build: build/filter.wasm build/filter.debug.wasm build/noop.wasm ## compile the filter (release + debug) and the no-op baseline
 
 typecheck: | node_modules/.installed ## TypeScript strict type-check
-	$(BIN)/tsc --noEmit -p tsconfig.json
+	@echo "==> type-checking (tsc --noEmit)"
+	@$(BIN)/tsc --noEmit -p tsconfig.json
 
 lint: | node_modules/.installed ## ESLint, zero warnings
-	$(BIN)/eslint --max-warnings 0 .
+	@echo "==> linting (eslint, zero warnings)"
+	@$(BIN)/eslint --max-warnings 0 .
 
 test-deps: ## install the Debian packages the tests run (prometheus, chromium)
 	bash test/support/install-system-deps.sh
@@ -45,10 +54,12 @@ bench: build ## run every benchmark and print one table
 	node --import tsx test/bench/run.ts
 
 demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
-	node --import tsx test/demo/main.ts
+	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model)"
+	@node --import tsx test/demo/main.ts
 
 run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults
-	node --import tsx control-plane/src/main.ts
+	@echo "==> starting the control plane (dashboard at http://127.0.0.1:8080/dashboard unless TOKENTRACE_LISTEN_PORT says otherwise)"
+	@node --import tsx control-plane/src/main.ts
 
 manifests: build/filter.wasm build/oci/index.json | node_modules/.installed ## pin istio/ to the build: OCI manifest digest for oci:// URLs, file sha256 otherwise
 	node --import tsx scripts/manifests.ts

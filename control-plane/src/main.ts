@@ -25,6 +25,8 @@ import { startPipeline, type RunningPipeline } from "./pipeline/index.js";
 import { namespaceCheck } from "./policy/admission.js";
 import { jsonLineAudit } from "./policy/audit.js";
 import { FilePolicyStore } from "./policy/file-store.js";
+import { TraceStore } from "./traces/store.js";
+import { listenOn } from "./listen.js";
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -170,15 +172,19 @@ export async function startControlPlane(
       return checks;
     },
     log,
-    dashboard,
+    ...(pipeline ? { dashboard } : {}),
+    ...(config.traces.enabled ? { traces: { store: new TraceStore(config.traces.maxSpans), maxBodyBytes: config.traces.maxBodyBytes, linkTemplate: config.traces.linkTemplate } } : {}),
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.listen.port, config.listen.host, () => resolve(s));
-    s.once("error", reject);
-  });
+  const server: Server = await listenOn(app, config.listen.port, config.listen.host, "listen.port (TOKENTRACE_LISTEN_PORT)");
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.listen.host}:${port}`;
   log({ msg: "listening", url, mode: config.store.mode, version: manifest.version });
+  log({
+    msg: "dashboard",
+    url: `${url}/dashboard`,
+    pipeline: pipeline ? "on" : "off: charts stay empty; set TOKENTRACE_PIPELINE_ENABLED=true with scrape targets (pipeline.scrape in the config), or run make demo",
+    traces: config.traces.enabled ? `receiving OTLP/JSON at ${url}/v1/traces` : "off (TOKENTRACE_TRACES_ENABLED=true turns the span receiver on)",
+  });
 
   return {
     url,

@@ -1,7 +1,11 @@
 // A simulated dcgm-exporter: GET /metrics in dcgm-exporter's text format (its default counters
 // file's families, HELP/TYPE lines and labels, with the Kubernetes pod mapping labels it adds when
-// pod attribution is on), for one node whose GPUs run one simulated pod. Values follow the load the
-// caller reports, so utilisation, power and energy move with the traffic.
+// pod attribution is on), for one node whose GPUs run one simulated pod. Like the real exporter
+// (NVIDIA/dcgm-exporter cmd/dcgm-exporter app.go: --collect-interval, DCGM_EXPORTER_INTERVAL,
+// default 30000 ms), it collects at its interval and every scrape in between gets the last
+// collection. Utilisation is the share of the last interval the simulated GPU spent computing
+// (the engine's busy time), as NVML reports the share of its sample period with a kernel running;
+// power follows it, and the energy counter integrates power.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -15,9 +19,11 @@ export interface DcgmSimOptions {
   hostname?: string;
   /** GPUs of the pod, default 1. */
   gpuCount?: number;
-  /** Current load in [0, 1] (e.g. in-flight requests over a capacity); read on each scrape. */
-  load: () => number;
-  /** Wall clock in ms (energy integrates power over it), default Date.now. */
+  /** The GPU's busy time since start in ms (the engine's), read at each collection. */
+  gpuBusyMs: () => number;
+  /** dcgm-exporter's collect interval, ms; default 30000 as upstream. */
+  collectIntervalMs?: number;
+  /** Clock in ms (the engine's, so busy time and wall time agree), default performance.now. */
   nowMs?: () => number;
 }
 
@@ -41,11 +47,11 @@ interface GpuState {
   lastMs: number;
 }
 
-/** One GPU's values at a load in [0, 1]. */
-export function gpuValues(load: number, gpu: number): { util: number; smActive: number; powerWatts: number; fbUsedMiB: number; tempC: number } {
-  const l = Math.min(1, Math.max(0, load));
+/** One GPU's values when it was busy for `busy` (0..1) of the last interval. */
+export function gpuValues(busy: number, gpu: number): { util: number; smActive: number; powerWatts: number; fbUsedMiB: number; tempC: number } {
+  const l = Math.min(1, Math.max(0, busy));
   // A second GPU of a tensor-parallel pod runs a little behind the first.
-  const util = Math.round(Math.min(100, 3 + 95 * l * (gpu === 0 ? 1 : 0.9)));
+  const util = Math.round(Math.min(100, 100 * l * (gpu === 0 ? 1 : 0.9)));
   return {
     util,
     smActive: Math.round((util / 100) * 0.92 * 1000) / 1000,
@@ -58,19 +64,21 @@ export function gpuValues(load: number, gpu: number): { util: number; smActive: 
 
 /** Starts the exporter on 127.0.0.1. */
 export async function startDcgmSim(opts: DcgmSimOptions): Promise<DcgmSim> {
-  const now = opts.nowMs ?? Date.now;
+  const now = opts.nowMs ?? (() => performance.now());
   const gpus = opts.gpuCount ?? 1;
+  const interval = opts.collectIntervalMs ?? 30_000;
   const hostname = opts.hostname ?? "demo-gpu-node";
   const container = opts.container ?? "vllm";
   const state: GpuState[] = Array.from({ length: gpus }, (_, i) => ({ energyMj: 1_000_000_000 * (i + 3), lastMs: now() }));
   const self = { scrapes: 0 };
 
-  const render = (): string => {
-    const load = opts.load();
+  let last: { atMs: number; busyMs: number; text: string } | undefined;
+  const collect = (t: number, busyMs: number): string => {
+    // Busy share of the time since the previous collection (the first one: idle).
+    const busy = last && t > last.atMs ? (busyMs - last.busyMs) / (t - last.atMs) : 0;
     const values = state.map((s, i) => {
-      const v = gpuValues(load, i);
-      const t = now();
-      // Energy since boot in mJ: integrate the current power over the time since the last scrape.
+      const v = gpuValues(busy, i);
+      // Energy since boot in mJ: integrate the power over the time since the last collection.
       s.energyMj += Math.round(v.powerWatts * Math.max(0, t - s.lastMs));
       s.lastMs = t;
       return v;
@@ -91,6 +99,14 @@ export async function startDcgmSim(opts: DcgmSimOptions): Promise<DcgmSim> {
       family("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", (i) => String(values[i]!.fbUsedMiB)),
       family("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned (in %).", (i) => values[i]!.smActive.toFixed(6)),
     ].join("");
+  };
+  const render = (): string => {
+    const t = now();
+    if (!last || t - last.atMs >= interval) {
+      const busyMs = opts.gpuBusyMs();
+      last = { atMs: t, busyMs, text: collect(t, busyMs) };
+    }
+    return last.text;
   };
 
   const server = createServer((req, res) => {

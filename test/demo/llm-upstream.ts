@@ -1,8 +1,11 @@
 // A small simulated OpenAI-compatible server: chat and text completions (JSON or SSE streaming,
 // usage in the last chunk when stream_options.include_usage is set), embeddings and the model list,
-// with a configurable time to first token, decode speed and rate of 429/500 answers.
+// and a rate of 429/500 answers. Timing comes from the engine (engine.ts) when one is given: each
+// request waits in its queue, is prefilled and decoded in batches, and its tokens are written as the
+// engine produces them; without one every answer is immediate (unit tests).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Engine } from "./engine.js";
 
 /** Options of the simulated server; every delay 0 in tests. */
 export interface LlmUpstreamOptions {
@@ -10,10 +13,10 @@ export interface LlmUpstreamOptions {
   port?: number;
   /** Model name answered when the request names none. */
   model?: string;
-  /** Time to first token in ms, default 0. */
-  ttftMs?: number;
-  /** Decode speed in tokens per second; 0 (default) = no delay between tokens. */
-  tokensPerSecond?: number;
+  /** Queues, batches and times every request; absent: no delays. */
+  engine?: Engine;
+  /** Prompt tokens added to every completion (a system prompt), read per request, counted in usage; default 0. */
+  extraPromptTokens?: () => number;
   /** Share of requests answered 429 or 500 (half each), 0..1, default 0. */
   errorRate?: number;
   /** Random source in [0, 1), default Math.random. */
@@ -31,8 +34,6 @@ export interface LlmUpstream {
 }
 
 const DEFAULT_MODEL = "tokentrace-sim-1";
-
-const sleep = (ms: number): Promise<void> => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
 function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve) => {
@@ -73,10 +74,22 @@ function sendJson(res: ServerResponse, status: number, value: unknown, extra: Re
 /** Starts the simulated server on 127.0.0.1. */
 export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<LlmUpstream> {
   const random = opts.random ?? Math.random;
-  const ttftMs = opts.ttftMs ?? 0;
-  const tokenGapMs = opts.tokensPerSecond && opts.tokensPerSecond > 0 ? 1000 / opts.tokensPerSecond : 0;
   const served = new Map<string, number>();
   let seq = 0;
+
+  /** Runs a request through the engine (or at once); resolves when it is done, calling onToken per token. */
+  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void): Promise<void> => {
+    if (!opts.engine) {
+      for (let i = 0; i < outputTokens; i++) onToken(i);
+      return Promise.resolve();
+    }
+    const engine = opts.engine;
+    return new Promise((resolve) => {
+      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: resolve });
+      // A client that goes away leaves the queue or the batch, as vLLM aborts the request.
+      res.once("close", () => handle.cancel());
+    });
+  };
 
   async function completion(req: IncomingMessage, res: ServerResponse, kind: "chat" | "text"): Promise<void> {
     const body = await readJson(req);
@@ -85,7 +98,8 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const defaultLimit = opts.defaultMaxTokens ?? 12;
     const completionTokens = Math.min(maxTokens, defaultLimit);
     const finishReason = maxTokens < defaultLimit ? "length" : "stop";
-    const promptTokens = countTokens(promptText(body));
+    // The system prompt and context a real application adds count as prompt tokens too.
+    const promptTokens = countTokens(promptText(body)) + (opts.extraPromptTokens?.() ?? 0);
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${++seq}`;
     const created = Math.floor(Date.now() / 1000);
@@ -93,7 +107,8 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
 
     if (body.stream !== true) {
-      await sleep(ttftMs + tokenGapMs * completionTokens);
+      await generate(res, promptTokens, completionTokens, () => undefined);
+      if (res.destroyed) return;
       const text = words.join("");
       const choice = kind === "chat" ? { index: 0, message: { role: "assistant", content: text }, finish_reason: finishReason } : { index: 0, text, finish_reason: finishReason };
       sendJson(res, 200, { id, object: kind === "chat" ? "chat.completion" : "text_completion", created, model, choices: [choice], usage });
@@ -104,13 +119,12 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     res.flushHeaders();
     const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
     const event = (choices: unknown[], extra: Record<string, unknown> = {}): string => `data: ${JSON.stringify({ id, object, created, model, choices, ...extra })}\n\n`;
-    await sleep(ttftMs);
-    for (let i = 0; i < words.length; i++) {
-      if (i > 0) await sleep(tokenGapMs);
+    await generate(res, promptTokens, completionTokens, (i) => {
       if (res.destroyed) return;
       const delta = kind === "chat" ? { index: 0, delta: i === 0 ? { role: "assistant", content: words[i] } : { content: words[i] }, finish_reason: null } : { index: 0, text: words[i], finish_reason: null };
       res.write(event([delta]));
-    }
+    });
+    if (res.destroyed) return;
     res.write(event([kind === "chat" ? { index: 0, delta: {}, finish_reason: finishReason } : { index: 0, text: "", finish_reason: finishReason }]));
     if (streamOptions?.include_usage === true) res.write(event([], { usage }));
     res.end("data: [DONE]\n\n");
@@ -121,7 +135,8 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const model = typeof body.model === "string" && body.model !== "" ? body.model : (opts.model ?? DEFAULT_MODEL);
     const inputs = Array.isArray(body.input) ? body.input.filter((x): x is string => typeof x === "string") : [typeof body.input === "string" ? body.input : ""];
     const promptTokens = inputs.reduce((n, s) => n + countTokens(s), 0);
-    await sleep(ttftMs);
+    await generate(res, promptTokens, 0, () => undefined);
+    if (res.destroyed) return;
     sendJson(res, 200, {
       object: "list",
       data: inputs.map((s, index) => ({ object: "embedding", index, embedding: Array.from({ length: 8 }, (_, k) => Number((((s.length + 1) * (k + 1)) % 97 / 97).toFixed(6))) })),

@@ -2,7 +2,10 @@
 // progress display. Ports and the simulation come from the environment (defaults below);
 // SIGINT/SIGTERM stop everything cleanly.
 import { fileURLToPath } from "node:url";
+import { firingAlerts } from "./alert-rules.js";
 import { formatProgress } from "./load.js";
+import { SCENARIOS, scenarioNamed } from "./scenarios.js";
+import { startFailure } from "./start-failure.js";
 import { DEMO_POLICY, startDemoStack } from "./stack.js";
 
 /** Demo settings: environment variable, then default. */
@@ -12,10 +15,11 @@ export interface DemoConfig {
   upstreamPort: number;
   controlPlanePort: number;
   dcgmPort: number;
-  ttftMs: number;
-  tokensPerSecond: number;
+  scenario: string;
   errorRate: number;
-  loadRps: number;
+  /** undefined: the scenario's rate. */
+  loadRps: number | undefined;
+  traceLinkTemplate: string;
   scrapeIntervalMs: number;
   prometheus: "auto" | "off";
   pluginConfig: string;
@@ -40,10 +44,10 @@ export function demoConfig(): DemoConfig {
     upstreamPort: numberFromEnv("TOKENTRACE_DEMO_UPSTREAM_PORT", 0, 0, 65535),
     controlPlanePort: numberFromEnv("TOKENTRACE_DEMO_CONTROL_PLANE_PORT", 8080, 0, 65535),
     dcgmPort: numberFromEnv("TOKENTRACE_DEMO_DCGM_PORT", 9400, 0, 65535),
-    ttftMs: numberFromEnv("TOKENTRACE_DEMO_TTFT_MS", 250, 0, 60000),
-    tokensPerSecond: numberFromEnv("TOKENTRACE_DEMO_TOKENS_PER_SECOND", 40, 0, 100000),
+    scenario: scenarioNamed(process.env.TOKENTRACE_DEMO_SCENARIO || "normal").name,
     errorRate: numberFromEnv("TOKENTRACE_DEMO_ERROR_RATE", 0.02, 0, 1),
-    loadRps: numberFromEnv("TOKENTRACE_DEMO_LOAD_RPS", 5, 0, 1000),
+    loadRps: process.env.TOKENTRACE_DEMO_LOAD_RPS ? numberFromEnv("TOKENTRACE_DEMO_LOAD_RPS", 0, 0, 1000) : undefined,
+    traceLinkTemplate: process.env.TOKENTRACE_DEMO_TRACE_LINK_TEMPLATE ?? "",
     scrapeIntervalMs: numberFromEnv("TOKENTRACE_DEMO_SCRAPE_INTERVAL_MS", 2000, 100, 60000),
     prometheus: prom,
     pluginConfig: process.env.TOKENTRACE_DEMO_PLUGIN_CONFIG ?? "",
@@ -55,6 +59,7 @@ const LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "critical"];
 
 async function main(): Promise<void> {
   const cfg = demoConfig();
+  started = cfg;
   // Progress redraws one line on a terminal; other lines clear it first so they do not interleave.
   const tty = process.stdout.isTTY === true;
   const clearLine = (): void => {
@@ -67,10 +72,10 @@ async function main(): Promise<void> {
     upstreamPort: cfg.upstreamPort,
     controlPlanePort: cfg.controlPlanePort,
     dcgmPort: cfg.dcgmPort,
-    ttftMs: cfg.ttftMs,
-    tokensPerSecond: cfg.tokensPerSecond,
+    scenario: cfg.scenario,
     errorRate: cfg.errorRate,
-    loadRps: cfg.loadRps,
+    ...(cfg.loadRps !== undefined ? { loadRps: cfg.loadRps } : {}),
+    traceLinkTemplate: cfg.traceLinkTemplate,
     scrapeIntervalMs: cfg.scrapeIntervalMs,
     prometheus: cfg.prometheus,
     pluginConfig: cfg.pluginConfig,
@@ -90,13 +95,17 @@ async function main(): Promise<void> {
   const body = (stream: boolean): string =>
     JSON.stringify({ model: "tokentrace-sim-1", ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}), messages: [{ role: "user", content: "Say hello" }] });
   console.log(`tokentrace demo: ${cfg.wasm} in front of a simulated OpenAI-compatible server`);
+  console.log(`  scenario:      ${stack.scenario.name}: ${stack.scenario.story}`);
+  if (stack.scenario.alert) console.log(`                 expect alert ${stack.scenario.alert} within a minute${stack.prometheus ? "" : " (needs Prometheus)"}`);
+  console.log(`                 others: ${[...SCENARIOS.keys()].filter((n) => n !== stack.scenario.name).map((n) => `TOKENTRACE_DEMO_SCENARIO=${n}`).join(", ")}`);
   console.log(`  dashboard:     ${stack.dashboardUrl}`);
   console.log(`  proxy:         ${stack.proxy.url}`);
   console.log(`  stats:         ${stack.proxy.adminUrl}/stats/prometheus`);
   console.log(`  control plane: ${stack.controlPlaneUrl}/v1/policies (API), ${stack.controlPlaneUrl}/metrics`);
   console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated)`);
   console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter)`);
-  console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target; try tokentrace_route_latency_seconds)` : `  prometheus:    not started: ${stack.prometheusNote}`);
+  console.log(`  traces:        ${stack.controlPlaneUrl}/v1/traces (OTLP/HTTP JSON receiver; the filter exports sampled LLM calls there)`);
+  console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target, evaluates istio/observability/prometheus-rules.yaml; ${stack.prometheus.url}/alerts)` : `  prometheus:    not started: ${stack.prometheusNote}`);
   console.log(`  write token:   ${stack.token} (demo only; the dashboard's policy editor asks for it)`);
   console.log(`  filter configuration ${stack.filterConfigured ? "accepted" : "REJECTED (see the log above)"}; policy ${DEMO_POLICY} pulled every ${stack.pollIntervalMs} ms`);
   console.log("");
@@ -104,23 +113,38 @@ async function main(): Promise<void> {
   console.log(`  curl -sS ${stack.proxy.url}/v1/chat/completions -H 'content-type: application/json' -d '${body(false)}'`);
   console.log(`  curl -sSN ${stack.proxy.url}/v1/chat/completions -H 'content-type: application/json' -d '${body(true)}'`);
   console.log(`  curl -sS ${stack.proxy.adminUrl}/stats/prometheus`);
-  console.log(`  curl -sS -X PATCH ${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY} -H 'authorization: Bearer ${stack.token}' -H 'content-type: application/merge-patch+json' -d '{"pluginConfig":{"sampling":{"defaultRate":0.5}}}'`);
+  console.log(`  curl -sS ${stack.proxy.url}/v1/chat/completions -H 'x-token-trace-id: my-first-trace' -H 'x-debug-trace: 1' -H 'content-type: application/json' -d '${body(false)}'   # then find my-first-trace on the dashboard`);
+  console.log(`  curl -sS -X PATCH ${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY} -H 'authorization: Bearer ${stack.token}' -H 'content-type: application/merge-patch+json' -d '{"pluginConfig":{"sampling":{"routes":[{"routeName":"chat","rate":1}]}}}'   # chat: sample every request`);
   console.log("Ctrl-C stops it.");
 
+  // Alerts firing in the demo's Prometheus, refreshed every few seconds, shown on the progress line.
+  let alerts = "";
+  const alertTimer = stack.prometheus
+    ? setInterval(() => {
+        void firingAlerts(stack.prometheus!.url).then(
+          (names) => (alerts = names.length > 0 ? `, alerts firing: ${names.join(" ")}` : ", no alert firing"),
+          () => undefined,
+        );
+      }, 5000)
+    : undefined;
+  const line = (): string => {
+    const e = stack.engine.state();
+    return `${formatProgress(stack.load!.progress())}, server queue ${e.waiting}, batch ${e.running}${alerts}`;
+  };
   const progress = stack.load
     ? setInterval(() => {
-        const line = formatProgress(stack.load!.progress());
-        if (tty) process.stdout.write(`\r\x1b[2K${line}`);
+        if (tty) process.stdout.write(`\r\x1b[2K${line()}`);
       }, 500)
     : undefined;
   // Without a terminal (CI, tests, a pipe) the progress goes out as a plain line every 10 s.
-  const plainProgress = stack.load && !tty ? setInterval(() => console.log(formatProgress(stack.load!.progress())), 10_000) : undefined;
+  const plainProgress = stack.load && !tty ? setInterval(() => console.log(line()), 10_000) : undefined;
 
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     if (progress) clearInterval(progress);
+    if (alertTimer) clearInterval(alertTimer);
     if (plainProgress) clearInterval(plainProgress);
     clearLine();
     console.log(`${signal}: stopping`);
@@ -139,9 +163,8 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => stop("SIGTERM"));
 }
 
+let started: DemoConfig | undefined;
 main().catch((e: unknown) => {
-  const msg = e instanceof Error ? e.message : String(e);
-  const hint = /EADDRINUSE/.test(msg) ? " (a port is taken: set TOKENTRACE_DEMO_PORT, _ADMIN_PORT, _CONTROL_PLANE_PORT or _DCGM_PORT; 0 picks a free one)" : "";
-  console.error(`demo failed to start: ${msg}${hint}`);
+  console.error(startFailure(e, started));
   process.exit(1);
 });

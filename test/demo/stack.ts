@@ -1,8 +1,9 @@
 // The whole local stack of `make demo`, in one process on 127.0.0.1: the control plane (embedded
-// file store in a temp dir, a demo write token, the dashboard), the local proxy running the built
-// filter in pull mode in front of the simulated LLM server, a simulated dcgm-exporter for the
-// simulated pod, the metrics pipeline scraping both, Prometheus as its remote-write target when
-// installed, and a load generator. main.ts and the dashboard's browser test both start it.
+// file store in a temp dir, a demo write token, the dashboard, the OTLP span receiver), the local
+// proxy running the built filter in pull mode in front of the simulated LLM server (an engine with
+// a queue and a GPU), a simulated dcgm-exporter following that GPU, the metrics pipeline scraping
+// both, Prometheus as its remote-write target evaluating the alert rules when installed, and a load
+// generator. main.ts and the dashboard's browser test both start it.
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,6 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../control-plane/src/app.js";
 import { jsonLineAudit } from "../../control-plane/src/policy/audit.js";
+import { listenOn } from "../../control-plane/src/listen.js";
+import { TraceStore } from "../../control-plane/src/traces/store.js";
 import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
@@ -21,7 +24,10 @@ import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
 import { PrometheusInstance } from "../support/prometheus.js";
+import { demoRuleFile } from "./alert-rules.js";
 import { startDcgmSim, type DcgmSim } from "./dcgm-sim.js";
+import { Engine, type EngineParams } from "./engine.js";
+import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
 import { startLoad, type Load } from "./load.js";
 
@@ -33,8 +39,15 @@ export const DEMO_NODE = "demo-gpu-node";
 /** The policy seeded through the REST API at start. */
 export const DEMO_POLICY = "demo-sampling";
 
-/** Histogram buckets (ms and µs) Istio is told to use for the filter's stats (README), so quantiles are sharp. */
-export const DEMO_HISTOGRAM_BUCKETS = [1, 5, 10, 20, 40, 60, 80, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000, 25000, 50000, 75000, 100000, 150000, 200000, 300000, 400000, 500000, 750000, 1000000, 2500000];
+/**
+ * Histogram buckets (ms and µs) Istio is told to use for the filter's stats (sidecar.istio.io/
+ * statsHistogramBuckets, README): about 25% apart from 10 ms to 60 s, so an interpolated percentile
+ * is within a quarter of the true one; the µs range serves tokentrace_llm_tpot_us.
+ */
+export const DEMO_HISTOGRAM_BUCKETS = [
+  1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 600, 750, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 5000, 6000, 7500, 10000, 12500,
+  15000, 20000, 25000, 30000, 40000, 60000, 100000, 150000, 200000, 300000, 500000, 1000000, 2500000,
+];
 
 /** Routes of the local proxy (VirtualService http route names). */
 export const DEMO_ROUTES = [
@@ -52,8 +65,10 @@ export interface DemoStackOptions {
   upstreamPort?: number;
   controlPlanePort?: number;
   dcgmPort?: number;
-  ttftMs: number;
-  tokensPerSecond: number;
+  /** A SCENARIOS name (scenarios.ts); default "normal". */
+  scenario?: string;
+  /** Engine settings over the scenario's (tests make it fast). */
+  engine?: Partial<EngineParams>;
   errorRate: number;
   /** Extra filter configuration merged over the pull-mode one (JSON object text), "" for none. */
   pluginConfig?: string;
@@ -61,8 +76,12 @@ export interface DemoStackOptions {
   scrapeIntervalMs?: number;
   /** "auto": Prometheus when the `prometheus` binary is on PATH; "off": never. */
   prometheus?: "auto" | "off";
-  /** Requests per second of the load generator; 0 = no load. */
+  /** Requests per second of the load generator (default the scenario's); 0 = no load. */
   loadRps?: number;
+  /** dcgm-exporter's collect interval, ms (default 1000 in the demo; upstream's default is 30000). */
+  dcgmCollectIntervalMs?: number;
+  /** traces.linkTemplate of the control plane (default none). */
+  traceLinkTemplate?: string;
   /** The write token; default a random one. */
   token?: string;
   /** The control plane's api.reads: "token" makes reads need the token too (pull-mode filters then get 401). Default "public". */
@@ -79,7 +98,10 @@ export interface DemoStack {
   dashboardUrl: string;
   proxy: LocalProxy;
   upstream: LlmUpstream;
+  engine: Engine;
+  scenario: Scenario;
   dcgm: DcgmSim;
+  traces: TraceStore;
   pipeline: RunningPipeline;
   dashboard: DashboardSeries;
   store: FilePolicyStore;
@@ -94,13 +116,17 @@ export interface DemoStack {
   close(): Promise<void>;
 }
 
-/** The policy seeded at start (the dashboard's editor changes it). */
+/** The proxy's cluster name for the control plane (policy pulls and span export). */
+export const CONTROL_PLANE_CLUSTER = "control-plane";
+
+/** The policy seeded at start (the dashboard's editor changes it); its spans go to the control plane's receiver. */
 export function seedPolicy(): object {
   return {
     name: DEMO_POLICY,
     target: { namespace: DEMO_NAMESPACE, selector: { matchLabels: { app: DEMO_APP } } },
     pluginConfig: {
       sampling: { defaultRate: 0.1, routes: [{ routeName: "chat", rate: 0.25 }], force: [{ header: "x-debug-trace" }] },
+      spans: { cluster: CONTROL_PLANE_CLUSTER, path: "/v1/traces", serviceName: "llm-sim-sidecar", batchSize: 8, flushIntervalMs: 1000 },
     },
   };
 }
@@ -136,12 +162,14 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   closers.push(async () => rmSync(dir, { recursive: true, force: true }));
   const intervalMs = opts.scrapeIntervalMs ?? 2000;
   const token = opts.token ?? `demo-${randomBytes(12).toString("hex")}`;
+  const scenario = scenarioNamed(opts.scenario ?? "normal");
 
   // Control plane: the same app `make run` serves, with the dashboard fed by the pipeline below.
   const store = new FilePolicyStore({ path: join(dir, "policies.json"), audit: jsonLineAudit((line) => log(JSON.parse(line) as object)), log });
   closers.push(() => store.close());
   const metrics = createMetrics(false);
   const dashboard = new DashboardSeries();
+  const traces = new TraceStore(10_000);
   const tokens = parseTokens(`demo:${token}`, "demo", /,/);
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   const app = createApp({
@@ -154,11 +182,9 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     readiness: () => ({ store: store.readiness() }),
     log,
     dashboard,
+    traces: { store: traces, maxBodyBytes: 4 * 1024 * 1024, linkTemplate: opts.traceLinkTemplate ?? "" },
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(opts.controlPlanePort ?? 0, "127.0.0.1", () => resolve(s));
-    s.once("error", reject);
-  });
+  const server: Server = await listenOn(app, opts.controlPlanePort ?? 0, "127.0.0.1", "TOKENTRACE_DEMO_CONTROL_PLANE_PORT");
   closers.push(
     () =>
       new Promise<void>((r) => {
@@ -171,7 +197,9 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   const seeded = await fetch(`${controlPlaneUrl}/v1/policies`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(seedPolicy()) });
   if (seeded.status !== 201) throw new Error(`seeding the demo policy failed: ${seeded.status} ${await seeded.text()}`);
 
-  const upstream = await startLlmUpstream({ port: opts.upstreamPort ?? 0, ttftMs: opts.ttftMs, tokensPerSecond: opts.tokensPerSecond, errorRate: opts.errorRate });
+  const engine = new Engine({ ...scenario.engine, ...opts.engine });
+  closers.push(async () => engine.stop());
+  const upstream = await startLlmUpstream({ port: opts.upstreamPort ?? 0, engine, extraPromptTokens: () => scenario.extraPromptTokens, errorRate: opts.errorRate });
   closers.push(() => upstream.close());
 
   // The filter's minimum poll interval is 1000 ms (filter/config.schema.json).
@@ -181,14 +209,14 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     // Until the first poll answers: sample nothing. The pulled policy then replaces all but policySource.
     sampling: { defaultRate: 0 },
     ...extra,
-    policySource: { cluster: "control-plane", workload: `${DEMO_NAMESPACE}.${DEMO_POD}`, labels: { app: DEMO_APP }, intervalMs: pollIntervalMs },
+    policySource: { cluster: CONTROL_PLANE_CLUSTER, workload: `${DEMO_NAMESPACE}.${DEMO_POD}`, labels: { app: DEMO_APP }, intervalMs: pollIntervalMs },
   };
   const proxy = await startLocalProxy({
     wasm: opts.wasm,
     pluginConfig: JSON.stringify(pluginConfig),
     upstream: upstream.url,
     routes: DEMO_ROUTES,
-    clusters: { "control-plane": controlPlaneUrl },
+    clusters: { [CONTROL_PLANE_CLUSTER]: controlPlaneUrl },
     listenPort: opts.proxyPort ?? 0,
     adminPort: opts.adminPort ?? 0,
     statTags: [...FILTER_STAT_TAGS],
@@ -197,8 +225,15 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   closers.push(() => proxy.close());
 
   let load: Load | undefined;
-  // GPU load: requests in flight over a batch of 8 (a small vLLM instance's sweet spot).
-  const dcgm = await startDcgmSim({ port: opts.dcgmPort ?? 0, namespace: DEMO_NAMESPACE, pod: DEMO_POD, hostname: DEMO_NODE, load: () => (load ? load.progress().inFlight / 8 : 0) });
+  // The exporter reads the engine's GPU busy time on the engine's clock.
+  const dcgm = await startDcgmSim({
+    port: opts.dcgmPort ?? 0,
+    namespace: DEMO_NAMESPACE,
+    pod: DEMO_POD,
+    hostname: DEMO_NODE,
+    gpuBusyMs: () => engine.state().gpuBusyMs,
+    collectIntervalMs: opts.dcgmCollectIntervalMs ?? 1000,
+  });
   closers.push(() => dcgm.close());
 
   let prometheus: PrometheusInstance | undefined;
@@ -206,7 +241,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   if (opts.prometheus === "off") prometheusNote = "Prometheus disabled";
   else if (!prometheusInstalled()) prometheusNote = "prometheus is not installed (make test-deps installs it): the pipeline runs without a remote-write target";
   else {
-    prometheus = await PrometheusInstance.start();
+    prometheus = await PrometheusInstance.start({ rules: demoRuleFile() });
     const running = prometheus;
     closers.push(() => running.destroy());
   }
@@ -228,8 +263,9 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   );
   closers.push(() => pipeline.stop());
 
-  if ((opts.loadRps ?? 0) > 0) {
-    const running = startLoad({ url: proxy.url, rps: opts.loadRps! });
+  const rps = opts.loadRps ?? scenario.loadRps;
+  if (rps > 0) {
+    const running = startLoad({ url: proxy.url, rps, maxInFlight: scenario.maxInFlight });
     load = running;
     closers.push(() => running.stop());
   }
@@ -240,7 +276,10 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     dashboardUrl: `${controlPlaneUrl}/dashboard`,
     proxy,
     upstream,
+    engine,
+    scenario,
     dcgm,
+    traces,
     pipeline,
     dashboard,
     store,
