@@ -82,3 +82,19 @@ test("make run's defaults (pipeline off): the page is served with policies, and 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the control plane on a taken port: start-up fails naming the port and listen.port (TOKENTRACE_LISTEN_PORT)", async () => {
+  const holder = createServer(() => undefined);
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const port = (holder.address() as AddressInfo).port;
+  const dir = mkdtempSync(join(tmpdir(), "tt-dashboard-"));
+  try {
+    await assert.rejects(
+      startControlPlane({ ...defaultConfig, listen: { host: "127.0.0.1", port }, store: { mode: "embedded", path: join(dir, "policies.json") }, adaptive: { ...defaultConfig.adaptive, enabled: false } }, { log: () => undefined }),
+      { message: `port ${port} on 127.0.0.1 is already in use: set listen.port (TOKENTRACE_LISTEN_PORT) to another port (0 picks a free one)` },
+    );
+  } finally {
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -6,6 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -134,4 +136,23 @@ test("make demo on a machine without Prometheus: says so, still serves the stack
   }
   assert.equal(await demo.exited, 0, demo.err());
   assert.match(demo.out(), /SIGTERM: stopping\nstopped\n$/);
+});
+
+test("make demo with a taken port: names the port and the variable that moves it, for the control plane's and the proxy's ports", { timeout: 60_000 }, async () => {
+  const holder = createServer(() => undefined);
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const port = (holder.address() as AddressInfo).port;
+  try {
+    for (const variable of ["TOKENTRACE_DEMO_CONTROL_PLANE_PORT", "TOKENTRACE_DEMO_PORT"]) {
+      const child = spawn(process.execPath, ["--import", "tsx", "test/demo/main.ts"], { cwd: root, env: { ...process.env, ...EPHEMERAL, TOKENTRACE_DEMO_PROMETHEUS: "off", TOKENTRACE_DEMO_LOAD_RPS: "0", [variable]: String(port) } });
+      let err = "";
+      child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+      assert.equal(code, 1, err);
+      assert.match(err, new RegExp(`^demo failed to start: port ${port} on 127\\.0\\.0\\.1 is already in use: set ${variable} to another port \\(0 picks a free one\\)$`, "m"));
+      assert.doesNotMatch(err, /Cannot read properties/);
+    }
+  } finally {
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+  }
 });
