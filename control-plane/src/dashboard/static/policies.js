@@ -116,14 +116,19 @@
     $("keep-slower-ms").value = keep.slowerThanMs === undefined ? "" : String(keep.slowerThanMs);
   }
 
-  function applyTailKeep() {
-    let doc;
+  /** The editor's policy document, or null (the parse error shown). */
+  function editedPolicy() {
     try {
-      doc = JSON.parse($("policy-editor").value);
+      return JSON.parse($("policy-editor").value);
     } catch (e) {
       showResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
-      return;
+      return null;
     }
+  }
+
+  function applyTailKeep() {
+    const doc = editedPolicy();
+    if (doc === null) return;
     const spans = doc.pluginConfig && doc.pluginConfig.spans;
     if (!spans) {
       showResult("tail keep needs span export", [{ field: "pluginConfig.spans", reason: "set spans.cluster first" }], true);
@@ -144,13 +149,8 @@
   async function save(ifMatch) {
     const name = $("policy").value;
     const editText = $("policy-editor").value;
-    let doc;
-    try {
-      doc = JSON.parse(editText);
-    } catch (e) {
-      showResult("not valid JSON", [{ field: "(body)", reason: String(e.message || e) }], true);
-      return;
-    }
+    const doc = editedPolicy();
+    if (doc === null) return;
     const headers = dash().authHeaders({ "content-type": "application/json" });
     if (ifMatch) headers["if-match"] = ifMatch;
     const res = await fetch(`/v1/policies/${encodeURIComponent(name)}`, { method: "PUT", headers, body: JSON.stringify(doc) });
