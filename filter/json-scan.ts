@@ -35,36 +35,38 @@ export const MAX_CAPTURE: i32 = 128;
 const MAX_COUNT_BEFORE_DIGIT: i64 = 99_999_999_999_999;
 const REPLACEMENT_CHARACTER: u32 = 0xfffd;
 
-/** Interns a key from its bytes. */
+/** Interns a key from its bytes: the short keys of every stream event by whole-word loads, the rest by length. */
 function keyOf(p: usize, n: i32): Key {
   switch (n) {
-    case 4: if (bytesAre4(p, 0x74786574)) return Key.Text; break; // "text"
-    case 5:
-      if (bytesAre4(p, 0x65646f6d) && load<u8>(p + 4) == 0x6c) return Key.Model; // "model"
-      if (bytesAre4(p, 0x67617375) && load<u8>(p + 4) == 0x65) return Key.Usage; // "usage"
-      if (bytesAre4(p, 0x746c6564) && load<u8>(p + 4) == 0x61) return Key.Delta; // "delta"
-      break;
-    case 6: if (bytesAre4(p, 0x65727473) && load<u16>(p + 4) == 0x6d61) return Key.Stream; break; // "stream"
+    case 1: return load<u8>(p) == 0x6e ? Key.N : Key.Other; // "n"
+    case 2: return load<u16>(p) == 0x6469 ? Key.Id : Key.Other; // "id"
+    case 4: {
+      const w = load<u32>(p);
+      if (w == 0x74786574) return Key.Text; // "text"
+      if (w == 0x65707974) return Key.Type; // "type"
+      if (w == 0x64656573) return Key.Seed; // "seed"
+      return Key.Other;
+    }
+    case 5: {
+      const w = load<u32>(p);
+      const last = load<u8>(p + 4);
+      if (w == 0x65646f6d && last == 0x6c) return Key.Model; // "model"
+      if (w == 0x67617375 && last == 0x65) return Key.Usage; // "usage"
+      if (w == 0x746c6564 && last == 0x61) return Key.Delta; // "delta"
+      if (w == 0x5f706f74) return last == 0x70 ? Key.TopP : last == 0x6b ? Key.TopK : Key.Other; // "top_p", "top_k"
+      return Key.Other;
+    }
+    case 6: return bytesAre4(p, 0x65727473) && load<u16>(p + 4) == 0x6d61 ? Key.Stream : Key.Other; // "stream"
     case 7:
       if (bytesAre4(p, 0x696f6863) && load<u16>(p + 4) == 0x6563 && load<u8>(p + 6) == 0x73) return Key.Choices; // "choices"
       if (bytesAre4(p, 0x746e6f63) && load<u16>(p + 4) == 0x6e65 && load<u8>(p + 6) == 0x74) return Key.Content; // "content"
-      break;
+      return Key.Other;
   }
-  return keyOfLong(p, n);
+  return n >= 10 ? keyOfLong(p, n) : Key.Other;
 }
 
 function keyOfLong(p: usize, n: i32): Key {
   switch (n) {
-    case 1: return load<u8>(p) == 0x6e ? Key.N : Key.Other;
-    case 2: return load<u16>(p) == 0x6469 ? Key.Id : Key.Other; // "id"
-    case 4:
-      if (bytesAre4(p, 0x65707974)) return Key.Type; // "type"
-      if (bytesAre4(p, 0x64656573)) return Key.Seed; // "seed"
-      break;
-    case 5:
-      if (equalsAscii(p, n, "top_p")) return Key.TopP;
-      if (equalsAscii(p, n, "top_k")) return Key.TopK;
-      break;
     case 10:
       if (equalsAscii(p, n, "max_tokens")) return Key.MaxTokens;
       if (equalsAscii(p, n, "dimensions")) return Key.Dimensions;
@@ -519,17 +521,14 @@ export class JsonScanner {
       return;
     }
     const field = this.field;
-    if (field == Field.Model || field == Field.FinishReason || field == Field.Id || field >= Field.ParamBase) {
+    if (this.capturing) {
+      // Only what was kept is decoded: a stream's later events repeat id and model, uncaptured.
       const n = this.length < MAX_CAPTURE ? this.length : MAX_CAPTURE;
       const value = String.UTF8.decodeUnsafe(changetype<usize>(this.captureBytes), n);
       if (field == Field.FinishReason) this.finishReason = value;
-      else if (field == Field.Id || field == Field.Model) {
-        // Later events of a stream repeat these: only the first one's are kept.
-        if (this.captureModel) {
-          if (field == Field.Id) this.id = value;
-          else this.model = value;
-        }
-      } else if (isTextParam(<Param>(field - Field.ParamBase)) && this.length <= MAX_CAPTURE) this.setParam(<Param>(field - Field.ParamBase), value);
+      else if (field == Field.Model) this.model = value;
+      else if (field == Field.Id) this.id = value;
+      else if (isTextParam(<Param>(field - Field.ParamBase)) && this.length <= MAX_CAPTURE) this.setParam(<Param>(field - Field.ParamBase), value);
     } else if (field == Field.Content && this.length > 0) {
       this.sawContent = true;
     }
