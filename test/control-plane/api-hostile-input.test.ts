@@ -3,7 +3,11 @@
 // validation did not see, HTTP semantics as RFC 9110 and the Kubernetes API server have them.
 import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { metricNames } from "../../control-plane/src/api/metrics.js";
 import { adminToken, call, samplePolicy, startTestApp, type TestApp } from "./helpers.js";
 
 const mergePatch = { "content-type": "application/merge-patch+json" };
@@ -180,5 +184,30 @@ describe("policy API under hostile input", () => {
     assert.deepEqual(wrong.body, { error: "invalid policy", details: [{ field: "pluginConfig", reason: "unknown field" }] });
     const invalid = await call(app.url, "PUT", "/v1/policies/chat", { body: { version: "2", policy: { ...got.policy, target: {} } }, token: adminToken });
     assert.deepEqual((invalid.body as { details: unknown[] }).details[0], { field: "policy.target.namespace", reason: "required" });
+  });
+});
+
+describe("policy store records that no longer validate", () => {
+  it("are quarantined at start (a log line, a metric, never served) while pulls and the other policies keep answering", async () => {
+    const storePath = join(mkdtempSync(join(tmpdir(), "tt-quarantine-")), "policies.json");
+    const at = "2026-12-02T12:00:00.000Z";
+    const record = (policy: object, version: string) => ({ current: { policy, version, updatedAt: at, updatedBy: "admin" }, history: [{ action: "create", version, at, by: "admin", policy }] });
+    // What the merge-patch bug left in a store file: p1 with no target at all.
+    writeFileSync(storePath, JSON.stringify({ formatVersion: 1, nextVersion: 3, policies: { good: record(samplePolicy("good"), "1"), p1: record({ name: "p1", pluginConfig: {} }, "2") } }));
+    const logs: { msg?: string; policy?: string }[] = [];
+    const app = await startTestApp({ storePath, log: (r) => logs.push(r) });
+    try {
+      assert.equal((await call(app.url, "GET", "/v1/filters/llm.vllm/config")).status, 404);
+      assert.equal((await call(app.url, "GET", "/v1/filters/other.anything/config")).status, 404);
+      assert.equal(((await call(app.url, "GET", "/v1/filters/llm.chat/config")).body as { policy: string }).policy, "good");
+      assert.equal((await call(app.url, "GET", "/v1/policies/p1")).status, 404);
+      assert.deepEqual(logs.map((l) => [l.msg, l.policy]), [["policy quarantined: the stored record does not validate and is not served", "p1"]]);
+      assert.ok((await call(app.url, "GET", "/metrics")).text.includes(`${metricNames.quarantined} 1\n`));
+      const fixed = await call(app.url, "PUT", "/v1/policies/p1", { body: samplePolicy("p1"), token: adminToken });
+      assert.equal(fixed.status, 201);
+      assert.equal(fixed.headers.get("etag"), '"3"');
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -12,6 +12,7 @@ import type { PolicyCheck } from "../../control-plane/src/policy/admission.js";
 import type { AuditRecord } from "../../control-plane/src/policy/audit.js";
 import type { RateOverrides } from "../../control-plane/src/policy/effective.js";
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
+import type { PolicyJournal } from "../../control-plane/src/policy/journal.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 
 export const adminToken = "admin-secret-0123456789";
@@ -32,7 +33,7 @@ export interface TestApp {
 
 /** Starts the app; `reads` defaults to public; `storePath` reuses a store (a restart). */
 export async function startTestApp(
-  options: { reads?: "public" | "token"; storePath?: string; bodyLimitBytes?: number; policyCheck?: PolicyCheck; log?: (record: object) => void } = {},
+  options: { reads?: "public" | "token"; storePath?: string; bodyLimitBytes?: number; policyCheck?: PolicyCheck; log?: (record: object) => void; journal?: (path: string) => PolicyJournal } = {},
 ): Promise<TestApp> {
   let tick = 0;
   const audit: AuditRecord[] = [];
@@ -44,6 +45,7 @@ export async function startTestApp(
     audit: (r) => audit.push(r),
     check: options.policyCheck,
     log: options.log,
+    journal: options.journal?.(storePath),
   });
   const metrics = createMetrics();
   const overrides = new Map<string, RateOverrides>();

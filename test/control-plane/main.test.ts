@@ -3,56 +3,14 @@
 // cleanly on SIGTERM, keeps its policies across a restart, and refuses a bad config naming the key.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { call, samplePolicy } from "./helpers.js";
+import { spawnControlPlane, waitForLine } from "./process.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const token = "deploy-bot-token-0123456789";
-
-interface Proc {
-  child: ChildProcess;
-  lines: string[];
-  stderr: string[];
-  exited: Promise<number | null>;
-}
-
-function spawnControlPlane(env: Record<string, string>, args: string[] = []): Proc {
-  const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/main.ts", ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const lines: string[] = [];
-  const stderr: string[] = [];
-  let buffered = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString("utf8");
-    const parts = buffered.split("\n");
-    buffered = parts.pop() ?? "";
-    lines.push(...parts);
-  });
-  child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return { child, lines, stderr, exited };
-}
-
-async function waitForLine(proc: Proc, match: (record: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
-  // Generous: under load (2 cores, other suites running) a tsx start-up can take many seconds.
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    for (const line of proc.lines) {
-      const record = JSON.parse(line) as Record<string, unknown>;
-      if (match(record)) return record;
-    }
-    if (Date.now() > deadline) assert.fail(`no matching log line; stdout: ${proc.lines.join("\n")} stderr: ${proc.stderr.join("")}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 // The three processes are independent (own ports and store files), so they start side by side.
 describe("control plane process", { concurrency: true }, () => {
