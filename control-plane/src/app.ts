@@ -3,6 +3,7 @@
 // clock, tokens and readiness.
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import { readAccess, requireToken, type TokenEntry } from "./api/auth.js";
+import { installConditionalGet } from "./api/conditional.js";
 import { errorHandler, notFoundHandler } from "./api/errors.js";
 import { filterRoutes } from "./api/filters.js";
 import { methodGuard, pathMethods } from "./api/method-guard.js";
@@ -48,6 +49,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  installConditionalGet(app);
 
   app.use((req: Request, res: Response, next: NextFunction) => {
     res.on("finish", () => {

@@ -1,7 +1,7 @@
 // Conditional request headers (RFC 9110 §13.1): If-Match and If-None-Match are "*" or a list of
 // entity tags, `"opaque"` or weak `W/"opaque"`. If-Match compares strongly (§13.1.1: a weak tag
 // never matches), If-None-Match weakly (§13.1.2: W/"3" matches "3"). Our versions are strong tags.
-import type { Request } from "express";
+import type { Express, Request } from "express";
 import type { Preconditions } from "../policy/repository.js";
 import { ApiError } from "./errors.js";
 
@@ -63,11 +63,30 @@ export function writePreconditions(req: Request): Preconditions {
   return out;
 }
 
-/** GET/HEAD: whether If-None-Match (weak comparison) names the current version, so 304 applies (400 when malformed). */
-export function notModified(req: Request, version: string): boolean {
-  const tags = header(req, "if-none-match");
-  if (tags === undefined) return false;
-  return tags === "*" || tags.some((t) => t.opaque === version);
+/**
+ * Conditional GET for every response the app sends (RFC 9110 §13.1.2, §13.2.2): a GET or HEAD
+ * that would answer 2xx answers 304 when If-None-Match is "*" or names the response's ETag
+ * (weak comparison). It replaces express's own `req.fresh`, which gives up whenever the request
+ * says Cache-Control: no-cache, as fetch() adds to every request carrying If-None-Match, so a
+ * browser could never get its 304. A malformed If-None-Match on a read is ignored: at worst it
+ * costs a full 200, never a write.
+ */
+export function installConditionalGet(app: Express): void {
+  Object.defineProperty(app.request, "fresh", {
+    configurable: true,
+    get(this: Request): boolean {
+      if (this.method !== "GET" && this.method !== "HEAD") return false;
+      const status = this.res?.statusCode ?? 0;
+      if (status < 200 || status > 299) return false;
+      const header = this.get("if-none-match");
+      const tags = header === undefined ? undefined : parseEntityTags(header);
+      if (tags === undefined) return false;
+      if (tags === "*") return true;
+      const etag = parseEntityTags(String(this.res?.get("etag") ?? ""));
+      const current = etag === undefined || etag === "*" ? undefined : etag[0]?.opaque;
+      return current !== undefined && tags.some((t) => t.opaque === current);
+    },
+  });
 }
 
 /** POST to a collection carries no preconditions we could evaluate: refuse them rather than ignore them. */

@@ -8,7 +8,6 @@
 import { Router, type NextFunction, type Request, type Response } from "express";
 import { EffectiveConfigCache, type OverrideSource } from "../policy/effective.js";
 import { parseLabels, parseWorkload, type PullIndex } from "../policy/resolve.js";
-import { notModified } from "./conditional.js";
 import { ApiError } from "./errors.js";
 import type { ControlPlaneMetrics } from "./metrics.js";
 
@@ -47,12 +46,13 @@ export function filterRoutes(deps: FilterRoutesDeps): Router {
     }
     const served = configs.get(record, deps.overrides(record.policy.name));
     res.set("etag", `"${served.version}"`).set("cache-control", "no-cache");
-    if (version === served.version || (version === undefined && notModified(req, served.version))) {
+    // If-None-Match is evaluated by installConditionalGet when the body is sent.
+    if (version === served.version) {
       res.status(304).end();
       return;
     }
-    deps.metrics.pushes.inc({ mode: "pull" });
     res.set("content-type", "application/json; charset=utf-8").send(served.body);
+    if (res.statusCode === 200) deps.metrics.pushes.inc({ mode: "pull" });
   });
   return router;
 }

@@ -27,7 +27,7 @@ const ifNoneMatchWrite = {
   schema: { type: "string" },
   description: '"*" (create only when absent) or a list of quoted versions; 412 when the policy exists ("*") or is at a listed version.',
 };
-const ifNoneMatchRead = { name: "If-None-Match", in: "header", required: false, schema: { type: "string" }, description: "Quoted versions (weak comparison); 304 when the current one is listed." };
+const ifNoneMatchRead = { name: "If-None-Match", in: "header", required: false, schema: { type: "string" }, description: "Quoted versions (weak comparison) or \"*\"; 304 when the current one is listed. Ignored when malformed." };
 const etagHeader = { ETag: { schema: { type: "string" }, description: "Quoted version (strong)." } };
 
 /** Reads are public unless api.reads is "token". */
@@ -35,7 +35,7 @@ const readSecurity = [{}, { bearer: [] }];
 const writeSecurity = [{ bearer: [] }];
 
 const status = {
-  badPath: "Malformed percent-encoding in the path, or a malformed conditional header.",
+  badPath: "Malformed percent-encoding in the path.",
   readToken: 'api.reads is "token" and no known bearer token was sent.',
   writeToken: "Missing or unknown bearer token.",
   tooLarge: "Body larger than api.bodyLimitBytes.",
@@ -143,7 +143,7 @@ const paths = {
       parameters: [ifMatch, ifNoneMatchWrite],
       responses: {
         "204": { description: "Deleted." },
-        "400": errorResponse(status.badPath),
+        "400": errorResponse("Malformed percent-encoding in the path, or a malformed If-Match / If-None-Match."),
         "401": errorResponse(status.writeToken),
         "404": errorResponse("No such policy."),
         "412": errorResponse("If-Match or If-None-Match does not hold."),
@@ -213,7 +213,7 @@ const paths = {
       responses: {
         "200": { description: "Current config.", headers: etagHeader, content: jsonContent(ref("FilterConfigResponse")) },
         "304": { description: "The filter's version is current.", headers: etagHeader },
-        "400": errorResponse("Malformed workload, query or If-None-Match."),
+        "400": errorResponse("Malformed workload or query."),
         "401": errorResponse(status.readToken),
         "404": errorResponse("No policy selects the workload."),
       },
@@ -290,7 +290,13 @@ function withDerivedOperations(input: typeof paths): Record<string, Record<strin
   const out: Record<string, Record<string, unknown>> = {};
   for (const [path, item] of Object.entries(input)) {
     const derived: Record<string, unknown> = { ...item };
-    const get = (item as { get?: Operation }).get;
+    let get = (item as { get?: Operation }).get;
+    if (get !== undefined && get.responses["304"] === undefined) {
+      // RFC 9110 §13.1.2: If-None-Match: * is false whenever a representation exists, so a GET
+      // that would answer 2xx answers 304 (installConditionalGet evaluates every response).
+      get = { ...get, responses: { ...get.responses, "304": { description: "If-None-Match: * and the resource exists." } } };
+      derived.get = get;
+    }
     const methods = Object.keys(item).filter((k) => k !== "parameters").map((m) => m.toUpperCase());
     if (get !== undefined) {
       const responses = Object.fromEntries(Object.entries(get.responses).map(([code, r]) => [code, r.headers ? { description: r.description, headers: r.headers } : { description: r.description }]));

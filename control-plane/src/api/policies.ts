@@ -6,7 +6,7 @@
 import { Router, type NextFunction, type Request, type Response } from "express";
 import type { FieldError, PolicyRecord } from "../policy/model.js";
 import type { PolicyRepository, WriteResult } from "../policy/repository.js";
-import { notModified, refusePreconditions, writePreconditions } from "./conditional.js";
+import { refusePreconditions, writePreconditions } from "./conditional.js";
 import { ApiError } from "./errors.js";
 import { jsonBody } from "./json-body.js";
 
@@ -130,12 +130,8 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
   router.get("/v1/policies/:name", deps.read, (req, res) => {
     const record = store.get(nameParam(req));
     if (record === undefined) throw new ApiError(404, "policy not found", [{ field: "name", reason: `no policy named ${nameParam(req)}` }]);
-    res.set("etag", etag(record.version));
-    if (notModified(req, record.version)) {
-      res.status(304).end();
-      return;
-    }
-    res.json(view(record));
+    // 304 for a current If-None-Match comes from installConditionalGet.
+    res.set("etag", etag(record.version)).json(view(record));
   });
 
   router.put("/v1/policies/:name", deps.write, json, async (req, res) => {
