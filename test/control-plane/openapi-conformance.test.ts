@@ -12,7 +12,7 @@ import { documentedStatuses, statusKey, type OpenApiPaths } from "./openapi-stat
 /** A journal whose fsynced appends fail while `failing` is set (a full or broken disk). */
 class FailingJournal extends PolicyJournal {
   failing = false;
-  override async append(entries: readonly unknown[], durable: boolean): Promise<void> {
+  override append(entries: readonly unknown[], durable: boolean): void {
     if (this.failing && durable) throw new Error("EIO: injected");
     return super.append(entries, durable);
   }

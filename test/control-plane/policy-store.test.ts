@@ -94,7 +94,7 @@ describe("file-backed policy store", () => {
   it("commits concurrent writes in batches: every version unique, the last write wins, fewer fsyncs than writes", async () => {
     class CountingJournal extends PolicyJournal {
       durableAppends = 0;
-      override async append(entries: readonly unknown[], durable: boolean): Promise<void> {
+      override append(entries: readonly unknown[], durable: boolean): void {
         if (durable) this.durableAppends += 1;
         return super.append(entries, durable);
       }
@@ -115,7 +115,7 @@ describe("file-backed policy store", () => {
   it("changes nothing and answers unavailable when the journal append fails; the next write works", async () => {
     class FailingOnce extends PolicyJournal {
       failNext = false;
-      override async append(entries: readonly unknown[], durable: boolean): Promise<void> {
+      override append(entries: readonly unknown[], durable: boolean): void {
         if (this.failNext && durable) {
           this.failNext = false;
           throw new Error("ENOSPC: injected");

@@ -1,9 +1,10 @@
 // The file-backed policy repository (embedded mode). State lives in memory, indexed by name in a
 // Map; every change is one journal line (journal.ts) holding the new record and its audit facts,
 // fsynced before the write is acknowledged and before anyone can read the change. Writes queue
-// and commit in batches: one append and one fsync for every write that arrived while the last
-// fsync ran (group commit), so concurrent writers share the disk's latency. A batch that cannot
-// be appended changes nothing and every write in it answers `unavailable`.
+// and commit in batches on the next turn of the event loop: one append and one fsync for every
+// write that arrived since the last batch (group commit), so concurrent writers share the disk's
+// latency. A batch that cannot be appended changes nothing and every write in it answers
+// `unavailable`.
 //
 // At start the snapshot and journal are replayed and every current record is validated again
 // with today's rules: a record that fails is quarantined (logged, counted, never served, kept on
@@ -262,17 +263,20 @@ export class FilePolicyStore implements PolicyRepository {
   private enqueue(name: string, options: WriteOptions, plan: PendingWrite["plan"]): Promise<WriteResult> {
     return new Promise((resolve, reject) => {
       this.queue.push({ name, options, plan, resolve, reject });
-      if (!this.committing) void this.commitLoop();
+      if (!this.committing) {
+        this.committing = true;
+        // The next turn: every write whose request was read in this one joins the batch.
+        setImmediate(() => void this.commitLoop());
+      }
     });
   }
 
   private async commitLoop(): Promise<void> {
-    this.committing = true;
     try {
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
-        await this.commit(batch);
+        this.commit(batch);
         await this.compactIfDue();
       }
     } finally {
@@ -282,7 +286,7 @@ export class FilePolicyStore implements PolicyRepository {
   }
 
   /** Plans every write of the batch against the state the earlier ones leave, appends once, then publishes. */
-  private async commit(batch: PendingWrite[]): Promise<void> {
+  private commit(batch: PendingWrite[]): void {
     const staged = new Map<string, Slot>();
     const lines: ChangeLine[] = [];
     const changes: PolicyChange[] = [];
@@ -324,7 +328,7 @@ export class FilePolicyStore implements PolicyRepository {
 
     if (lines.length > 0) {
       try {
-        await this.journal.append(lines, true);
+        this.journal.append(lines, true);
       } catch (error) {
         const reason = `policy journal append failed: ${(error as Error).message ?? String(error)}`;
         this.log({ level: "error", msg: "policy store write failed; nothing changed", error: reason });
@@ -342,7 +346,7 @@ export class FilePolicyStore implements PolicyRepository {
       this.nextVersion = nextVersion;
       this.sorted = undefined;
       for (const change of changes) this.publish(change);
-      await this.markAudited(nextVersion - 1);
+      this.markAudited(nextVersion - 1);
     }
     batch.forEach((write, i) => {
       const result = results[i] as WriteResult | { error: unknown };
@@ -363,14 +367,14 @@ export class FilePolicyStore implements PolicyRepository {
   }
 
   /** Records (without fsync: a lost mark only repeats a line) that audit lines went out up to `through`. */
-  private async markAudited(through: number): Promise<void> {
+  private markAudited(through: number): void {
     if (this.options.audit === undefined) {
       this.auditedThrough = through;
       return;
     }
     try {
       const line: AuditedLine = { type: "audited", through };
-      await this.journal.append([line], false);
+      this.journal.append([line], false);
       this.auditedThrough = through;
     } catch (error) {
       this.log({ level: "warn", msg: "could not record emitted audit lines; they may repeat after a restart", error: String(error) });
@@ -447,7 +451,7 @@ export class FilePolicyStore implements PolicyRepository {
     const recovered = unaudited.filter((c) => Number(c.version) > this.auditedThrough);
     if (this.options.audit !== undefined && recovered.length > 0) {
       for (const c of recovered) this.options.audit({ ...auditOf(c.name, c.action, c.by, c.at, c.previousVersion, c.policy === undefined ? null : c.version), recovered: true });
-      this.journal.appendSync([{ type: "audited", through: this.nextVersion - 1 } satisfies AuditedLine]);
+      this.journal.append([{ type: "audited", through: this.nextVersion - 1 } satisfies AuditedLine], false);
     }
     this.auditedThrough = Math.max(this.auditedThrough, this.nextVersion - 1);
   }

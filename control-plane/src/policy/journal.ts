@@ -12,14 +12,13 @@
 // number) is written to a temporary file, fsynced, renamed over the old one and the directory
 // fsynced; only then is the journal emptied. Journal lines older than the snapshot's next version
 // are skipped at load, so a crash between the two steps replays nothing twice.
-import { closeSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, write, writeSync } from "node:fs";
+import { closeSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { open, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
 import { basename, dirname, join } from "node:path";
 import { crc32 } from "node:zlib";
 
-const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
 const ftruncateAsync = promisify(ftruncate);
 
@@ -181,36 +180,29 @@ export class PolicyJournal {
   }
 
   /**
-   * Appends entries as one write; when `durable`, resolves only after fsync. On failure the
-   * journal is cut back to where it was, so a failed append leaves nothing behind.
+   * Appends entries as one write; when `durable`, returns only after fsync. Synchronous on
+   * purpose: a write is one line, and a thread-pool round trip for the write and another for
+   * the fsync cost more than the fsync itself on a busy machine. On failure the journal is cut
+   * back to where it was, so a failed append leaves nothing behind.
    */
-  async append(entries: readonly unknown[], durable: boolean): Promise<void> {
+  append(entries: readonly unknown[], durable: boolean): void {
     if (this.brokenReason !== undefined) throw new Error(`policy journal unusable: ${this.brokenReason}`);
     if (this.fd < 0) throw new Error("policy journal not loaded");
     const buffer = Buffer.concat(entries.map((e) => frame(JSON.stringify(e))));
     const before = this.size;
     try {
       let written = 0;
-      while (written < buffer.length) written += (await writeAsync(this.fd, buffer, written, buffer.length - written)).bytesWritten;
-      if (durable && this.options.fsync !== false) await fsyncAsync(this.fd);
+      while (written < buffer.length) written += writeSync(this.fd, buffer, written, buffer.length - written);
+      if (durable && this.options.fsync !== false) fsyncSync(this.fd);
       this.size = before + buffer.length;
     } catch (error) {
       try {
-        await ftruncateAsync(this.fd, before);
+        ftruncateSync(this.fd, before);
       } catch (undo) {
         this.brokenReason = `append failed (${String(error)}) and could not be undone (${String(undo)})`;
       }
       throw error;
     }
-  }
-
-  /** Appends entries at start-up, before anything is served (no fsync: used for audit marks only). */
-  appendSync(entries: readonly unknown[]): void {
-    if (this.fd < 0) throw new Error("policy journal not loaded");
-    const buffer = Buffer.concat(entries.map((e) => frame(JSON.stringify(e))));
-    let written = 0;
-    while (written < buffer.length) written += writeSync(this.fd, buffer, written, buffer.length - written);
-    this.size += buffer.length;
   }
 
   /** Replaces the snapshot with `snapshot` and empties the journal (see the order above). */
