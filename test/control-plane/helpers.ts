@@ -33,7 +33,16 @@ export interface TestApp {
 
 /** Starts the app; `reads` defaults to public; `storePath` reuses a store (a restart). */
 export async function startTestApp(
-  options: { reads?: "public" | "token"; storePath?: string; bodyLimitBytes?: number; policyCheck?: PolicyCheck; log?: (record: object) => void; journal?: (path: string) => PolicyJournal } = {},
+  options: {
+    reads?: "public" | "token";
+    storePath?: string;
+    bodyLimitBytes?: number;
+    policyCheck?: PolicyCheck;
+    log?: (record: object) => void;
+    journal?: (path: string) => PolicyJournal;
+    /** `<id>:<token>` pairs, comma-separated; default admin and ci below. */
+    tokens?: string;
+  } = {},
 ): Promise<TestApp> {
   let tick = 0;
   const audit: AuditRecord[] = [];
@@ -52,7 +61,7 @@ export async function startTestApp(
   const readiness: Record<string, ReadinessCheck> = { store: { ok: true, detail: "loaded" } };
   const app = createApp({
     store,
-    tokens: parseTokens(`admin:${adminToken},ci:${ciToken}`, "test", /,/).tokens,
+    tokens: parseTokens(options.tokens ?? `admin:${adminToken},ci:${ciToken}`, "test", /,/).tokens,
     reads: options.reads ?? "public",
     bodyLimitBytes: options.bodyLimitBytes ?? 16384,
     metrics,
