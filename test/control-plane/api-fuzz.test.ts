@@ -195,7 +195,8 @@ const anyPath = fc.oneof(
   fc.constant("/v1/validate"),
   fc.tuple(workload, query).map(([w, q]) => `/v1/filters/${w}/config${q}`),
   query.map((q) => `/v1/dashboard/series${q}`),
-  fc.constantFrom("/openapi.json", "/healthz", "/readyz", "/metrics", "/V1/POLICIES", "/v1/policies/", "/v2/x", "/", "/v1/policies/chat/history/x"),
+  fc.constantFrom("", "?limit=0", "?limit=5&errors=true", "?id=abc", "?minDurationMs=-1", "?route=chat").map((q) => `/v1/dashboard/traces${q}`),
+  fc.constantFrom("/v1/dashboard/status", "/v1/traces", "/openapi.json", "/healthz", "/readyz", "/metrics", "/V1/POLICIES", "/v1/policies/", "/v2/x", "/", "/v1/policies/chat/history/x"),
 );
 const etags = fc.oneof(
   fc.constant("*"),
@@ -226,6 +227,19 @@ function headersFor(contentType: string): fc.Arbitrary<Record<string, string>> {
     .map((h) => Object.fromEntries(Object.entries(h).filter(([, v]) => v !== undefined)) as Record<string, string>);
 }
 
+/** A span as the filter exports it, with any of its fields replaced. */
+const otlpSpan: fc.Arbitrary<Json> = fc.tuple(
+  fc.record({
+    traceId: fc.constantFrom("0af7651916cd43dd8448eb211c80319c", "", "zz"),
+    spanId: fc.constantFrom("b7ad6b7169203331", "x"),
+    name: fc.constantFrom("chat llama", ""),
+    startTimeUnixNano: fc.constantFrom("1700000000000000000", "-1", "x"),
+    endTimeUnixNano: fc.constantFrom("1700000001000000000", "1"),
+    attributes: fc.constant([{ key: "http.route", value: { stringValue: "chat" } }]),
+  }),
+  fc.array(edit, { maxLength: 3 }),
+).map(([span, e]) => applyEdits(span, e));
+
 const pooled = fc.constantFrom("chat", "embed", "constructor", "tostring", "p1", "p2");
 const pooledPolicy = fc.tuple(validPolicy, pooled).map(([p, name]) => ({ ...p, name }));
 const json = "application/json";
@@ -242,6 +256,7 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
   { weight: 1, arbitrary: write("POST", (n) => `/v1/policies/${n}/rollback`, pooled, () => fc.oneof(fc.nat({ max: 80 }).map((v) => utf8(JSON.stringify({ version: String(v) }))), documentOf(validPolicy))) },
   { weight: 1, arbitrary: write("POST", () => "/v1/validate", validPolicy, (p) => documentOf(fc.constant(p))) },
   { weight: 3, arbitrary: fc.record({ method: fc.constantFrom("GET", "HEAD"), path: anyPath, headers: headersFor(json), body: fc.constant(undefined) }) },
+  { weight: 1, arbitrary: write("POST", () => "/v1/traces", otlpSpan, (span) => fc.oneof(fc.constant(utf8(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [span] }] }] }))), documentOf(fc.constant(span)))) },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -260,7 +275,7 @@ describe("API fuzzing (fast-check, real server on 127.0.0.1)", () => {
   let doc: OpenApiPaths;
   let documented: Set<string>;
   before(async () => {
-    app = await startTestApp({ bodyLimitBytes: 65536 });
+    app = await startTestApp({ bodyLimitBytes: 65536, traces: true });
     for (const name of ["chat", "embed", "constructor", "tostring", "p1", "p2"]) {
       const policy = samplePolicy(name, { target: { namespace: "llm", selector: { matchLabels: { app: name } } } });
       assert.equal((await call(app.url, "POST", "/v1/policies", { body: policy, token: adminToken })).status, 201);

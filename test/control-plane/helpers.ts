@@ -14,6 +14,7 @@ import type { RateOverrides } from "../../control-plane/src/policy/effective.js"
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import type { PolicyJournal } from "../../control-plane/src/policy/journal.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
+import { TraceStore } from "../../control-plane/src/traces/store.js";
 
 export const adminToken = "admin-secret-0123456789";
 export const ciToken = "ci-secret-abcdefghijkl";
@@ -42,6 +43,8 @@ export async function startTestApp(
     journal?: (path: string) => PolicyJournal;
     /** `<id>:<token>` pairs, comma-separated; default admin and ci below. */
     tokens?: string;
+    /** Serve the OTLP span receiver (POST /v1/traces, GET /v1/dashboard/traces). */
+    traces?: boolean;
   } = {},
 ): Promise<TestApp> {
   let tick = 0;
@@ -68,6 +71,7 @@ export async function startTestApp(
     overrides: (name) => overrides.get(name),
     readiness: () => readiness,
     log: () => undefined,
+    ...(options.traces === true ? { traces: { store: new TraceStore(100), maxBodyBytes: 16384, linkTemplate: "" } } : {}),
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));

@@ -116,6 +116,21 @@ const rows: Row[] = [
   { app: "token", method: "GET", path: "/v1/dashboard/series", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/series?route=nope", status: 404 },
 
+  { app: "public", method: "GET", path: "/v1/dashboard/series?range=7", status: 400 },
+  { app: "public", method: "GET", path: "/v1/dashboard/status", status: 200 },
+  { app: "token", method: "GET", path: "/v1/dashboard/status", status: 401 },
+
+  // The span receiver is served by the token app only.
+  { app: "token", method: "GET", path: "/v1/dashboard/traces", token: true, status: 200 },
+  { app: "token", method: "GET", path: "/v1/dashboard/traces?limit=0", token: true, status: 400 },
+  { app: "token", method: "GET", path: "/v1/dashboard/traces", status: 401 },
+  { app: "public", method: "GET", path: "/v1/dashboard/traces", status: 404 },
+  { app: "token", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 200 },
+  { app: "token", method: "POST", path: "/v1/traces", rawBody: "{", headers: json, status: 400 },
+  { app: "token", method: "POST", path: "/v1/traces", rawBody: big, headers: json, status: 413 },
+  { app: "token", method: "POST", path: "/v1/traces", rawBody: "x", headers: { "content-type": "application/x-protobuf" }, status: 415 },
+  { app: "public", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 404 },
+
   { app: "public", method: "GET", path: "/openapi.json", status: 200 },
   { app: "public", method: "GET", path: "/healthz", status: 200 },
   { app: "public", method: "GET", path: "/readyz", status: 200 },
@@ -128,7 +143,7 @@ describe("OpenAPI document against real responses", () => {
   let doc: OpenApiPaths;
   before(async () => {
     apps.set("public", await startTestApp({ bodyLimitBytes: 16384 }));
-    apps.set("token", await startTestApp({ reads: "token" }));
+    apps.set("token", await startTestApp({ reads: "token", traces: true }));
     let journal: FailingJournal | undefined;
     const broken = await startTestApp({ journal: (path) => (journal = new FailingJournal(path)) });
     apps.set("broken", broken);
@@ -151,8 +166,9 @@ describe("OpenAPI document against real responses", () => {
     const all: Row[] = [...rows, ...rows.filter((r) => r.method === "GET").map((r) => ({ ...r, method: "HEAD" }))];
     for (const { template, allow } of table) {
       const path = template.replace(/\{[^}]+\}/g, "chat").replace("/chat/config", "/llm.chat/config");
+      // Every GET path is served by the token app (the span receiver included).
       if (allow.includes("GET")) {
-        for (const method of ["GET", "HEAD"]) all.push({ app: "public", method, path, headers: { "if-none-match": "*" }, status: 304 });
+        for (const method of ["GET", "HEAD"]) all.push({ app: "token", method, path, token: true, headers: { "if-none-match": "*" }, status: 304 });
       }
       all.push({ app: "public", method: "OPTIONS", path, status: 204 });
       all.push({ app: "public", method: ["POST", "PUT", "DELETE", "PATCH"].find((m) => !allow.includes(m)) ?? "TRACE", path, status: 405, token: true });

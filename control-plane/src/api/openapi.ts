@@ -255,7 +255,12 @@ const paths = {
         { name: "minDurationMs", in: "query", required: false, schema: { type: "number", minimum: 0 } },
         { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500 } },
       ],
-      responses: { "200": { description: "Calls.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad query."), "401": errorResponse(status.readToken) },
+      responses: {
+        "200": { description: "Calls.", content: jsonContent({ type: "object" }) },
+        "400": errorResponse("Bad query."),
+        "401": errorResponse(status.readToken),
+        "404": errorResponse("The span receiver is off (traces.enabled is false)."),
+      },
     },
   },
   "/v1/traces": {
@@ -268,6 +273,7 @@ const paths = {
         "400": { description: "Not an export request (google.rpc.Status).", content: jsonContent({ type: "object" }) },
         "413": { description: "Body over traces.maxBodyBytes, also after gunzip.", content: jsonContent({ type: "object" }) },
         "415": { description: "Not application/json, or an encoding other than gzip.", content: jsonContent({ type: "object" }) },
+        "404": errorResponse("The span receiver is off (traces.enabled is false)."),
       },
     },
   },
