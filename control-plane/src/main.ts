@@ -17,7 +17,7 @@ import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
 import { DashboardSeries } from "./dashboard/series.js";
-import { realDelay } from "./k8s/backoff.js";
+import { Backoff, realDelay } from "./k8s/backoff.js";
 import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
 import { ClientNodeLeaseApi } from "./k8s/lease-client.js";
 import { LeaderElector } from "./k8s/leader-election.js";
@@ -27,6 +27,11 @@ import { jsonLineAudit } from "./policy/audit.js";
 import { FilePolicyStore } from "./policy/file-store.js";
 import { TraceStore } from "./traces/store.js";
 import { listenOn } from "./listen.js";
+import type { PolicyRepository } from "./policy/repository.js";
+import { ClientNodeCustomObjectApi } from "./k8s/client.js";
+import { ClientNodeRevisionApi, PolicyHistory } from "./k8s/history.js";
+import { KubernetesPolicyStore, samplingPolicyGroup, samplingPolicyPlural, samplingPolicyVersion, type SamplingPolicyObject } from "./k8s/policy-store.js";
+import { PolicyStatusWriter } from "./k8s/policy-status.js";
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -52,12 +57,43 @@ export async function startControlPlane(
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
 
-  const store = new FilePolicyStore({
-    path: config.store.path,
-    audit: jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line))),
-    log,
-    check: config.store.mode === "kubernetes" && config.kubernetes.namespace !== "" ? namespaceCheck(config.kubernetes.namespace) : undefined,
-  });
+  let kubeConfigCache: KubeConfig | undefined;
+  const kubeConfig = (): KubeConfig => {
+    if (kubeConfigCache === undefined) {
+      kubeConfigCache = new KubeConfig();
+      if (config.kubernetes.kubeconfig !== "") kubeConfigCache.loadFromFile(config.kubernetes.kubeconfig);
+      else kubeConfigCache.loadFromDefault();
+    }
+    return kubeConfigCache;
+  };
+
+  const audit = jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line)));
+  const check = config.store.mode === "kubernetes" && config.kubernetes.namespace !== "" ? namespaceCheck(config.kubernetes.namespace) : undefined;
+  // Kubernetes mode: the SamplingPolicy objects are the record (nothing about policies on pod
+  // disk), history is ControllerRevisions; embedded mode: the journaled file store.
+  let clusterStore: KubernetesPolicyStore | undefined;
+  let history: PolicyHistory | undefined;
+  let fileStore: FilePolicyStore | undefined;
+  if (config.store.mode === "kubernetes") {
+    const namespace = config.kubernetes.namespace === "" ? undefined : config.kubernetes.namespace;
+    const revisions = new PolicyHistory({ api: new ClientNodeRevisionApi(kubeConfig()), namespace, audit, log });
+    history = revisions;
+    clusterStore = new KubernetesPolicyStore({
+      api: new ClientNodeCustomObjectApi<SamplingPolicyObject>(kubeConfig(), { group: samplingPolicyGroup, version: samplingPolicyVersion, plural: samplingPolicyPlural }),
+      namespace,
+      backoff: new Backoff(config.kubernetes.backoff.initialMs, config.kubernetes.backoff.maxMs),
+      delay: realDelay,
+      now: () => new Date(),
+      audit,
+      check,
+      log,
+      history: (name) => revisions.read(name),
+    });
+    clusterStore.start();
+  } else {
+    fileStore = new FilePolicyStore({ path: config.store.path, audit, log, check });
+  }
+  const store: PolicyRepository = clusterStore ?? (fileStore as FilePolicyStore);
   const metrics = createMetrics(true);
   let sync: KubernetesSync | undefined;
 
@@ -91,16 +127,6 @@ export async function startControlPlane(
   if (config.adaptive.enabled) {
     timers.push(setInterval(() => (elector === undefined || elector.isLeader() ? void sampler.step() : undefined), config.adaptive.intervalSeconds * 1000));
   }
-
-  let kubeConfigCache: KubeConfig | undefined;
-  const kubeConfig = (): KubeConfig => {
-    if (kubeConfigCache === undefined) {
-      kubeConfigCache = new KubeConfig();
-      if (config.kubernetes.kubeconfig !== "") kubeConfigCache.loadFromFile(config.kubernetes.kubeconfig);
-      else kubeConfigCache.loadFromDefault();
-    }
-    return kubeConfigCache;
-  };
 
   if (config.store.mode === "kubernetes") {
     const election = config.kubernetes.leaderElection;
@@ -139,6 +165,22 @@ export async function startControlPlane(
     const running = sync;
     timers.push(setInterval(() => running.resync(), config.kubernetes.resyncSeconds * 1000));
     timers.push(setInterval(() => running.reconciler.lagSeconds(), 1000));
+    if (clusterStore !== undefined && history !== undefined) {
+      const leading = (): boolean => leader === undefined || leader.isLeader();
+      const recorder = history;
+      const statusWriter = new PolicyStatusWriter({
+        api: new ClientNodeCustomObjectApi<SamplingPolicyObject>(kubeConfig(), { group: samplingPolicyGroup, version: samplingPolicyVersion, plural: samplingPolicyPlural }),
+        store: clusterStore,
+        wasmPlugins: () => running.informer.cache,
+        now: () => new Date(),
+        log,
+      });
+      // Only the leader records history and writes status, so each change is recorded once.
+      clusterStore.onChange((change) => {
+        if (leading()) void recorder.record(change);
+      });
+      timers.push(setInterval(() => (leading() && clusterStore?.informer.hasSynced ? void statusWriter.sync() : undefined), 2000));
+    }
   }
 
   // The metrics pipeline (scrape -> join -> remote write), when enabled; its self-metrics share /metrics.
@@ -204,7 +246,8 @@ export async function startControlPlane(
       clearTimeout(grace);
       await sync?.stop();
       await pipeline?.stop();
-      await store.close();
+      await clusterStore?.stop();
+      await fileStore?.close();
     },
   };
 }

@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { kubeConfigFor, startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { CRD_FILE } from "../../scripts/manifests.js";
+import { REPO, readYaml } from "../istio/support.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -54,6 +56,9 @@ describe("control plane processes in Kubernetes mode (emulated kube-apiserver)",
   let dir: string;
   before(async () => {
     emulator = await startKubeEmulator();
+    // As `kubectl apply -k istio/base` installs it: the SamplingPolicy CRD first.
+    const crd = await fetch(`${emulator.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(readYaml(join(REPO, CRD_FILE))[0]) });
+    assert.equal(crd.status, 201);
     dir = mkdtempSync(join(tmpdir(), "tt-k8s-main-"));
   });
   after(() => emulator.close());
@@ -91,6 +96,7 @@ describe("control plane processes in Kubernetes mode (emulated kube-apiserver)",
       await waitFor("cp-2 sees the leader", () => second.lines.find((l) => l.msg === "leader" && l.holder === "cp-1"), procs);
       const ready = (await (await fetch(`${listening.url as string}/readyz`)).json()) as { checks: Record<string, { detail: string }> };
       assert.equal(ready.checks.leader?.detail, "following cp-1");
+      assert.match(ready.checks.store?.detail ?? "", /samplingpolicies/);
 
       first.child.kill("SIGTERM");
       assert.equal(await first.exited, 0);

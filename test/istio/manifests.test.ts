@@ -99,7 +99,7 @@ function unknownFields(object: unknown, vocabulary: Set<string>, freeForm: RegEx
 /** Kinds checked field by field, and the subtrees that are free-form by design. */
 const STRICT_KINDS: Record<string, { model: string; freeForm: RegExp }> = {
   // selector is apimachinery's LabelSelector (another package); requests and limits are maps.
-  Deployment: { model: "kubernetes-models/apps/v1/Deployment", freeForm: /^spec\.selector$|\.resources\.(requests|limits)$/ },
+  Deployment: { model: "kubernetes-models/apps/v1/Deployment", freeForm: /^spec\.selector$|\.resources\.(requests|limits)$|\.labelSelector$/ },
   Service: { model: "kubernetes-models/v1/Service", freeForm: /^spec\.selector$/ },
   ServiceAccount: { model: "kubernetes-models/v1/ServiceAccount", freeForm: /^$/ },
   ConfigMap: { model: "kubernetes-models/v1/ConfigMap", freeForm: /^data$/ },
@@ -270,6 +270,19 @@ describe("mesh settings", () => {
 });
 
 describe("control plane Deployment, Service, RBAC and config", () => {
+  it("runs two or more replicas, rolls without losing one, spreads them, and a PodDisruptionBudget keeps one through a drain", () => {
+    assert.ok(deployment.spec.replicas >= 2);
+    assert.equal(deployment.spec.strategy.type, "RollingUpdate");
+    assert.equal(deployment.spec.strategy.rollingUpdate.maxUnavailable, 0);
+    const pdb = one(all, "PodDisruptionBudget", "tokentrace-control-plane");
+    assert.equal(pdb.metadata.namespace, deployment.metadata.namespace);
+    assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
+    assert.ok(pdb.spec.minAvailable >= 1 && pdb.spec.minAvailable < deployment.spec.replicas, "a drain can still evict one replica at a time");
+    const spread = deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
+    assert.equal(spread.topologyKey, "kubernetes.io/hostname");
+    assert.deepEqual(spread.labelSelector.matchLabels, deployment.spec.selector.matchLabels);
+  });
+
   it("everything of the control plane lives in its Namespace", () => {
     const ns = one(all, "Namespace", "tokentrace-system");
     for (const m of [deployment, service, serviceAccount, configMap, envConfigMap]) assert.equal(m.metadata.namespace, ns.metadata.name, `${m.kind} ${m.metadata.name}`);
@@ -298,14 +311,27 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>) {
       for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
     }
-    // Read from the code: the WasmPlugin client (list, watch, get, create, replace, delete) and pod discovery (informer).
-    const client = readFileSync(join(REPO, "control-plane/src/k8s/client.ts"), "utf8");
-    const discovery = readFileSync(join(REPO, "control-plane/src/scrape/discovery.ts"), "utf8");
-    const verbsOf: Record<string, string> = { list: "list", get: "get", create: "create", replace: "update", delete: "delete" };
+    // Read from the code: which client-node calls each module makes, on which resource.
+    const source = (file: string): string => readFileSync(join(REPO, "control-plane/src", file), "utf8");
     const used = new Set<string>();
-    for (const m of client.matchAll(/this\.api\.(list|get|create|replace|delete)\w*CustomObject\(/g)) used.add(`${wasmPluginGroup}/${wasmPluginPlural}:${verbsOf[m[1]!]}`);
-    if (client.includes(`/apis/\${group}/\${version}/`) && client.includes("this.watcher.watch(")) used.add(`${wasmPluginGroup}/${wasmPluginPlural}:watch`);
-    if (/makeInformer<V1Pod>/.test(discovery)) for (const v of ["list", "watch"]) used.add(`/pods:${v}`);
+    const customVerbs: Record<string, string> = { list: "list", get: "get", create: "create", replace: "update", delete: "delete", patch: "patch" };
+    const client = source("k8s/client.ts");
+    const customCalls = [...client.matchAll(/this\.api\.(list|get|create|replace|delete|patch)\w*CustomObject(Status)?\(/g)].map((m) => `${customVerbs[m[1]!]}${m[2] === "Status" ? "/status" : ""}`);
+    const watches = client.includes("this.watcher.watch(");
+    // WasmPlugins: the informer (list, watch) and the reconciler (get, create, replace, delete).
+    for (const verb of ["list", "get", "create", "update", "delete"]) assert.ok(customCalls.includes(verb), `client makes ${verb}`);
+    for (const verb of ["list", "get", "create", "update", "delete", ...(watches ? ["watch"] : [])]) used.add(`${wasmPluginGroup}/${wasmPluginPlural}:${verb}`);
+    // SamplingPolicies: the store's informer and writes (no get), and the leader's status patch.
+    const store = source("k8s/policy-store.ts");
+    assert.ok(!/options\.api\.get\(/.test(store), "the policy store never gets single objects");
+    for (const verb of ["list", "watch", "create", "update", "delete"]) used.add(`tokentrace.dev/samplingpolicies:${verb}`);
+    assert.ok(customCalls.includes("patch/status") && source("k8s/policy-status.ts").includes("patchStatus("));
+    used.add("tokentrace.dev/samplingpolicies/status:patch");
+    // History: ControllerRevisions listed, created, the oldest deleted.
+    const history = source("k8s/history.ts");
+    const revisionVerbs = [...history.matchAll(/this\.api\.(list|create|delete)\w*ControllerRevision\w*\(/g)].map((m) => m[1]!);
+    for (const verb of new Set(revisionVerbs)) used.add(`apps/controllerrevisions:${verb}`);
+    if (/makeInformer<V1Pod>/.test(source("scrape/discovery.ts"))) for (const v of ["list", "watch"]) used.add(`/pods:${v}`);
     assert.deepEqual([...grants].sort(), [...used].sort());
     assert.equal(wasmPluginVersion, "v1alpha1");
     assert.ok(![...grants].some((g) => g.includes("*")), "no wildcards");
@@ -379,9 +405,13 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     const volume = deployment.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name);
     assert.equal(volume.configMap.name, configMap.metadata.name);
     assert.ok(volume.configMap.items.some((i: { key: string; path: string }) => i.key === "config.yaml" && configPath === `${mount.mountPath}/${i.path}`));
-    const config = parseYaml(configMap.data["config.yaml"]) as { store: { path: string }; pipeline: { remoteWrite: { queueDir: string } } };
+    const config = parseYaml(configMap.data["config.yaml"]) as { store: { mode: string; path?: string }; pipeline: { remoteWrite: { queueDir: string } } };
+    // Kubernetes mode keeps no policy file: SamplingPolicy objects are the record.
+    assert.equal(config.store.mode, "kubernetes");
+    assert.equal(config.store.path, undefined);
+    assert.ok(!(container.volumeMounts as Array<{ mountPath: string }>).some((v) => v.mountPath.includes("polic")), "no policy volume");
     const mountOf = (p: string): { name: string; readOnly?: boolean } | undefined => container.volumeMounts.find((v: { mountPath: string }) => p === v.mountPath || p.startsWith(`${v.mountPath}/`));
-    for (const p of [config.store.path, config.pipeline.remoteWrite.queueDir]) {
+    for (const p of [config.pipeline.remoteWrite.queueDir]) {
       const m = mountOf(p);
       assert.ok(m && m.readOnly !== true, `${p} is on a writable volume`);
     }

@@ -1,8 +1,8 @@
 // The only module that talks to the Kubernetes API (through @kubernetes/client-node). Every
 // call returns a typed result; API errors and network failures never escape as exceptions, and
 // each failure says whether retrying can help.
-import { ApiException, CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
-import { wasmPluginGroup as group, wasmPluginPlural as plural, wasmPluginVersion as version, type WasmPlugin } from "./wasmplugin.js";
+import { ApiException, CustomObjectsApi, PatchStrategy, Watch, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { wasmPluginGroup, wasmPluginPlural, wasmPluginVersion, type WasmPlugin } from "./wasmplugin.js";
 
 /** A failed call: HTTP code (0 = no response), the Status reason, and whether to retry. */
 export interface KubeFailure {
@@ -16,30 +16,45 @@ export interface KubeFailure {
 /** Result of a call. */
 export type KubeResult<T> = { ok: true; value: T } | KubeFailure;
 
-/** Watch event as the API frames it. */
-export interface WatchEvent {
-  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
-  object: WasmPlugin & { code?: number; reason?: string; message?: string };
+/** A custom object as the API returns it (only what every caller reads is typed). */
+export interface CustomObject {
+  metadata: { name: string; namespace: string; resourceVersion?: string; [key: string]: unknown };
+  [key: string]: unknown;
 }
 
-/** The WasmPlugin operations the informer and reconciler use. */
-export interface WasmPluginApi {
+/** Watch event as the API frames it. */
+export interface WatchEvent<T extends CustomObject = WasmPlugin> {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: T & { code?: number; reason?: string; message?: string };
+}
+
+/** The custom-object operations informers, the reconciler and the policy store use. */
+export interface CustomObjectApi<T extends CustomObject> {
   /** Lists (all pages) in `namespace`, or cluster-wide when undefined. */
-  list(namespace: string | undefined, labelSelector: string): Promise<KubeResult<{ items: WasmPlugin[]; resourceVersion: string }>>;
+  list(namespace: string | undefined, labelSelector: string): Promise<KubeResult<{ items: T[]; resourceVersion: string }>>;
   /** Starts a watch; `onEvent` per event, `onEnd` once when the stream ends (error or not). */
   watch(
     namespace: string | undefined,
     labelSelector: string,
     resourceVersion: string,
-    onEvent: (event: WatchEvent) => void,
+    onEvent: (event: WatchEvent<T>) => void,
     onEnd: (error: unknown) => void,
   ): Promise<KubeResult<{ stop(): void }>>;
-  get(namespace: string, name: string): Promise<KubeResult<WasmPlugin>>;
-  create(object: WasmPlugin): Promise<KubeResult<WasmPlugin>>;
-  replace(object: WasmPlugin): Promise<KubeResult<WasmPlugin>>;
+  get(namespace: string, name: string): Promise<KubeResult<T>>;
+  create(object: T): Promise<KubeResult<T>>;
+  replace(object: T): Promise<KubeResult<T>>;
   /** Deletes, only if the object still has `resourceVersion` when given. */
   delete(namespace: string, name: string, resourceVersion?: string): Promise<KubeResult<void>>;
 }
+
+/** The status subresource of a custom object. */
+export interface StatusApi {
+  /** JSON merge patch of /status (unconditional: status is the writer's own). */
+  patchStatus(namespace: string, name: string, status: unknown): Promise<KubeResult<void>>;
+}
+
+/** The WasmPlugin operations the informer and reconciler use. */
+export type WasmPluginApi = CustomObjectApi<WasmPlugin>;
 
 /** Maps anything a client-node call throws to a failure. */
 export function toFailure(error: unknown): KubeFailure {
@@ -67,25 +82,33 @@ async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
   }
 }
 
-/** client-node implementation. */
-export class ClientNodeWasmPluginApi implements WasmPluginApi {
+/** Which custom resource a client serves. */
+export interface ResourceRef {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** client-node implementation for one custom resource. */
+export class ClientNodeCustomObjectApi<T extends CustomObject> implements CustomObjectApi<T>, StatusApi {
   private readonly api: CustomObjectsApi;
   private readonly watcher: Watch;
 
-  constructor(kubeConfig: KubeConfig, private readonly watchTimeoutSeconds = 300) {
+  constructor(kubeConfig: KubeConfig, private readonly resource: ResourceRef, private readonly watchTimeoutSeconds = 300) {
     this.api = kubeConfig.makeApiClient(CustomObjectsApi);
     this.watcher = new Watch(kubeConfig);
   }
 
-  async list(namespace: string | undefined, labelSelector: string): Promise<KubeResult<{ items: WasmPlugin[]; resourceVersion: string }>> {
-    const items: WasmPlugin[] = [];
+  async list(namespace: string | undefined, labelSelector: string): Promise<KubeResult<{ items: T[]; resourceVersion: string }>> {
+    const { group, version, plural } = this.resource;
+    const items: T[] = [];
     let token: string | undefined;
     let resourceVersion: string;
     do {
       const page = await attempt(async () => {
         const base = { group, version, plural, labelSelector, limit: 500, _continue: token };
         const raw = namespace === undefined ? await this.api.listClusterCustomObject(base) : await this.api.listNamespacedCustomObject({ ...base, namespace });
-        return raw as { items: WasmPlugin[]; metadata: { resourceVersion: string; continue?: string } };
+        return raw as { items: T[]; metadata: { resourceVersion: string; continue?: string } };
       });
       if (!page.ok) return page;
       items.push(...page.value.items);
@@ -99,36 +122,47 @@ export class ClientNodeWasmPluginApi implements WasmPluginApi {
     namespace: string | undefined,
     labelSelector: string,
     resourceVersion: string,
-    onEvent: (event: WatchEvent) => void,
+    onEvent: (event: WatchEvent<T>) => void,
     onEnd: (error: unknown) => void,
   ): Promise<KubeResult<{ stop(): void }>> {
+    const { group, version, plural } = this.resource;
     const path = namespace === undefined ? `/apis/${group}/${version}/${plural}` : `/apis/${group}/${version}/namespaces/${namespace}/${plural}`;
     const query = { labelSelector, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: this.watchTimeoutSeconds };
     return attempt(async () => {
-      const controller = await this.watcher.watch(path, query, (type, object) => onEvent({ type: type as WatchEvent["type"], object: object as WatchEvent["object"] }), onEnd);
+      const controller = await this.watcher.watch(path, query, (type, object) => onEvent({ type: type as WatchEvent<T>["type"], object: object as WatchEvent<T>["object"] }), onEnd);
       return { stop: () => controller.abort() };
     });
   }
 
-  get(namespace: string, name: string): Promise<KubeResult<WasmPlugin>> {
-    return attempt(async () => (await this.api.getNamespacedCustomObject({ group, version, plural, namespace, name })) as WasmPlugin);
+  get(namespace: string, name: string): Promise<KubeResult<T>> {
+    return attempt(async () => (await this.api.getNamespacedCustomObject({ ...this.resource, namespace, name })) as T);
   }
 
-  create(object: WasmPlugin): Promise<KubeResult<WasmPlugin>> {
-    return attempt(async () => (await this.api.createNamespacedCustomObject({ group, version, plural, namespace: object.metadata.namespace, body: object })) as WasmPlugin);
+  create(object: T): Promise<KubeResult<T>> {
+    return attempt(async () => (await this.api.createNamespacedCustomObject({ ...this.resource, namespace: object.metadata.namespace, body: object })) as T);
   }
 
-  replace(object: WasmPlugin): Promise<KubeResult<WasmPlugin>> {
-    return attempt(
-      async () =>
-        (await this.api.replaceNamespacedCustomObject({ group, version, plural, namespace: object.metadata.namespace, name: object.metadata.name, body: object })) as WasmPlugin,
-    );
+  replace(object: T): Promise<KubeResult<T>> {
+    return attempt(async () => (await this.api.replaceNamespacedCustomObject({ ...this.resource, namespace: object.metadata.namespace, name: object.metadata.name, body: object })) as T);
   }
 
   delete(namespace: string, name: string, resourceVersion?: string): Promise<KubeResult<void>> {
     return attempt(async () => {
       const body = resourceVersion === undefined ? {} : { preconditions: { resourceVersion } };
-      await this.api.deleteNamespacedCustomObject({ group, version, plural, namespace, name, body });
+      await this.api.deleteNamespacedCustomObject({ ...this.resource, namespace, name, body });
     });
+  }
+
+  patchStatus(namespace: string, name: string, status: unknown): Promise<KubeResult<void>> {
+    return attempt(async () => {
+      await this.api.patchNamespacedCustomObjectStatus({ ...this.resource, namespace, name, body: { status } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    });
+  }
+}
+
+/** client-node WasmPlugin client. */
+export class ClientNodeWasmPluginApi extends ClientNodeCustomObjectApi<WasmPlugin> {
+  constructor(kubeConfig: KubeConfig, watchTimeoutSeconds = 300) {
+    super(kubeConfig, { group: wasmPluginGroup, version: wasmPluginVersion, plural: wasmPluginPlural }, watchTimeoutSeconds);
   }
 }

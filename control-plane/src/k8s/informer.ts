@@ -3,12 +3,14 @@
 // re-lists, and any failure waits a capped backoff (through the injected delay) before trying
 // again. The cache is what the reconciler compares its desired state with.
 import type { Backoff, Delay } from "./backoff.js";
-import type { WasmPluginApi, WatchEvent } from "./client.js";
+import type { CustomObject, CustomObjectApi, WatchEvent } from "./client.js";
 import { keyOf, type WasmPlugin } from "./wasmplugin.js";
 
 /** Informer options. */
-export interface InformerOptions {
-  api: WasmPluginApi;
+export interface InformerOptions<T extends CustomObject = WasmPlugin> {
+  api: Pick<CustomObjectApi<T>, "list" | "watch">;
+  /** The resource's name in logs and readiness ("wasmplugins"). */
+  resource?: string;
   /** Namespace to watch; undefined = cluster-wide. */
   namespace: string | undefined;
   labelSelector: string;
@@ -28,9 +30,9 @@ export const healthyWatchMs = 1000;
 
 type WatchOutcome = { kind: "ended"; progressed: boolean } | { kind: "gone" } | { kind: "failed"; message: string };
 
-/** Keeps a cache of WasmPlugins in sync with the API. */
-export class WasmPluginInformer {
-  readonly cache = new Map<string, WasmPlugin>();
+/** Keeps a cache of custom objects (namespace/name keys) in sync with the API. */
+export class Informer<T extends CustomObject> {
+  readonly cache = new Map<string, T>();
   /** True once a list succeeded (stays true: the cache is still the best knowledge). */
   hasSynced = false;
   /** The last failure, cleared by the next success. */
@@ -47,7 +49,11 @@ export class WasmPluginInformer {
   private stopWatch: (() => void) | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(private readonly options: InformerOptions) {}
+  constructor(private readonly options: InformerOptions<T>) {}
+
+  private get resource(): string {
+    return this.options.resource ?? "wasmplugins";
+  }
 
   /** Starts the list-watch loop. */
   start(): void {
@@ -75,8 +81,8 @@ export class WasmPluginInformer {
         const outcome = await this.watchOnce();
         if (this.stopped || outcome.kind === "gone") break;
         if (outcome.kind === "failed") {
-          this.lastError = `watch wasmplugins failed: ${outcome.message}`;
-          this.options.log?.({ level: "warn", msg: "wasmplugin watch failed", error: outcome.message });
+          this.lastError = `watch ${this.resource} failed: ${outcome.message}`;
+          this.options.log?.({ level: "warn", msg: "watch failed", resource: this.resource, error: outcome.message });
           await this.options.delay(this.options.backoff.next(), this.abort.signal);
           break;
         }
@@ -94,8 +100,8 @@ export class WasmPluginInformer {
     const result = await this.options.api.list(this.options.namespace, this.options.labelSelector);
     this.lists += 1;
     if (!result.ok) {
-      this.lastError = `list wasmplugins failed: ${result.code === 0 ? result.reason : `${result.code} ${result.reason}`}`;
-      this.options.log?.({ level: "warn", msg: "wasmplugin list failed", code: result.code, reason: result.reason });
+      this.lastError = `list ${this.resource} failed: ${result.code === 0 ? result.reason : `${result.code} ${result.reason}`}`;
+      this.options.log?.({ level: "warn", msg: "list failed", resource: this.resource, code: result.code, reason: result.reason });
       return false;
     }
     const seen = new Set<string>();
@@ -126,7 +132,7 @@ export class WasmPluginInformer {
     return new Promise((resolve) => {
       let progressed = false;
       let gone = false;
-      const onEvent = (event: WatchEvent) => {
+      const onEvent = (event: WatchEvent<T>) => {
         if (event.type === "ERROR") {
           // 410 Expired/Gone: our resourceVersion is older than the apiserver's history.
           if (event.object.code === 410) gone = true;
@@ -155,3 +161,6 @@ export class WasmPluginInformer {
     });
   }
 }
+
+/** The WasmPlugin informer the reconciler compares with. */
+export class WasmPluginInformer extends Informer<WasmPlugin> {}

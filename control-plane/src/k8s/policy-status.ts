@@ -1,0 +1,94 @@
+// The status the leader writes on each SamplingPolicy (through the status subresource, so it never
+// races a spec write): observedGeneration, the WasmPlugin the policy produced, and two conditions
+// in the metav1.Condition shape: Accepted (valid, and its name not already served from another
+// namespace) and Programmed (its WasmPlugin carries this version). A condition's
+// lastTransitionTime moves only when its status does; nothing is written when nothing changed.
+import { canonicalJson } from "../policy/canonical-json.js";
+import type { StatusApi } from "./client.js";
+import type { KubernetesPolicyStore, SamplingPolicyObject } from "./policy-store.js";
+import { keyOf, policyVersionAnnotation, wasmPluginName, type WasmPlugin } from "./wasmplugin.js";
+
+interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+interface PolicyStatus {
+  observedGeneration?: number;
+  wasmPlugin?: string;
+  conditions: Condition[];
+}
+
+/** The status `object` should have now (times kept from `previous` where the status held). */
+export function desiredStatus(object: SamplingPolicyObject, store: KubernetesPolicyStore, wasmPlugins: ReadonlyMap<string, WasmPlugin>, now: string): PolicyStatus {
+  const key = keyOf(object.metadata.namespace, object.metadata.name);
+  const generation = object.metadata.generation;
+  const invalid = store.quarantined().find((q) => q.name === object.metadata.name && q.version === object.metadata.resourceVersion);
+  const conflict = store.conflicts().find((c) => c.key === key);
+  const record = invalid === undefined && conflict === undefined ? store.get(object.metadata.name) : undefined;
+  const pluginKey = keyOf(object.metadata.namespace, wasmPluginName(object.metadata.name));
+  const plugin = wasmPlugins.get(pluginKey);
+  const previous = (object.status?.conditions as Condition[] | undefined) ?? [];
+  const condition = (type: string, status: Condition["status"], reason: string, message: string): Condition => {
+    const before = previous.find((c) => c.type === type);
+    const out: Condition = { type, status, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now, reason, message };
+    if (generation !== undefined) out.observedGeneration = generation;
+    return out;
+  };
+  const accepted = invalid !== undefined
+    ? condition("Accepted", "False", "Invalid", invalid.errors.map((e) => `${e.field}: ${e.reason}`).join("; ").slice(0, 32768))
+    : conflict !== undefined
+      ? condition("Accepted", "False", "NameConflict", `the policy name ${conflict.name} is already served by ${conflict.servedBy}; REST names are unique across namespaces`)
+      : condition("Accepted", "True", "Accepted", "the policy is valid and served");
+  const programmed = record === undefined
+    ? condition("Programmed", "False", "NotAccepted", "the policy is not accepted")
+    : plugin?.metadata.annotations?.[policyVersionAnnotation] === record.version
+      ? condition("Programmed", "True", "Programmed", `WasmPlugin ${pluginKey} carries version ${record.version}`)
+      : condition("Programmed", "False", "Pending", `WasmPlugin ${pluginKey} does not carry version ${record.version} yet`);
+  const status: PolicyStatus = { conditions: [accepted, programmed] };
+  if (generation !== undefined) status.observedGeneration = generation;
+  if (record !== undefined) status.wasmPlugin = pluginKey;
+  return status;
+}
+
+/** Writes the status of every SamplingPolicy whose status differs from the desired one. */
+export class PolicyStatusWriter {
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(
+    private readonly options: { api: StatusApi; store: KubernetesPolicyStore; wasmPlugins: () => ReadonlyMap<string, WasmPlugin>; now: () => Date; log?: (record: object) => void },
+  ) {}
+
+  /** Compares every object and patches those out of date (coalesced while a pass runs). */
+  sync(): Promise<void> {
+    if (this.running !== undefined) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.pass().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.sync();
+      }
+    });
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    const now = this.options.now().toISOString().replace(/\.\d{3}Z$/, "Z");
+    for (const object of [...this.options.store.objects().values()]) {
+      const want = desiredStatus(object, this.options.store, this.options.wasmPlugins(), now);
+      const have = object.status ?? {};
+      const comparable = (s: object): string => canonicalJson({ ...s, adaptive: undefined });
+      if (comparable(want) === comparable(have)) continue;
+      const patched = await this.options.api.patchStatus(object.metadata.namespace, object.metadata.name, want);
+      if (!patched.ok && patched.code !== 404) this.options.log?.({ level: "warn", msg: "writing policy status failed", policy: keyOf(object.metadata.namespace, object.metadata.name), code: patched.code, reason: patched.reason });
+    }
+  }
+}
