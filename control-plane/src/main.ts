@@ -190,7 +190,7 @@ export async function startControlPlane(
   if (pipelineConfig?.ok) {
     pipeline = await startPipeline(pipelineConfig.config, {
       registry: metrics.registry,
-      ...(pipelineConfig.config.scrape.kubernetes.enabled ? { kubeConfig: kubeConfig() } : {}),
+      ...(pipelineConfig.config.scrape.kubernetes.enabled || pipelineConfig.config.sharding.enabled ? { kubeConfig: kubeConfig() } : {}),
       log: (message) => log({ msg: "pipeline", detail: message }),
       onBatch: (series, result) => {
         dashboard.observe(series, result);

@@ -216,6 +216,10 @@ describe("pipeline config", () => {
       { field: "remoteWrite.targets[0].headers.X-Scope-OrgID", reason: "must be a string, got null" },
       { field: "remoteWrite.queueDir", reason: "must be a non-empty string, got 3" },
     ] },
+    { name: "sharding with a non-string identity and a lease shorter than a second", input: { sharding: { enabled: true, identity: 7 as unknown as string, leaseDurationMs: 500 } }, errors: [
+      { field: "sharding.identity", reason: "must be a string, got 7" },
+      { field: "sharding.leaseDurationMs", reason: "must be an integer >= 1000, got 500" },
+    ] },
     { name: "a remote-write target list that is not a list, and a target that is not a mapping", input: { remoteWrite: { targets: "prom" as unknown as [] } }, errors: [
       { field: "remoteWrite.targets", reason: 'must be a list, got "prom"' },
     ] },

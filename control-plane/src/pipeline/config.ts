@@ -25,6 +25,16 @@ export interface PipelineConfig {
     gpuIdentityWaitMs: number;
   };
   remoteWrite: { queueDir: string; targets: RemoteWriteTarget[] };
+  /** Several replicas splitting the targets (see pipeline/sharding.ts and membership.ts). */
+  sharding: {
+    enabled: boolean;
+    /** Where the members' Leases live. */
+    namespace: string;
+    /** This replica's name (its pod name); the POD_NAME environment variable or the host name when empty. */
+    identity: string;
+    /** A replica that stops renewing is counted out after this long and its targets move. */
+    leaseDurationMs: number;
+  };
 }
 
 /** Defaults for a remote-write target (Prometheus's queue defaults where they exist). */
@@ -58,6 +68,8 @@ export const DEFAULT_PIPELINE_CONFIG: PipelineConfig = {
   },
   join: { maxSeries: 100_000, forward: DEFAULT_FORWARD, gpuIdentityWaitMs: 60_000 },
   remoteWrite: { queueDir: "/var/lib/tokentrace/remote-write", targets: [] },
+  // 10 s: with renewals every third of it, a lost replica's targets move within 15 s, one default interval.
+  sharding: { enabled: false, namespace: "tokentrace-system", identity: "", leaseDurationMs: 10_000 },
 };
 
 /** A partial config as a user writes it. */
@@ -65,6 +77,7 @@ export interface PipelineConfigInput {
   scrape?: Partial<Omit<PipelineConfig["scrape"], "kubernetes">> & { kubernetes?: Partial<PipelineConfig["scrape"]["kubernetes"]> };
   join?: Partial<PipelineConfig["join"]>;
   remoteWrite?: { queueDir?: string; targets?: (Partial<RemoteWriteTarget> & { name: string; url: string })[] };
+  sharding?: Partial<PipelineConfig["sharding"]>;
 }
 
 /**
@@ -78,6 +91,7 @@ export function withDefaults(input: PipelineConfigInput = {}): PipelineConfig {
   return {
     scrape: { ...d.scrape, ...obj(input.scrape), kubernetes: { ...d.scrape.kubernetes, ...obj(input.scrape?.kubernetes) } } as PipelineConfig["scrape"],
     join: { ...d.join, ...obj(input.join) } as PipelineConfig["join"],
+    sharding: { ...d.sharding, ...obj(input.sharding) } as PipelineConfig["sharding"],
     remoteWrite: {
       queueDir: input.remoteWrite?.queueDir ?? d.remoteWrite.queueDir,
       targets: (Array.isArray(targets) ? targets.map((t) => (typeof t === "object" && t !== null ? { ...REMOTE_WRITE_TARGET_DEFAULTS, ...t } : t)) : targets) as RemoteWriteTarget[],
@@ -197,6 +211,13 @@ export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
       positiveInt(errors, `${f}.flushOnStopMs`, t.flushOnStopMs, 0);
     });
     if (c.remoteWrite.targets.length > 0) string(errors, "remoteWrite.queueDir", c.remoteWrite.queueDir);
+  }
+  const sh = c.sharding;
+  if (object(errors, "sharding", sh)) {
+    boolean(errors, "sharding.enabled", sh.enabled);
+    string(errors, "sharding.namespace", sh.namespace);
+    string(errors, "sharding.identity", sh.identity, true);
+    positiveInt(errors, "sharding.leaseDurationMs", sh.leaseDurationMs, 1000);
   }
   return errors;
 }

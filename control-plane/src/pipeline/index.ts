@@ -13,7 +13,10 @@ import type { WriteSeries } from "../remote-write/series.js";
 import { systemClock, type Clock } from "../remote-write/retry.js";
 import type { Transport } from "../remote-write/transport.js";
 import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
+import { hostname } from "node:os";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
+import { ShardAssignment } from "./sharding.js";
+import { ClientNodeMemberLeaseApi, LeaseMembership, type MemberLeaseApi } from "./membership.js";
 import { SeriesGate } from "./series-gate.js";
 import { validatePipelineConfig, type PipelineConfig } from "./config.js";
 
@@ -30,6 +33,8 @@ export interface PipelineDeps {
   podSource?: PodSource;
   /** Overrides the HTTP transport per remote-write target (tests). */
   transportFor?: (target: RemoteWriteTargetConfig) => Transport;
+  /** Overrides the Lease API sharding membership uses (tests). */
+  memberLeaseApi?: MemberLeaseApi;
   /** Called with each joined batch before it is queued (diagnostics and tests). */
   onBatch?: (series: WriteSeries[], result: ScrapeResult) => void;
   log?: (msg: string) => void;
@@ -47,6 +52,8 @@ export interface RunningPipeline {
   gate: SeriesGate;
   /** The targets scraped now. */
   targets(): ScrapeTarget[];
+  /** The live replicas when sharding (sorted), else undefined. */
+  members(): string[] | undefined;
 }
 
 /** Validates `config` (throws with every {field, reason} when invalid) and starts the pipeline. */
@@ -96,9 +103,13 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, spreadStart: config.scrape.spreadStart, onResult });
   const fixed = staticTargets(config.scrape.static, config.scrape);
   let discovered: ScrapeTarget[] = [];
-  const apply = (): void => {
-    const all = [...fixed, ...discovered];
-    for (const removed of scraper.setTargets(all)) {
+  // Sharding: this replica scrapes only its share; until the first membership answer, nothing.
+  let assignment: ShardAssignment | undefined;
+  const identity = config.sharding.identity || process.env.POD_NAME || hostname();
+  const apply = (options: { immediate?: boolean } = {}): void => {
+    const now = clock.now();
+    const all = [...fixed, ...discovered].filter((t) => !config.sharding.enabled || (assignment?.owns(t, now) ?? false));
+    for (const removed of scraper.setTargets(all, options)) {
       const released = joiner.removeTarget(removed);
       const now = clock.now();
       writer.writeGated([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
@@ -132,6 +143,38 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     );
     await podSource.start(discovery);
   }
+  let membership: LeaseMembership | undefined;
+  let stopHandover = (): void => undefined;
+  if (config.sharding.enabled) {
+    const api = deps.memberLeaseApi ?? (deps.kubeConfig ? new ClientNodeMemberLeaseApi(deps.kubeConfig) : undefined);
+    if (!api) throw new Error("invalid pipeline config: sharding.enabled: needs a kubeConfig");
+    let started = false;
+    const handoverStop = new AbortController();
+    stopHandover = () => handoverStop.abort();
+    membership = new LeaseMembership({
+      api,
+      namespace: config.sharding.namespace,
+      identity,
+      leaseDurationMs: config.sharding.leaseDurationMs,
+      clock,
+      onError: (message) => deps.log?.(`sharding: ${message}`),
+      onChange: (members) => {
+        // Two membership periods: by then a live previous owner has listed the Leases and let go.
+        const current = new ShardAssignment(members, identity, assignment, clock.now() + 2 * membership!.periodMs);
+        assignment = current;
+        metrics.shardMembers.set(members.length);
+        // Targets taken over from a lost replica are scraped at once, not at their spread offset.
+        if (started) apply({ immediate: true });
+        if (current.handingOver) {
+          void clock.sleep(2 * membership!.periodMs, handoverStop.signal).then(() => {
+            if (assignment === current && !handoverStop.signal.aborted) apply({ immediate: true });
+          });
+        }
+      },
+    });
+    await membership.start();
+    started = true;
+  }
   apply();
   writer.start();
   scraper.start();
@@ -144,7 +187,10 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     joiner,
     gate,
     targets: () => scraper.targets,
+    members: () => (assignment ? [...assignment.members] : undefined),
     async stop(): Promise<void> {
+      stopHandover();
+      await membership?.stop();
       await podSource?.stop();
       await scraper.stop();
       await writer.stop();

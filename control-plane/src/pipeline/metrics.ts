@@ -10,6 +10,7 @@ export interface PipelineMetrics {
   seriesDropped: Counter<"reason">;
   activeSeries: Gauge;
   heldPods: Gauge;
+  shardMembers: Gauge;
   identityTimeouts: Counter;
 }
 
@@ -23,6 +24,7 @@ export function createPipelineMetrics(registry: Registry): PipelineMetrics {
     targets: new Gauge({ name: "tokentrace_scrape_targets", help: "Targets being scraped, by kind.", labelNames: ["kind"], registers }),
     seriesDropped: new Counter({ name: "tokentrace_join_series_dropped_total", help: "Joined series not shipped, by reason (cardinality_cap, invalid_labels).", labelNames: ["reason"], registers }),
     activeSeries: new Gauge({ name: "tokentrace_join_active_series", help: "Distinct series admitted under the cardinality cap.", registers }),
+    shardMembers: new Gauge({ name: "tokentrace_pipeline_shard_members", help: "Live pipeline replicas splitting the targets (from their Leases); 0 while this replica cannot renew its own.", registers }),
     heldPods: new Gauge({ name: "tokentrace_join_pods_awaiting_gpu_identity", help: "Pods whose scraped series are held until dcgm-exporter says which GPUs they use (or that they use none).", registers }),
     identityTimeouts: new Counter({ name: "tokentrace_join_gpu_identity_timeouts_total", help: "Pods whose GPU identity was settled by join.gpuIdentityWaitMs running out (their dcgm-exporter kept failing).", registers }),
   };

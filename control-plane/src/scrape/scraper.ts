@@ -92,8 +92,12 @@ export class Scraper {
 
   constructor(private readonly opts: ScraperOptions) {}
 
-  /** Replaces the target set; kept targets keep their schedule. Returns the removed targets. */
-  setTargets(targets: ScrapeTarget[]): ScrapeTarget[] {
+  /**
+   * Replaces the target set; kept targets keep their schedule. Returns the removed targets. New
+   * targets start at their spread offset, or at once with `immediate` (a replica taking over
+   * another's targets, which must be scraped within one interval of the loss).
+   */
+  setTargets(targets: ScrapeTarget[], options: { immediate?: boolean } = {}): ScrapeTarget[] {
     const now = this.opts.clock.now();
     const next = new Map(targets.map((t) => [t.id, t]));
     const removed: ScrapeTarget[] = [];
@@ -109,7 +113,7 @@ export class Scraper {
         cur.target = t;
         continue;
       }
-      const offset = this.opts.spreadStart === false ? 0 : stableHash(t.id) % t.intervalMs;
+      const offset = this.opts.spreadStart === false || options.immediate ? 0 : stableHash(t.id) % t.intervalMs;
       this.scheduled.set(t.id, { target: t, nextAt: now + offset, running: false });
     }
     this.wake();

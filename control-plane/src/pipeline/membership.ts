@@ -1,0 +1,171 @@
+// Who the pipeline's replicas are, from coordination.k8s.io/v1 Leases (no gossip): each replica
+// holds a Lease of its own, labelled as a member, and renews it; every replica lists the members'
+// Leases and counts as live those whose record it has seen change within their lease duration. As
+// client-go's leader election (tools/leaderelection/leaderelection.go, tryAcquireOrRenew), expiry is
+// judged by when this replica last *observed* a change, not by the renew time written in the record,
+// so clocks need not agree. A replica that has not renewed its own Lease for `renewDeadlineMs` counts
+// itself out (it owns nothing) before the others may count it out and take its targets over.
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { toFailure, type KubeResult } from "../k8s/client.js";
+import type { Clock } from "../remote-write/retry.js";
+
+/** The label every member's Lease carries. */
+export const MEMBER_LABEL = "tokentrace.io/pipeline-member";
+
+/** One member's Lease as listed. */
+export interface MemberLease {
+  name: string;
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  renewTimeMs: number;
+  resourceVersion: string;
+}
+
+/** The Lease calls membership makes. */
+export interface MemberLeaseApi {
+  list(namespace: string): Promise<KubeResult<MemberLease[]>>;
+  get(namespace: string, name: string): Promise<KubeResult<MemberLease>>;
+  create(namespace: string, lease: Omit<MemberLease, "resourceVersion">): Promise<KubeResult<MemberLease>>;
+  update(namespace: string, lease: MemberLease): Promise<KubeResult<MemberLease>>;
+}
+
+function toLease(namespace: string, l: Omit<MemberLease, "resourceVersion"> & { resourceVersion?: string }): V1Lease {
+  return {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name: l.name, namespace, labels: { [MEMBER_LABEL]: "true" }, ...(l.resourceVersion ? { resourceVersion: l.resourceVersion } : {}) },
+    spec: { holderIdentity: l.holderIdentity, leaseDurationSeconds: l.leaseDurationSeconds, renewTime: new V1MicroTime(l.renewTimeMs) },
+  };
+}
+
+function fromLease(l: V1Lease): MemberLease {
+  const renew = l.spec?.renewTime;
+  return {
+    name: l.metadata?.name ?? "",
+    holderIdentity: l.spec?.holderIdentity ?? "",
+    leaseDurationSeconds: l.spec?.leaseDurationSeconds ?? 0,
+    renewTimeMs: renew ? new Date(renew as unknown as string).getTime() : 0,
+    resourceVersion: l.metadata?.resourceVersion ?? "",
+  };
+}
+
+async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
+  try {
+    return { ok: true, value: await call() };
+  } catch (error) {
+    return toFailure(error);
+  }
+}
+
+/** client-node implementation. */
+export class ClientNodeMemberLeaseApi implements MemberLeaseApi {
+  private readonly api: CoordinationV1Api;
+  constructor(kubeConfig: KubeConfig) {
+    this.api = kubeConfig.makeApiClient(CoordinationV1Api);
+  }
+  list(namespace: string): Promise<KubeResult<MemberLease[]>> {
+    return attempt(async () => (await this.api.listNamespacedLease({ namespace, labelSelector: `${MEMBER_LABEL}=true` })).items.map(fromLease));
+  }
+  get(namespace: string, name: string): Promise<KubeResult<MemberLease>> {
+    return attempt(async () => fromLease(await this.api.readNamespacedLease({ namespace, name })));
+  }
+  create(namespace: string, lease: Omit<MemberLease, "resourceVersion">): Promise<KubeResult<MemberLease>> {
+    return attempt(async () => fromLease(await this.api.createNamespacedLease({ namespace, body: toLease(namespace, lease) })));
+  }
+  update(namespace: string, lease: MemberLease): Promise<KubeResult<MemberLease>> {
+    return attempt(async () => fromLease(await this.api.replaceNamespacedLease({ namespace, name: lease.name, body: toLease(namespace, lease) })));
+  }
+}
+
+/** Membership settings. */
+export interface MembershipOptions {
+  api: MemberLeaseApi;
+  namespace: string;
+  /** This replica's identity (its pod name). */
+  identity: string;
+  leaseDurationMs: number;
+  clock: Clock;
+  /** Called with the sorted live members whenever they change ([] while this replica is out). */
+  onChange: (members: string[]) => void;
+  onError?: (message: string) => void;
+}
+
+/** A Lease name for an identity (DNS-1123: lower case, digits, '-', '.'). */
+export function memberLeaseName(identity: string): string {
+  return `tokentrace-pipeline-${identity.toLowerCase().replace(/[^a-z0-9.-]/g, "-")}`.slice(0, 253).replace(/[^a-z0-9]+$/, "");
+}
+
+/** Keeps this replica's Lease renewed and reports the live members. */
+export class LeaseMembership {
+  private readonly observed = new Map<string, { version: string; atMs: number; lease: MemberLease }>();
+  private lastRenewMs = -Infinity;
+  private members: string[] | undefined;
+  private stopped = false;
+  private readonly stopSignal = new AbortController();
+  private loopDone: Promise<void> | undefined;
+
+  constructor(private readonly opts: MembershipOptions) {}
+
+  /** Renew and list every third of the lease duration (client-go's retryPeriod is of that order). */
+  get periodMs(): number {
+    return Math.max(1, Math.floor(this.opts.leaseDurationMs / 3));
+  }
+
+  /** Renews and lists once, then keeps doing so in the background. */
+  async start(): Promise<void> {
+    await this.tick();
+    this.loopDone = this.loop();
+  }
+
+  /** Stops renewing (the Lease runs out and the others take this replica's targets over). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopSignal.abort();
+    await this.loopDone;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      await this.opts.clock.sleep(this.periodMs, this.stopSignal.signal);
+      if (!this.stopped) await this.tick();
+    }
+  }
+
+  /** One renewal and one listing. */
+  async tick(): Promise<void> {
+    const { api, namespace, identity, clock } = this.opts;
+    const name = memberLeaseName(identity);
+    const record = { name, holderIdentity: identity, leaseDurationSeconds: Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000)), renewTimeMs: clock.now() };
+    const current = await api.get(namespace, name);
+    const renewed = current.ok
+      ? await api.update(namespace, { ...record, resourceVersion: current.value.resourceVersion })
+      : current.code === 404 ? await api.create(namespace, record) : current;
+    if (renewed.ok) this.lastRenewMs = clock.now();
+    else this.opts.onError?.(`renewing lease ${name}: ${renewed.code} ${renewed.message}`);
+    const listed = await api.list(namespace);
+    const now = clock.now();
+    if (listed.ok) {
+      const seen = new Set<string>();
+      for (const lease of listed.value) {
+        seen.add(lease.name);
+        const before = this.observed.get(lease.name);
+        if (!before || before.version !== lease.resourceVersion) this.observed.set(lease.name, { version: lease.resourceVersion, atMs: now, lease });
+      }
+      for (const n of [...this.observed.keys()]) if (!seen.has(n)) this.observed.delete(n);
+    } else this.opts.onError?.(`listing member leases: ${listed.code} ${listed.message}`);
+    this.report(now);
+  }
+
+  private report(now: number): void {
+    // Out before the others may count this replica out: a renew deadline of two thirds of the lease.
+    const selfLive = now - this.lastRenewMs < (this.opts.leaseDurationMs * 2) / 3;
+    const live = selfLive
+      ? [...this.observed.values()].filter((o) => o.lease.holderIdentity !== "" && now - o.atMs < o.lease.leaseDurationSeconds * 1000).map((o) => o.lease.holderIdentity)
+      : [];
+    if (selfLive && !live.includes(this.opts.identity)) live.push(this.opts.identity);
+    const members = [...new Set(live)].sort();
+    if (this.members && members.join("\n") === this.members.join("\n")) return;
+    this.members = members;
+    this.opts.onChange(members);
+  }
+}
