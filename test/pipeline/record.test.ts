@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
-import { ByteWriter, decodeRecord, encodeRecord, SamplesPart } from "../../control-plane/src/remote-write/record.js";
-import { decodeWriteRequestV1, encodeLabelsV1, encodeWriteRequestV1 } from "../../control-plane/src/remote-write/protobuf.js";
+import { decodeRecord, encodeRecord, SamplesPart } from "../../control-plane/src/remote-write/record.js";
+import { decodeWriteRequestV1, encodeLabelsV1, encodeWriteRequestV1, ProtoWriter } from "../../control-plane/src/remote-write/protobuf.js";
 import { RemoteWriter } from "../../control-plane/src/remote-write/writer.js";
 import { createRemoteWriteMetrics } from "../../control-plane/src/remote-write/metrics.js";
 import { snappyUncompress } from "../../control-plane/src/remote-write/snappy.js";
@@ -23,7 +23,7 @@ describe("compact queue record", () => {
     values.forEach((v, i) => part.add(i % 3, 1_800_000_000_000 + i * 15_000, v, false));
     part.add(7, 1_800_000_000_000, NaN, true);
     const labels = encodeLabelsV1(["__name__", "m", "pod", "p"]);
-    const payload = encodeRecord([{ id: 0, labels }, { id: 7, labels }], part, new ByteWriter(16));
+    const payload = encodeRecord([{ id: 0, labels }, { id: 7, labels }], part, new ProtoWriter(16));
     const defs: number[] = [];
     const got: [number, number, number, boolean][] = [];
     decodeRecord(payload, { define: (id, l) => { defs.push(id); assert.deepEqual([...l], [...labels]); }, sample: (id, ts, v, stale) => got.push([id, ts, v, stale]) });
@@ -41,7 +41,7 @@ describe("compact queue record", () => {
     }));
     const part = new SamplesPart();
     series.forEach((s, i) => part.add(i, s.samples[0]!.timestampMs, s.samples[0]!.value, false));
-    const samplesOnly = encodeRecord([], part, new ByteWriter());
+    const samplesOnly = encodeRecord([], part, new ProtoWriter());
     const v1 = encodeWriteRequestV1(series);
     assert.ok(samplesOnly.length * 10 < v1.length, `${samplesOnly.length} bytes for ${v1.length} bytes of 1.0`);
   });

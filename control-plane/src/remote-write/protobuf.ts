@@ -191,16 +191,7 @@ export function writeSeriesV1(w: ProtoWriter, labels: Labels, samples: WriteSamp
   w.pos = start;
   w.varint(V1_TIMESERIES);
   const ts = w.beginLength();
-  for (let i = 0; i < labels.length; i += 2) {
-    if (writeLabelAscii(w, labels[i]!, labels[i + 1]!)) continue;
-    w.varint(V1_LABELS);
-    const l = w.beginLength();
-    w.varint(LABEL_NAME);
-    w.string(labels[i]!);
-    w.varint(LABEL_VALUE);
-    w.string(labels[i + 1]!);
-    w.endLength(l);
-  }
+  writeLabelsV1(w, labels);
   for (const s of samples) {
     w.varint(V1_SAMPLES);
     writeSample(w, s);
@@ -411,9 +402,8 @@ export function decodeWriteRequestV1(buf: Uint8Array): DecodedSeries[] {
   return out;
 }
 
-/** The encoded `Label` fields of a 1.0 TimeSeries for a sorted label set: what a series record stores once. */
-export function encodeLabelsV1(labels: Labels, w = new ProtoWriter(256)): Uint8Array {
-  w.pos = 0;
+/** Appends the `Label` fields of a 1.0 TimeSeries. */
+function writeLabelsV1(w: ProtoWriter, labels: Labels): void {
   for (let i = 0; i < labels.length; i += 2) {
     if (writeLabelAscii(w, labels[i]!, labels[i + 1]!)) continue;
     w.varint(V1_LABELS);
@@ -424,6 +414,12 @@ export function encodeLabelsV1(labels: Labels, w = new ProtoWriter(256)): Uint8A
     w.string(labels[i + 1]!);
     w.endLength(l);
   }
+}
+
+/** The encoded `Label` fields of a 1.0 TimeSeries for a sorted label set: what a series record stores once. */
+export function encodeLabelsV1(labels: Labels, w = new ProtoWriter(256)): Uint8Array {
+  w.pos = 0;
+  writeLabelsV1(w, labels);
   return w.finish().slice();
 }
 

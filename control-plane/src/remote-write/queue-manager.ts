@@ -6,7 +6,7 @@ import { DiskQueue, type QueueRecord } from "./disk-queue.js";
 import { decodeWriteRequestV1, encodeRequestV2, ProtoWriter, writeSampleV1 } from "./protobuf.js";
 import { sendWithRetry, type Clock } from "./retry.js";
 import { snappyCompress } from "./snappy.js";
-import { ByteWriter, COMPACT_RECORD, decodeRecord, encodeRecord, LEGACY_V1_RECORD, type SamplesPart } from "./record.js";
+import { COMPACT_RECORD, decodeRecord, encodeRecord, LEGACY_V1_RECORD, type SamplesPart } from "./record.js";
 import type { SeriesEntry } from "./series-registry.js";
 import type { Protocol, SendResult, Transport } from "./transport.js";
 import type { RemoteWriteMetrics } from "./metrics.js";
@@ -61,7 +61,7 @@ export class TargetQueue {
   private newestSentMs: number | undefined;
   /** Writer side: the segment in which each ref was last defined (-1: not in any). */
   private definedIn = new Int32Array(1024).fill(-1);
-  private readonly recordScratch = new ByteWriter(64 * 1024);
+  private readonly recordScratch = new ProtoWriter(64 * 1024);
   /** Sender side: encoded labels per ref, from the series definitions read so far. */
   private readonly labelsOf = new Map<number, Uint8Array>();
   private readonly shardBatches: ShardBatch[];

@@ -9,6 +9,7 @@
 // an integer (zigzag, h / 4), 1 a float64 that follows (little-endian), 2 the staleness marker.
 // Every segment defines each ref it uses before using it, so a segment can be read (or dropped)
 // on its own. A payload starting with 0x0a is a raw 1.0 WriteRequest of an older queue.
+import { ProtoWriter } from "./protobuf.js";
 import { snappyCompress, snappyUncompress } from "./snappy.js";
 
 /** First byte of a compact record. */
@@ -19,54 +20,12 @@ export const LEGACY_V1_RECORD = 0x0a;
 const f64 = new Float64Array(1);
 const f64Bytes = new Uint8Array(f64.buffer);
 
-/** A growable byte buffer with the varint writes the record needs. */
-export class ByteWriter {
-  buf: Uint8Array;
-  pos = 0;
-  constructor(initialBytes = 64 * 1024) {
-    this.buf = new Uint8Array(initialBytes);
-  }
-  ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.pos + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.pos));
-    this.buf = next;
-  }
-  /** Unsigned varint of an integer in [0, 2^53). */
-  varint(v: number): void {
-    this.ensure(10);
-    const b = this.buf;
-    let p = this.pos;
-    while (v >= 0x80) {
-      b[p++] = (v % 128) | 0x80;
-      v = Math.floor(v / 128);
-    }
-    b[p++] = v;
-    this.pos = p;
-  }
-  /** Signed integer in (-2^52, 2^52) as a zigzag varint. */
-  zigzag(v: number): void {
-    this.varint(v >= 0 ? v * 2 : -v * 2 - 1);
-  }
-  double(v: number): void {
-    this.ensure(8);
-    f64[0] = v;
-    this.buf.set(f64Bytes, this.pos);
-    this.pos += 8;
-  }
-  bytes(b: Uint8Array): void {
-    this.ensure(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
-  }
-  finish(): Uint8Array {
-    return this.buf.subarray(0, this.pos);
-  }
+/** Signed integer in (-2^52, 2^52) as a zigzag varint. */
+function zigzag(w: ProtoWriter, v: number): void {
+  w.varint(v >= 0 ? v * 2 : -v * 2 - 1);
 }
 
-/** Reads what ByteWriter wrote. */
+/** Reads a record's varints, doubles and bytes. */
 export class ByteReader {
   pos = 0;
   constructor(readonly buf: Uint8Array) {}
@@ -103,7 +62,7 @@ const MAX_EXACT_INT = 2 ** 48;
 
 /** The samples part of a record, encoded once and shared by every queue. */
 export class SamplesPart {
-  readonly w = new ByteWriter(32 * 1024);
+  readonly w = new ProtoWriter(32 * 1024);
   count = 0;
   newestMs = -Infinity;
   private baseTs = -1;
@@ -113,9 +72,9 @@ export class SamplesPart {
   add(ref: number, timestampMs: number, value: number, stale: boolean): void {
     if (this.baseTs < 0) this.baseTs = timestampMs;
     const w = this.w;
-    w.zigzag(ref - this.prevRef);
+    zigzag(w, ref - this.prevRef);
     this.prevRef = ref;
-    w.zigzag(timestampMs - this.baseTs);
+    zigzag(w, timestampMs - this.baseTs);
     if (stale) w.varint(2);
     else if (Number.isInteger(value) && Math.abs(value) < MAX_EXACT_INT && !Object.is(value, -0)) w.varint((value >= 0 ? value * 2 : -value * 2 - 1) * 4);
     else {
@@ -141,7 +100,7 @@ export class SamplesPart {
 }
 
 /** Builds one compressed record from series definitions and a samples part. */
-export function encodeRecord(defs: readonly { id: number; labels: Uint8Array }[], samples: SamplesPart, scratch: ByteWriter): Uint8Array {
+export function encodeRecord(defs: readonly { id: number; labels: Uint8Array }[], samples: SamplesPart, scratch: ProtoWriter): Uint8Array {
   scratch.pos = 0;
   scratch.varint(defs.length);
   for (const d of defs) {
