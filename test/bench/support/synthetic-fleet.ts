@@ -53,10 +53,15 @@ export function fleetEndpoints(shape: FleetShape): FleetEndpoint[] {
   return out;
 }
 
+/** A per-series rate multiplier in [1, 11): real counters of different series grow at different rates. */
+function spread(seed: number): number {
+  return 1 + (Math.imul(seed + 1, 2654435761) >>> 0) % 1000 / 100;
+}
+
 function histogram(lines: string[], name: string, labels: string, buckets: number[], count: number, sum: number, fmt: (b: number) => string): void {
   let cum = 0;
   for (let i = 0; i < buckets.length; i++) {
-    cum = Math.min(count, cum + Math.floor(count / (buckets.length - i + 1)));
+    cum = Math.min(count, cum + Math.floor((count / (buckets.length - i + 1)) * (spread(i + count) / 6)));
     lines.push(`${name}_bucket{${labels},le="${fmt(buckets[i]!)}"} ${cum}`);
   }
   lines.push(`${name}_bucket{${labels},le="+Inf"} ${count}`, `${name}_sum{${labels}} ${sum}`, `${name}_count{${labels}} ${count}`);
@@ -66,7 +71,8 @@ function envoyText(shape: FleetShape, t: number, seed: number): string {
   const lines: string[] = [];
   const models = Array.from({ length: shape.models }, (_, m) => `llama-3.1-${8 * (m + 1)}b-instruct`);
   const routes = Array.from({ length: shape.routes }, (_, r) => (r === 0 ? "default" : `chat-${r}`));
-  const n = (k: number): number => Math.floor(t * k + seed);
+  let series = 0;
+  const n = (k: number): number => Math.floor(t * k * spread(seed * 1000 + series++) + seed);
   lines.push("# TYPE tokentrace_requests_total counter");
   for (const r of routes) for (const sc of ["2xx", "4xx", "5xx"]) lines.push(`tokentrace_requests_total{route="${r}",status_class="${sc}"} ${n(sc === "2xx" ? 40 : 1)}`);
   lines.push("# TYPE tokentrace_traces_sampled_total counter");
@@ -88,7 +94,8 @@ function envoyText(shape: FleetShape, t: number, seed: number): string {
 
 function vllmText(shape: FleetShape, t: number, seed: number): string {
   const lines: string[] = [];
-  const n = (k: number): number => Math.floor(t * k + seed);
+  let series = 0;
+  const n = (k: number): number => Math.floor(t * k * spread(seed * 1000 + series++) + seed);
   for (let m = 0; m < shape.models; m++) {
     const l = `engine="0",model_name="meta-llama/Llama-3.1-${8 * (m + 1)}B-Instruct"`;
     lines.push(`vllm:num_requests_running{${l}} ${n(1) % 17}`, `vllm:num_requests_waiting{${l}} ${n(1) % 5}`, `vllm:kv_cache_usage_perc{${l}} 0.${n(1) % 97}`);
