@@ -177,8 +177,18 @@ class StreamInfoImpl implements StreamInfo {
   }
 }
 
-/** A stream's info from the test's facts. */
+const SERVED = new Set<string>([
+  "routeName", "routeMetadata", "virtualHostName", "virtualHostMetadata", "clusterName", "clusterMetadata", "startTimeNs", "protocol",
+  "source", "destination", "connectionId", "requestedServerName", "downstreamTls", "connectionTerminationDetails",
+  "downstreamTransportFailureReason", "upstream", "attemptCount", "filterChainName", "listenerDirection", "listenerMetadata",
+  "dynamicMetadata", "filterState", "responseFlags",
+]);
+
+/** A stream's info from the test's facts; a fact Envoy has no attribute for is refused, naming it. */
 export function newStreamInfo(props: StreamProperties, startTimeNs: bigint, monoStartNs: bigint): StreamInfo {
+  for (const key in props) {
+    if (!SERVED.has(key)) throw new RangeError(`StreamProperties.${key}: Envoy serves no attribute from it (the facts are ${[...SERVED].join(", ")})`);
+  }
   return new StreamInfoImpl(props, startTimeNs, monoStartNs);
 }
 

@@ -90,6 +90,8 @@ export interface ProxyModuleSpec {
   withoutMalloc?: boolean;
   /** proxy_on_vm_start first sets this tick period, so tests can fire proxy_on_tick (Envoy ticks only then). */
   tickPeriodMs?: number;
+  /** A malloc of the test's own (its body leaves the i32 result on the stack; local 0 is the size) instead of the bump allocator. */
+  malloc?: Body;
 }
 
 /** `i32.const addr; <call name(args)>; i32.store`: stores the call's i32 result at addr. */
@@ -122,7 +124,9 @@ export function proxyModule(spec: ProxyModuleSpec = {}): Uint8Array {
     { export: `proxy_abi_version_${spec.abi ?? "0_2_0"}`, params: [], results: [], body: () => [] },
     { export: "_initialize", params: [], results: [], body: (fn) => (spec.initialize ? spec.initialize(fn) : []) },
   ];
-  if (!spec.withoutMalloc) {
+  if (spec.malloc !== undefined) {
+    funcs.push({ export: "malloc", params: [I], results: [I], locals: [I], body: spec.malloc });
+  } else if (!spec.withoutMalloc) {
     // malloc(size): p = heap; heap = p + size; return p
     funcs.push({
       export: "malloc",
