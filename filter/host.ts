@@ -3,7 +3,7 @@
 // or a failed metric definition (REFERENCE section 1); these wrappers call the raw imports and
 // report failure as a value instead.
 import * as imports from "@solo-io/proxy-runtime/assembly/imports";
-import { endLoan, lend } from "./host-memory";
+import { endLoan, forgetAllocation, lend, REFUSED, releaseAllocation, TAKEN_MANAGED, takeAllocation } from "./host-memory";
 
 // @ts-ignore: decorator
 @external("wasi_snapshot_preview1", "random_get")
@@ -25,10 +25,18 @@ const OUT_PTR: usize = memory.data(4);
 const OUT_SIZE: usize = memory.data(4);
 const OUT_U64: usize = memory.data(8);
 
-/** Bytes the host handed over since the last collection (bodies dominate). */
+/** Bytes the host handed over in managed buffers since the last collection. */
 let bytesSinceCollect: usize = 0;
-/** Garbage allowed to pile up before a collection, when bodies stream through. */
+/** Garbage allowed to pile up inside a stream before a collection, when bodies stream through. */
 const COLLECT_AFTER_BYTES: usize = 1 << 20;
+/**
+ * Garbage allowed between streams: a burst of requests with long header values (Envoy allows 60 KiB
+ * per request) would otherwise leave up to 128 streams' worth behind before the next collection.
+ */
+const COLLECT_AFTER_STREAM_BYTES: usize = 192 << 10;
+/** Streams between two collections when values are short: a collection marks the whole configuration and stat tables. */
+const COLLECT_EVERY_STREAMS: i32 = 128;
+let streamsSinceCollect: i32 = 0;
 
 /**
  * Collects when enough host buffers were taken since the last collection. Call only at a safe
@@ -38,8 +46,14 @@ export function collectIfDue(): void {
   if (bytesSinceCollect >= COLLECT_AFTER_BYTES) collectNow();
 }
 
+/** At the end of a stream (a safe point): collects after enough streams, or enough bytes taken. */
+export function collectAfterStream(): void {
+  if (++streamsSinceCollect >= COLLECT_EVERY_STREAMS || bytesSinceCollect >= COLLECT_AFTER_STREAM_BYTES) collectNow();
+}
+
 export function collectNow(): void {
   bytesSinceCollect = 0;
+  streamsSinceCollect = 0;
   __collect();
 }
 
@@ -60,7 +74,17 @@ export function takeFailedHostCalls(): u32 {
 function takeHostBuffer(): ArrayBuffer | null {
   const ptr = load<usize>(OUT_PTR);
   const size = load<u32>(OUT_SIZE);
-  if (ptr == 0) return size == 0 ? new ArrayBuffer(0) : null;
+  if (ptr == 0) {
+    releaseAllocation();
+    if (size == 0) return new ArrayBuffer(0);
+    failedCalls++; // a size without a pointer
+    return null;
+  }
+  // Only the buffer the host allocated in this call, up to its size, is ever read.
+  if (takeAllocation(ptr, size) != TAKEN_MANAGED) {
+    failedCalls++;
+    return null;
+  }
   const buffer = changetype<ArrayBuffer>(ptr);
   __unpin(ptr);
   bytesSinceCollect += size;
@@ -68,9 +92,11 @@ function takeHostBuffer(): ArrayBuffer | null {
   return buffer;
 }
 
+/** Clears the out-parameters and forgets earlier allocations before a host call whose answer is taken. */
 function resetOut(): void {
   store<usize>(OUT_PTR, 0);
   store<u32>(OUT_SIZE, 0);
+  forgetAllocation();
 }
 
 /** UTF-8 bytes of a name or property path, encoded once (at start-up or configuration), not per request. */
@@ -113,20 +139,30 @@ export class HostValue {
 /** Settles the value of a successful host read into `into`; false when the host's answer is malformed. */
 function takeInto(into: HostValue): bool {
   const ptr = load<usize>(OUT_PTR);
-  const size = <i32>load<u32>(OUT_SIZE);
-  if (ptr == into.base || ptr == 0) {
-    if (ptr == 0 && size != 0) {
-      failedCalls++;
+  const size = load<u32>(OUT_SIZE);
+  if (ptr == 0) {
+    releaseAllocation();
+    if (size != 0) {
+      failedCalls++; // a size without a pointer
       return false;
     }
     into.ptr = into.base;
-  } else {
+    into.length = 0;
+    return true;
+  }
+  // Only what the host allocated in this call (the lent slot or a managed buffer), up to its size.
+  const taken = takeAllocation(ptr, size);
+  if (taken == REFUSED) {
+    failedCalls++;
+    return false;
+  }
+  if (taken == TAKEN_MANAGED) {
     __unpin(ptr);
     into.overflow = changetype<ArrayBuffer>(ptr);
-    into.ptr = ptr;
     bytesSinceCollect += size;
   }
-  into.length = size;
+  into.ptr = ptr;
+  into.length = <i32>size;
   return true;
 }
 
@@ -138,6 +174,7 @@ export function readProperty(path: ArrayBuffer, into: HostValue): bool {
   const status = imports.proxy_get_property(changetype<usize>(path), path.byteLength, OUT_PTR, OUT_SIZE);
   endLoan();
   if (status == OK) return takeInto(into);
+  releaseAllocation();
   if (status != NOT_FOUND) failedCalls++;
   return false;
 }
@@ -150,6 +187,7 @@ export function readHeader(map: HeaderMap, name: ArrayBuffer, into: HostValue): 
   const status = imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE);
   endLoan();
   if (status == OK) return takeInto(into);
+  releaseAllocation();
   if (status != NOT_FOUND) failedCalls++;
   return false;
 }
@@ -162,6 +200,7 @@ export function readHeaderPairs(map: HeaderMap, into: HostValue): bool {
   const status = imports.proxy_get_header_map_pairs(map, OUT_PTR, OUT_SIZE);
   endLoan();
   if (status == OK) return takeInto(into);
+  releaseAllocation();
   failedCalls++;
   return false;
 }
@@ -197,6 +236,7 @@ export function readPluginConfiguration(size: u32): string | null {
   resetOut();
   const status = imports.proxy_get_buffer_bytes(PLUGIN_CONFIGURATION_BUFFER, 0, size, OUT_PTR, OUT_SIZE);
   if (status != OK) {
+    releaseAllocation();
     failedCalls++;
     return null;
   }
@@ -276,6 +316,7 @@ export function getBodyBytes(which: BodyBuffer, length: i32): ArrayBuffer | null
   resetOut();
   const status = imports.proxy_get_buffer_bytes(which, 0, length, OUT_PTR, OUT_SIZE);
   if (status != OK) {
+    releaseAllocation();
     if (status != NOT_FOUND) failedCalls++;
     return null;
   }
@@ -345,6 +386,7 @@ export function getHttpCallResponseBody(size: u32): ArrayBuffer | null {
   resetOut();
   const status = imports.proxy_get_buffer_bytes(HTTP_CALL_RESPONSE_BODY, 0, size, OUT_PTR, OUT_SIZE);
   if (status != OK) {
+    releaseAllocation();
     failedCalls++;
     return null;
   }

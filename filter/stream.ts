@@ -66,9 +66,6 @@ const TRACE_HEADERS = new TraceHeaders();
 const REQUEST_MATCH = new RequestMatch();
 const NO_BYTES = new ArrayBuffer(0);
 const OT_THRESHOLD_PREFIX = "ot=th:";
-/** Streams between two garbage collections: amortises a collection, bounds the garbage between. */
-const COLLECT_EVERY_STREAMS: i32 = 128;
-let deletedSinceCollect: i32 = 0;
 
 export class TokentraceStream extends Context {
   private stats: Stats;
@@ -413,10 +410,7 @@ export class TokentraceStream extends Context {
   // a third of the module). proxy_on_delete is a safe point: no managed object of ours lives only
   // on the stack, and this context is still in the SDK's context map until the call returns.
   onDelete(): void {
-    if (++deletedSinceCollect >= COLLECT_EVERY_STREAMS) {
-      deletedSinceCollect = 0;
-      host.collectNow();
-    }
+    host.collectAfterStream();
   }
 
   // Final per-request stats belong here: Envoy calls proxy_on_log once the stream is complete,

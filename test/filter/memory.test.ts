@@ -21,3 +21,27 @@ it("100k requests through one VM: linear memory stops growing after warm-up (emu
   assert.equal(vm.memoryBytes(), afterWarmUp, `linear memory grew from ${afterWarmUp} to ${vm.memoryBytes()} bytes`);
   assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" })! + vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "5xx" })!, 25_000);
 });
+
+it("10k requests carrying 60 KiB of header values (Envoy's default limit): linear memory stays at or under 1 MiB (emulated Envoy host)", async () => {
+  const vm = await loadFilter({ random: countingRandom() });
+  const KiB = 1024;
+  // Every value the filter reads is long: :path, a traceparent (so the whole map is read as pairs),
+  // tracestate and token id lines, plus filler: 60 KiB of header values per request.
+  const headers = (i: number): Array<[string, string]> => {
+    const h: Array<[string, string]> = [
+      [":method", "POST"],
+      [":path", `/v1/chat/completions?pad=${"p".repeat(12 * KiB)}&i=${i}`],
+      [":authority", "llm.svc"],
+      ["traceparent", `00-${(i + 1).toString(16).padStart(32, "a")}-00f067aa0ba902b7-01`],
+      ["tracestate", `k=${"v".repeat(250)}`],
+      ["x-token-trace-id", `t${"x".repeat(8 * KiB)}`],
+    ];
+    const used = h.reduce((n, [, v]) => n + v.length, 0);
+    for (let k = 0; used + k * 4 * KiB < 60 * KiB - 4 * KiB; k++) h.push([`x-fill-${k}`, "f".repeat(4 * KiB)]);
+    return h;
+  };
+  assert.ok(headers(0).reduce((n, [, v]) => n + v.length, 0) > 56 * KiB);
+  for (let i = 0; i < 10_000; i++) exchange(vm, { headers: headers(i), route: "chat", status: 200 });
+  assert.ok(vm.memoryBytes() <= 1024 * KiB, `linear memory reached ${vm.memoryBytes()} bytes`);
+  assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 10_000);
+});

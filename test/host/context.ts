@@ -114,6 +114,8 @@ export interface HostCore {
   rootOf(contextId: number): RootState | undefined;
   /** WasmBase::copyToPointerSize: malloc in the module, copy, write pointer and size. Ok, or InvalidMemoryAccess when malloc gave 0. */
   copyOut(data: Buffer | string | bigint, ptrPtr: number, sizePtr: number, what: string): number;
+  /** Writes a pointer and size the module reads back (setWord twice). */
+  writeOut(ptrPtr: number, sizePtr: number, ptr: number, size: number, what: string): void;
   /** WasmBase::allocMemory: a module allocation of `size` bytes, or 0 when malloc refused. */
   alloc(size: number, what: string): number;
   /** A pairs buffer written by the module (malformed: AbiViolation). */

@@ -124,8 +124,7 @@ export function headerImports(core: HostCore, httpCall: () => HttpCallMaps | und
       const ptr = core.alloc(size, "proxy_get_header_map_pairs");
       if (ptr === 0) return WasmResult.InvalidMemoryAccess;
       writePairs(pairs, core.mem.view(), ptr);
-      core.mem.u32(u(ptrPtr), ptr, "proxy_get_header_map_pairs");
-      core.mem.u32(u(sizePtr), size, "proxy_get_header_map_pairs");
+      core.writeOut(u(ptrPtr), u(sizePtr), ptr, size, "proxy_get_header_map_pairs");
       return WasmResult.Ok;
     },
     // set_header_map_pairs / Context::setHeaderMapPairs: every entry removed, the pairs added.

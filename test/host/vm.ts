@@ -39,7 +39,9 @@ export interface HostFault {
   size?: number;
   /** Write this pointer instead of the value's. */
   pointer?: number;
-  /** Only the first `times` matching calls; default every one. */
+  /** Leave this many matching calls alone first (the VM's own start-up calls, say); default 0. */
+  skip?: number;
+  /** Then only `times` matching calls; default every one. */
   times?: number;
 }
 
@@ -577,6 +579,7 @@ export class FilterVm {
       root: (id) => vm.roots.get(id),
       rootOf: (id) => vm.roots.get(vm.streams.get(id)?.rootId ?? id),
       copyOut: (data, ptrPtr, sizePtr, what) => vm.copyOut(data, ptrPtr, sizePtr, what),
+      writeOut: (ptrPtr, sizePtr, ptr, size, what) => vm.writeOut(ptrPtr, sizePtr, ptr, size, what),
       alloc: (size, what) => vm.alloc(size, what),
       readPairs: (ptr, size, what) => vm.readPairs(ptr, size, what),
       afterCall: (action) => vm.afterCall.push(action),
@@ -607,24 +610,31 @@ export class FilterVm {
       else if (typeof data === "bigint") this.mem.u64(ptr, data, what);
       else data.copy(this.mem.view(), ptr);
     }
+    this.writeOut(ptrPtr, sizePtr, ptr, size, what);
+    return WasmResult.Ok;
+  }
+
+  /** Writes a pointer and size answer (where a test's HostFault may falsify it). */
+  private writeOut(ptrPtr: number, sizePtr: number, ptr: number, size: number, what: string): void {
     if (this.outFaults !== undefined) {
       const fault = this.takeFault(this.outFaults);
       if (fault !== undefined) {
         ptr = fault.pointer ?? ptr;
-        this.mem.u32(ptrPtr, ptr, what);
-        this.mem.u32(sizePtr, fault.size ?? size, what);
-        return WasmResult.Ok;
+        size = fault.size ?? size;
       }
     }
     this.mem.u32(ptrPtr, ptr, what);
     this.mem.u32(sizePtr, size, what);
-    return WasmResult.Ok;
   }
 
   private takeFault(faults: HostFault[]): HostFault | undefined {
     const call = this.currentHostCall;
     for (const f of faults) {
       if (f.call !== call || f.times === 0) continue;
+      if (f.skip !== undefined && f.skip > 0) {
+        f.skip--;
+        continue;
+      }
       if (f.times !== undefined) f.times--;
       return f;
     }
