@@ -45,13 +45,16 @@ lint: | node_modules/.installed ## ESLint, zero warnings
 	@$(BIN)/eslint --max-warnings 0 .
 
 test-deps: ## install the Debian packages the tests run (prometheus, chromium)
-	bash test/support/install-system-deps.sh
+	@echo "==> checking the Debian packages the tests run (prometheus, chromium)"
+	@bash test/support/install-system-deps.sh
 
 test: build build/oci/index.json typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
+	@echo "==> running every test"
 	node --import tsx --test --test-timeout=180000 --test-reporter=spec $(TESTS)
 
 bench: build ## run every benchmark and print one table
-	node --import tsx test/bench/run.ts
+	@echo "==> running the benchmarks (BENCH_RUNS=$${BENCH_RUNS:-5} runs each; bars decided at the median)"
+	@node --import tsx test/bench/run.ts
 
 demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
 	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model)"
@@ -62,10 +65,12 @@ run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embe
 	@node --import tsx control-plane/src/main.ts
 
 manifests: build/filter.wasm build/oci/index.json | node_modules/.installed ## pin istio/ to the build: OCI manifest digest for oci:// URLs, file sha256 otherwise
-	node --import tsx scripts/manifests.ts
+	@echo "==> pinning istio/ to the build"
+	@node --import tsx scripts/manifests.ts
 
 build/oci/index.json: build/filter.wasm scripts/oci.ts | node_modules/.installed
-	node --import tsx scripts/oci.ts
+	@echo "==> packaging the filter as an OCI image layout: build/oci/"
+	@node --import tsx scripts/oci.ts
 
 oci: build/oci/index.json ## package build/filter.wasm as an OCI image layout in build/oci/ for oci:// URLs
 

@@ -195,6 +195,12 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     const shot = join(resultsDir, "dashboard.png");
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(statSync(shot).size > 10_000, "the screenshot has content");
+
+    // The view lives in the address, so a shared link opens the same route and range.
+    assert.match(page.url(), /[?&]range=300(&|$)/);
+    await page.goto(`${stack.dashboardUrl}?route=completions&namespace=demo&range=1800`);
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("route")?.value === "demo\u0000completions");
+    assert.equal(await page.inputValue("#range"), "1800");
     assert.deepEqual(errors, []);
   } finally {
     await close();

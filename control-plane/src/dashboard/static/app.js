@@ -41,7 +41,16 @@ const PANELS = {
 };
 
 const charts = {};
-const state = { namespace: "", route: "", model: "", range: "900" };
+// The view is in the address (as Grafana keeps its variables there), so a link shows the same panels.
+const fromUrl = new window.URLSearchParams(window.location.search);
+const state = { namespace: fromUrl.get("namespace") || "", route: fromUrl.get("route") || "", model: fromUrl.get("model") || "", range: fromUrl.get("range") || "900" };
+$("range").value = state.range;
+
+function keepInUrl() {
+  const q = new window.URLSearchParams();
+  for (const key of ["route", "namespace", "model", "range"]) if (state[key]) q.set(key, state[key]);
+  window.history.replaceState(null, "", `${window.location.pathname}?${q}`);
+}
 
 /** Request headers with the typed token as a bearer token (none when the field is empty). */
 function authHeaders(extra) {
@@ -105,6 +114,7 @@ async function refresh() {
   if (body.route !== null) {
     state.route = body.route;
     state.namespace = body.namespace;
+    keepInUrl();
   }
   const scope = body.model === null ? "all models" : `model ${body.model}`;
   const w = `${body.windowSeconds} s`;
