@@ -73,7 +73,7 @@ export interface Config {
    */
   pipeline: { enabled: boolean } & PipelineConfigInput;
   /**
-   * The OTLP/HTTP span receiver (POST /v1/traces, JSON): off unless `enabled`. It keeps the newest
+   * The OTLP/HTTP span receiver (POST /v1/traces, JSON or protobuf): off unless `enabled`. It keeps the newest
    * `maxSpans` spans in memory for the dashboard's trace list and lookup; `linkTemplate` turns a
    * trace id into a link to Jaeger, Tempo or Grafana ({traceId}, {spanId}, {startMs}, {endMs}).
    */

@@ -225,7 +225,7 @@ export async function startControlPlane(
     msg: "dashboard",
     url: `${url}/dashboard`,
     pipeline: pipeline ? "on" : "off: charts stay empty; set TOKENTRACE_PIPELINE_ENABLED=true with scrape targets (pipeline.scrape in the config), or run make demo",
-    traces: config.traces.enabled ? `receiving OTLP/JSON at ${url}/v1/traces` : "off (TOKENTRACE_TRACES_ENABLED=true turns the span receiver on)",
+    traces: config.traces.enabled ? `receiving OTLP/HTTP (JSON or protobuf) at ${url}/v1/traces` : "off (TOKENTRACE_TRACES_ENABLED=true turns the span receiver on)",
   });
 
   return {

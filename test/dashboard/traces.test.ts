@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createRequire } from "node:module";
 import { gzipSync } from "node:zlib";
 import express from "express";
 import { errorHandler } from "../../control-plane/src/api/errors.js";
@@ -104,7 +105,7 @@ test("OTLP/HTTP JSON export: spans breaking the encoding rules are rejected alon
   });
 });
 
-test("OTLP/HTTP: 400 for a body that is no export request, 413 over the limit (also after gunzip), 415 for protobuf or an unknown encoding; gzip accepted", async () => {
+test("OTLP/HTTP: 400 for a body that is no export request, 413 over the limit (also after gunzip), 415 for another content type or an unknown encoding; gzip accepted", async () => {
   const store = new TraceStore(100);
   await withReceiver(store, async (url) => {
     const notJson = await post(url, "{");
@@ -112,9 +113,9 @@ test("OTLP/HTTP: 400 for a body that is no export request, 413 over the limit (a
     assert.deepEqual(await notJson.json(), { code: 3, message: "the body is not valid JSON" });
     assert.equal((await post(url, JSON.stringify({ resourceSpans: {} }))).status, 400);
     assert.equal((await post(url, JSON.stringify([1]))).status, 400);
-    const proto = await post(url, Buffer.from([0x0a, 0x00]), { "content-type": "application/x-protobuf" });
-    assert.equal(proto.status, 415);
-    assert.match(((await proto.json()) as { message: string }).message, /OTLP\/JSON/);
+    const other = await post(url, "<spans/>", { "content-type": "application/xml" });
+    assert.equal(other.status, 415);
+    assert.match(((await other.json()) as { message: string }).message, /application\/json or application\/x-protobuf/);
     assert.equal((await post(url, exportBody([filterSpan(1)]), { "content-type": "application/json", "content-encoding": "br" })).status, 415);
     assert.equal((await post(url, "x".repeat(70 * 1024))).status, 413);
     const bomb = gzipSync(Buffer.alloc(200 * 1024, 0x20));
@@ -137,4 +138,47 @@ test("the store holds at most maxSpans: the oldest spans and their index entries
   assert.deepEqual(store.lookup("t5").map((c) => c.startMs), [5]);
   assert.deepEqual(store.recent({ limit: 10 }).map((c) => c.tokenTraceId), ["t5", "t4", "t3"]);
   assert.throws(() => new TraceStore(0), /maxSpans must be a positive integer/);
+});
+
+interface ProtoType {
+  fromObject(object: object): unknown;
+  encode(message: unknown): { finish(): Uint8Array };
+  decode(bytes: Uint8Array): unknown;
+  toObject(message: unknown, options: object): Record<string, unknown>;
+}
+// The opentelemetry-proto messages as the OpenTelemetry JS project generates them (protobufjs), to
+// send what a Collector's otlphttp exporter sends by default and to read the receiver's answer.
+const generated = createRequire(import.meta.url)("@opentelemetry/otlp-transformer/build/src/generated/root.js") as {
+  opentelemetry: { proto: { collector: { trace: { v1: { ExportTraceServiceRequest: ProtoType; ExportTraceServiceResponse: ProtoType } } } } };
+};
+const { ExportTraceServiceRequest, ExportTraceServiceResponse } = generated.opentelemetry.proto.collector.trace.v1;
+
+/** A JSON export body as binary protobuf (hex ids become bytes). */
+function protobufOf(json: string): Buffer {
+  const withBytes = JSON.parse(json, (key, value: unknown) => (["traceId", "spanId", "parentSpanId"].includes(key) && typeof value === "string" ? Buffer.from(value, "hex") : value)) as object;
+  return Buffer.from(ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject(withBytes)).finish());
+}
+
+test("OTLP/HTTP binary protobuf (a Collector's default): decoded by the same rules as JSON, answered in protobuf with partial success", async () => {
+  const store = new TraceStore(100);
+  await withReceiver(store, async (url) => {
+    const ok = await post(url, protobufOf(exportBody([filterSpan(1, { tokenTraceId: "proto-1", status: 503 }), filterSpan(2)])), { "content-type": "application/x-protobuf" });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get("content-type"), "application/x-protobuf");
+    assert.equal((await ok.arrayBuffer()).byteLength, 0, "an empty ExportTraceServiceResponse");
+    const [call] = store.lookup("proto-1");
+    assert.deepEqual(
+      [call!.traceId, call!.spanId, call!.durationMs, call!.ttftMs, call!.inputTokens, call!.httpStatus, call!.statusCode, call!.finishReasons, call!.service, call!.route],
+      [`${"ab".repeat(15)}01`, `${"cd".repeat(7)}01`, 400, 125, 16, 503, 2, ["stop"], "sidecar", "chat"],
+    );
+    const bad = await post(url, protobufOf(exportBody([{ ...filterSpan(3), traceId: "00".repeat(16) }, filterSpan(4)])), { "content-type": "application/x-protobuf" });
+    assert.equal(bad.status, 200);
+    const answer = ExportTraceServiceResponse.toObject(ExportTraceServiceResponse.decode(new Uint8Array(await bad.arrayBuffer())), { longs: String });
+    assert.deepEqual(answer, { partialSuccess: { rejectedSpans: "1", errorMessage: "traceId must be 32 hex characters, not all zero" } });
+    assert.equal(store.size, 3);
+    const garbage = await post(url, Buffer.from([0x0a, 0xff, 0xff]), { "content-type": "application/x-protobuf" });
+    assert.equal(garbage.status, 400);
+    assert.equal(garbage.headers.get("content-type"), "application/x-protobuf");
+    assert.equal((await post(url, "x", { "content-type": "text/plain" })).status, 415);
+  });
 });

@@ -1,13 +1,14 @@
-// The optional OTLP/HTTP span receiver (POST /v1/traces, JSON encoding, gzip or identity) and the
-// dashboard's reads of what it holds (GET /v1/dashboard/traces). Responses follow the OTLP/HTTP
-// specification (opentelemetry-proto ac2c4b5, docs/specification.md "OTLP/HTTP Response"): 200
-// with an ExportTraceServiceResponse (partialSuccess when spans were rejected), 400 with a Status
-// for a body that cannot be decoded, 413 past the size limit (also after decompression), 415 for an
-// encoding this receiver does not decode (binary protobuf: the filter sends JSON).
+// The optional OTLP/HTTP span receiver (POST /v1/traces, JSON or binary protobuf, gzip or identity)
+// and the dashboard's reads of what it holds (GET /v1/dashboard/traces). Responses follow the
+// OTLP/HTTP specification (opentelemetry-proto ac2c4b5, docs/specification.md "OTLP/HTTP
+// Response"), in the request's content type: 200 with an ExportTraceServiceResponse
+// (partialSuccess when spans were rejected), 400 with a Status for a body that cannot be decoded,
+// 413 past the size limit (also after decompression), 415 for another content type or encoding.
 import { gunzip } from "node:zlib";
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
 import { ApiError } from "../api/errors.js";
 import { decodeExportRequest } from "./otlp-json.js";
+import { protobufExportRequest, protobufExportResponse, protobufStatus } from "./otlp-protobuf.js";
 import type { TraceStore } from "./store.js";
 
 /** What the receiver needs. */
@@ -19,16 +20,19 @@ export interface TraceRoutesDeps {
   read: (req: Request, res: Response, next: NextFunction) => void;
 }
 
-/** An OTLP/JSON response: exactly "application/json", as the request's (express's send would add a charset). */
-function reply(res: Response, code: number, body: object): void {
+const JSON_TYPE = "application/json";
+const PROTOBUF_TYPE = "application/x-protobuf";
+
+/** A response in the request's encoding, with exactly its content type (express's send would add a charset). */
+function reply(res: Response, code: number, type: string, body: Buffer | object): void {
   res.statusCode = code;
-  res.setHeader("content-type", "application/json");
-  res.end(JSON.stringify(body));
+  res.setHeader("content-type", type);
+  res.end(Buffer.isBuffer(body) ? body : JSON.stringify(body));
 }
 
-function status(res: Response, code: number, message: string): void {
-  // google.rpc.Status as OTLP/JSON: code 3 = INVALID_ARGUMENT (the spec says clients may ignore it).
-  reply(res, code, { code: 3, message });
+function status(res: Response, code: number, type: string, message: string): void {
+  // google.rpc.Status: code 3 = INVALID_ARGUMENT (the spec says clients may ignore it).
+  reply(res, code, type, type === PROTOBUF_TYPE ? protobufStatus(3, message) : { code: 3, message });
 }
 
 function readBody(req: Request, limit: number): Promise<Buffer | "too-large"> {
@@ -63,46 +67,47 @@ export function traceRoutes(deps: TraceRoutesDeps): Router {
     try {
       const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
       const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
-      if (type !== "application/json") {
+      if (type !== JSON_TYPE && type !== PROTOBUF_TYPE) {
         req.resume();
-        status(res, 415, `content-type ${JSON.stringify(type)} is not accepted: send OTLP/JSON (application/json); binary protobuf is not decoded by this receiver`);
+        status(res, 415, JSON_TYPE, `content-type ${JSON.stringify(type)} is not accepted: application/json or application/x-protobuf`);
         return;
       }
       if (encoding !== "identity" && encoding !== "gzip") {
         req.resume();
-        status(res, 415, `content-encoding ${JSON.stringify(encoding)} is not accepted: gzip or identity`);
+        status(res, 415, type, `content-encoding ${JSON.stringify(encoding)} is not accepted: gzip or identity`);
         return;
       }
       let body = await readBody(req, deps.maxBodyBytes);
       if (body !== "too-large" && encoding === "gzip") {
         const inflated = await gunzipLimited(body, deps.maxBodyBytes);
         if (inflated === "corrupt") {
-          status(res, 400, "the body is not valid gzip");
+          status(res, 400, type, "the body is not valid gzip");
           return;
         }
         body = inflated;
       }
       if (body === "too-large") {
-        status(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes`);
+        status(res, 413, type, `the body is larger than ${deps.maxBodyBytes} bytes`);
         return;
       }
       let parsed: unknown;
       try {
-        parsed = JSON.parse(body.toString("utf8"));
-      } catch {
-        status(res, 400, "the body is not valid JSON");
+        parsed = type === PROTOBUF_TYPE ? protobufExportRequest(body) : JSON.parse(body.toString("utf8"));
+      } catch (error) {
+        status(res, 400, type, type === PROTOBUF_TYPE ? `the body is not a protobuf ExportTraceServiceRequest: ${(error as Error).message}` : "the body is not valid JSON");
         return;
       }
       let decoded;
       try {
         decoded = decodeExportRequest(parsed);
       } catch (error) {
-        status(res, 400, (error as Error).message);
+        status(res, 400, type, (error as Error).message);
         return;
       }
       deps.store.add(decoded.spans);
-      const response = decoded.rejected === 0 ? {} : { partialSuccess: { rejectedSpans: String(decoded.rejected), errorMessage: decoded.problems.join("; ") } };
-      reply(res, 200, response);
+      const problems = decoded.problems.join("; ");
+      if (type === PROTOBUF_TYPE) reply(res, 200, type, protobufExportResponse(decoded.rejected, problems));
+      else reply(res, 200, type, decoded.rejected === 0 ? {} : { partialSuccess: { rejectedSpans: String(decoded.rejected), errorMessage: problems } });
     } catch (error) {
       next(error);
     }
