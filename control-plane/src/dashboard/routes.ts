@@ -159,9 +159,9 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     // Which latency histograms the route's filters export (a filter older than tokentrace_llm_decode_ms has none for decode).
     const histograms = LATENCY_PHASES.filter((phase) => intervals.some((i) => [...i.counts.models.values()].some((m) => m[phase].size > 0)));
     const scrapeMs = scrapeIntervalOf(intervals);
-    const res3 = resolution(rangeSeconds * 1000, scrapeMs);
+    const grid = resolution(rangeSeconds * 1000, scrapeMs);
     const columns = key
-      ? windowColumns(intervals, { nowMs: now(), rangeMs: rangeSeconds * 1000, ...res3, model: model !== undefined && models.includes(model) ? model : undefined })
+      ? windowColumns(intervals, { nowMs: now(), rangeMs: rangeSeconds * 1000, ...grid, model: model !== undefined && models.includes(model) ? model : undefined })
       : { t: [] };
     if (key) {
       try {
@@ -181,9 +181,9 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       model: model !== undefined && models.includes(model) ? model : null,
       pods: [...new Set(intervals.map((i) => i.pod))].sort(),
       rangeSeconds,
-      stepSeconds: res3.stepMs / 1000,
-      windowSeconds: res3.windowMs / 1000,
-      samplingWindowSeconds: res3.samplingWindowMs / 1000,
+      stepSeconds: grid.stepMs / 1000,
+      windowSeconds: grid.windowMs / 1000,
+      samplingWindowSeconds: grid.samplingWindowMs / 1000,
       scrapeIntervalSeconds: scrapeMs / 1000,
       quantiles: [...QUANTILES],
       histograms,
