@@ -65,12 +65,10 @@ run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embe
 	@node --import tsx control-plane/src/main.ts
 
 manifests: build/filter.wasm build/oci/index.json | node_modules/.installed ## pin istio/ to the build: OCI manifest digest for oci:// URLs, file sha256 otherwise
-	@echo "==> pinning istio/ to the build"
-	@node --import tsx scripts/manifests.ts
+	node --import tsx scripts/manifests.ts
 
 build/oci/index.json: build/filter.wasm scripts/oci.ts | node_modules/.installed
-	@echo "==> packaging the filter as an OCI image layout: build/oci/"
-	@node --import tsx scripts/oci.ts
+	node --import tsx scripts/oci.ts
 
 oci: build/oci/index.json ## package build/filter.wasm as an OCI image layout in build/oci/ for oci:// URLs
 
