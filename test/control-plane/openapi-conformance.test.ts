@@ -128,7 +128,7 @@ const rows: Row[] = [
   { app: "token", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 200 },
   { app: "token", method: "POST", path: "/v1/traces", rawBody: "{", headers: json, status: 400 },
   { app: "token", method: "POST", path: "/v1/traces", rawBody: big, headers: json, status: 413 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: "x", headers: { "content-type": "application/x-protobuf" }, status: 415 },
+  { app: "token", method: "POST", path: "/v1/traces", rawBody: "x", headers: { "content-type": "text/plain" }, status: 415 },
   { app: "public", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 404 },
 
   { app: "public", method: "GET", path: "/openapi.json", status: 200 },
