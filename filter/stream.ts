@@ -24,7 +24,6 @@ const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
 const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
 const REQUEST_HOST_PROPERTY = host.utf8("request\0host");
 const REQUEST_SCHEME_PROPERTY = host.utf8("request\0scheme");
-const NS_PER_MS_I64: i64 = 1_000_000;
 // Layout of a stream's span ids (hex).
 const SPAN_ID_OFFSET: usize = 32;
 const SPAN_PARENT_OFFSET: usize = 48;
@@ -36,7 +35,7 @@ const KEEP_SLOW = "slow";
 const NS_PER_MS: u64 = 1_000_000;
 
 // Random bytes for new ids, drawn together (host.fillRandom, pooled): 16 trace-id, 8 span-id, 16 token trace id, and
-// 8 for this proxy's own span when it continues a trace and exports a span for it.
+// 8 for a new parent-id when it continues a trace (its own span's id, or one for a sampled flag it sets).
 const RANDOM_BYTES: usize = memory.data(48);
 const TRACE_ID_BYTES: usize = RANDOM_BYTES;
 const SPAN_ID_BYTES: usize = RANDOM_BYTES + 16;
@@ -127,8 +126,11 @@ export class TokentraceStream extends Context {
     const hasParent = host.readHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_IN);
     const hasTokenId = host.readHeader(host.HeaderMap.Request, config.tokenTraceIdHeader, TOKEN_ID_IN);
     const all = TRACE_HEADERS;
-    const allRead = (hasParent || hasTokenId) && host.readHeaderPairs(host.HeaderMap.Request, REQUEST_PAIRS) &&
-      all.read(REQUEST_PAIRS.ptr, REQUEST_PAIRS.length, config.tokenTraceIdHeader);
+    let allRead = false;
+    if ((hasParent || hasTokenId) && host.readHeaderPairs(host.HeaderMap.Request, REQUEST_PAIRS)) {
+      allRead = all.read(REQUEST_PAIRS.ptr, REQUEST_PAIRS.length, config.tokenTraceIdHeader);
+      if (!allRead) this.stats.error(ErrorReason.HostCallFailed); // an answer that is no pairs buffer: the first values serve
+    }
     const parentCount = allRead ? all.traceParentCount : hasParent ? 1 : 0;
     const tokenIdCount = allRead ? all.tokenIdCount : hasTokenId ? 1 : 0;
 
@@ -155,15 +157,12 @@ export class TokentraceStream extends Context {
     const haveRandom = randomTo <= randomFrom || host.fillRandom(randomFrom, <i32>(randomTo - randomFrom));
     if (!haveRandom) this.stats.error(ErrorReason.RandomUnavailable);
 
-    let ids: ArrayBuffer | null = null;
+    // The span's ids are kept only for a request that may export one: sampled, or tail keep on.
     const spans = config.spans;
-    if (exportsSpan && spans !== null && (continuing || haveRandom)) {
-      ids = new ArrayBuffer(SPAN_IDS_BYTES);
-      this.spanIds = ids;
-      this.spanConfig = spans;
-      this.operation = operationOf(PATH_VALUE.ptr, PATH_VALUE.length);
-      if (spans.keeps) this.keepSlowerThanNs = keepThresholdNs(spans, ROUTE_NAME.ptr, ROUTE_NAME.length);
-    }
+    let keeps = false;
+    if (exportsSpan && spans !== null) keeps = spans.keeps;
+    let ids: ArrayBuffer | null = null;
+    if (continuing && (keeps || (exportsSpan && ((parsed & FLAG_SAMPLED) != 0 || setsSampled)))) ids = this.spanIdsFor(spans!);
     let sampled = false;
     if (continuing) {
       // Without randomness there is no new parent-id, so the sampled flag stays as it came.
@@ -171,7 +170,8 @@ export class TokentraceStream extends Context {
     } else if (haveRandom) {
       sampled = this.startTrace(config, route, forced);
       // A trace this proxy starts: its span is the root, with the id sent upstream as the parent-id.
-      if (ids !== null) {
+      if (exportsSpan && (sampled || keeps)) {
+        ids = this.spanIdsFor(spans!);
         memory.copy(changetype<usize>(ids), TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
         memory.copy(changetype<usize>(ids) + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       }
@@ -195,6 +195,16 @@ export class TokentraceStream extends Context {
     this.stats.flushHostFailures();
     host.collectIfDue(); // safe point: only `this` and `llm` are live, both reachable from the context map
     return FilterHeadersStatusValues.Continue;
+  }
+
+  /** Room for this request's span ids, with the span settings and what the span needs from the request headers. */
+  private spanIdsFor(spans: SpanConfig): ArrayBuffer {
+    const ids = new ArrayBuffer(SPAN_IDS_BYTES);
+    this.spanIds = ids;
+    this.spanConfig = spans;
+    this.operation = operationOf(PATH_VALUE.ptr, PATH_VALUE.length);
+    if (spans.keeps) this.keepSlowerThanNs = keepThresholdNs(spans, ROUTE_NAME.ptr, ROUTE_NAME.length);
+    return ids;
   }
 
   /** Writes the new token trace id's 36 characters at TOKEN_ID_OUT and returns that address. */
@@ -463,7 +473,7 @@ function keepThresholdNs(spans: SpanConfig, routeName: usize, routeNameLength: i
       break;
     }
   }
-  return ms < 0 ? -1 : <i64>ms * NS_PER_MS_I64;
+  return ms < 0 ? -1 : <i64>ms * <i64>NS_PER_MS;
 }
 
 /** A port number of 1 to 5 digits (1..65535), else -1. */
