@@ -212,7 +212,8 @@ export class TargetQueue {
     if (payload[0] !== COMPACT_RECORD) return;
     const shards = this.shardBatches;
     decodeRecord(payload, {
-      define: (id, labels) => this.labelsOf.set(id, labels.slice()),
+      // A view into the decompressed record, no copy: a record that defines series is mostly those labels.
+      define: (id, labels) => this.labelsOf.set(id, labels),
       sample: (id, ts, value, stale) => {
         if (!route) return;
         const labels = this.labelsOf.get(id);
