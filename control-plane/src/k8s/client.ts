@@ -74,7 +74,8 @@ export function toFailure(error: unknown): KubeFailure {
   return { ok: false, code: 0, reason: e.code ?? "NetworkError", message: e.message ?? String(error), retryable: true };
 }
 
-async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
+/** Runs a client-node call as a typed result. */
+export async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
   try {
     return { ok: true, value: await call() };
   } catch (error) {

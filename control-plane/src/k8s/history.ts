@@ -8,7 +8,7 @@ import { AppsV1Api, type KubeConfig, type V1ControllerRevision } from "@kubernet
 import type { AuditSink } from "../policy/audit.js";
 import type { HistoryEntry } from "../policy/model.js";
 import type { PolicyChange } from "../policy/repository.js";
-import { toFailure, type KubeResult } from "./client.js";
+import { attempt, type KubeResult } from "./client.js";
 import { outsidePrincipal } from "./policy-store.js";
 import { managedByLabel, managedByValue, policyLabel } from "./wasmplugin.js";
 
@@ -22,13 +22,6 @@ export interface RevisionApi {
   delete(namespace: string, name: string): Promise<KubeResult<void>>;
 }
 
-async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
-  try {
-    return { ok: true, value: await call() };
-  } catch (error) {
-    return toFailure(error);
-  }
-}
 
 /** client-node implementation. */
 export class ClientNodeRevisionApi implements RevisionApi {

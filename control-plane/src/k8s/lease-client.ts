@@ -2,7 +2,7 @@
 // get, create, update with the resourceVersion last read), as typed results. Times travel as
 // metav1.MicroTime: RFC3339 with six fractional digits, which the API server insists on.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
-import { toFailure, type KubeResult } from "./client.js";
+import { attempt, type KubeResult } from "./client.js";
 
 /** The leader election record a Lease carries (client-go LeaderElectionRecord). */
 export interface LeaseRecord {
@@ -60,13 +60,6 @@ function recordOf(lease: V1Lease): StoredLease {
   };
 }
 
-async function attempt<T>(call: () => Promise<T>): Promise<KubeResult<T>> {
-  try {
-    return { ok: true, value: await call() };
-  } catch (error) {
-    return toFailure(error);
-  }
-}
 
 /** client-node implementation. */
 export class ClientNodeLeaseApi implements LeaseApi {
