@@ -170,6 +170,17 @@ async function advanceUntil(cluster: Cluster, cond: () => boolean, what: string,
   return cluster.clock.now() - start;
 }
 
+/** Two replicas: cp-a leads, then cp-b starts and follows for `followMs` of fake time. */
+async function leaderAndFollower(followMs: number): Promise<{ c: Cluster; a: Replica; b: Replica }> {
+  const c = await startCluster(["cp-a", "cp-b"]);
+  const [a, b] = c.replicas as [Replica, Replica];
+  a.elector.start();
+  await advanceUntil(c, () => a.elector.isLeader(), "cp-a leads");
+  b.elector.start();
+  await advance(c, followMs);
+  return { c, a, b };
+}
+
 const leaders = (c: Cluster): string[] => c.replicas.filter((r) => !r.killed && r.elector.isLeader()).map((r) => r.name);
 
 function addedCounts(c: Cluster): Map<string, number> {
@@ -221,12 +232,7 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
   });
 
   it("emulated: a leader killed mid-reconcile is replaced once its lease runs out, never before, and no WasmPlugin is lost or duplicated", async () => {
-    const c = await startCluster(["cp-a", "cp-b"]);
-    const [a, b] = c.replicas as [Replica, Replica];
-    a.elector.start();
-    await advanceUntil(c, () => a.elector.isLeader(), "cp-a leads");
-    b.elector.start();
-    await advance(c, 5_000);
+    const { c, a, b } = await leaderAndFollower(5_000);
     assert.deepEqual(leaders(c), ["cp-a"]);
     // cp-a dies right after its first create reached the API, before the second goes out.
     let killedAt = 0;
@@ -256,12 +262,7 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
   });
 
   it("emulated: SIGTERM (stop) steps down, releases the lease, and a follower leads within one retry", async () => {
-    const c = await startCluster(["cp-a", "cp-b"]);
-    const [a, b] = c.replicas as [Replica, Replica];
-    a.elector.start();
-    await advanceUntil(c, () => a.elector.isLeader(), "cp-a leads");
-    b.elector.start();
-    await advance(c, 4_000);
+    const { c, a, b } = await leaderAndFollower(4_000);
     await a.elector.stop();
     assert.equal(a.elector.isLeader(), false);
     assert.equal(a.stoppedLeading.length, 1);
@@ -276,12 +277,7 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
   });
 
   it("emulated: a leader whose renewals fail stops acting within renewDeadline, before its lease expires for the others", async () => {
-    const c = await startCluster(["cp-a", "cp-b"]);
-    const [a, b] = c.replicas as [Replica, Replica];
-    a.elector.start();
-    await advanceUntil(c, () => a.elector.isLeader(), "cp-a leads");
-    b.elector.start();
-    await advance(c, 4_000);
+    const { c, a, b } = await leaderAndFollower(4_000);
     const refusedFrom = c.clock.now();
     a.refuseLeaseUpdates = true;
     await advanceUntil(c, () => !a.elector.isLeader(), "cp-a steps down");
