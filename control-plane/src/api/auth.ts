@@ -67,7 +67,8 @@ export function loadTokens(tokensFile: string, tokensValue: string): { tokens: T
 /** The id of the token presented, or undefined; checks every token so timing does not depend on which matched. */
 export function authenticate(tokens: readonly TokenEntry[], header: string | undefined): string | undefined {
   // RFC 9110 §11.1: the auth-scheme is case-insensitive and 1*SP separates it from the
-  // credentials (Kubernetes' bearertoken.go also lower-cases the scheme before comparing).
+  // credentials (kubernetes/apiserver @24a394e pkg/authentication/request/bearertoken/bearertoken.go
+  // AuthenticateRequest also lower-cases the scheme; it refuses a second space, RFC 9110 allows it).
   const match = /^bearer +([^\s]+)$/i.exec((header ?? "").trim());
   if (match === null) return undefined;
   const presented = digest(match[1] as string);

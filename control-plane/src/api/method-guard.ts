@@ -2,7 +2,8 @@
 // for a known path with a method it does not serve gets 405 with `Allow` (RFC 9110 §15.5.6: the
 // origin server MUST send Allow with a 405), OPTIONS gets 204 with `Allow` (§9.3.7), and HEAD is
 // allowed wherever GET is (§9.3.2). Paths match the way express matches them: case-insensitive,
-// an optional trailing slash.
+// an optional trailing slash. The Kubernetes API server answers 405 the same way (kubernetes/apiserver
+// @24a394e pkg/endpoints/installer.go: go-restful reports MethodNotAllowed for a known path).
 import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "./errors.js";
 

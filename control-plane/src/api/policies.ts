@@ -113,6 +113,7 @@ export function policyRoutes(deps: PolicyRoutesDeps): Router {
     next();
   }, json, async (req, res) => {
     const document = writeDocument(req.body);
+    // As kubernetes/apiserver @24a394e pkg/storage/errors.go ErrResourceVersionSetOnCreate.
     if (document.version !== undefined) throw new ApiError(400, "invalid policy", [{ field: "version", reason: "must not be set on create" }]);
     const result = await store.create(document.policy, { by: req.principal as string });
     const named = document.policy as { name?: unknown } | null;

@@ -15,7 +15,8 @@ import { canonicalJson } from "./canonical-json.js";
 import { PolicyJournal, type Snapshot } from "./journal.js";
 import { mergePatch } from "./merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "./model.js";
-import type { Admission, PolicyChange, PolicyRepository, Preconditions, QuarantinedRecord, WriteFailure, WriteOptions, WriteResult } from "./repository.js";
+import { checkPreconditions } from "./preconditions.js";
+import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteFailure, WriteOptions, WriteResult } from "./repository.js";
 
 /** History entries kept per policy (oldest dropped first). */
 export const historyLimit = 50;
@@ -85,26 +86,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function isVersion(value: unknown): value is string {
   return typeof value === "string" && /^[1-9][0-9]{0,15}$/.test(value);
-}
-
-/** Evaluates the write's conditions against the current record (RFC 9110 §13.2.2 order). */
-export function checkPreconditions(name: string, current: PolicyRecord | null, options: Preconditions): WriteFailure | undefined {
-  if (options.ifMatch !== undefined) {
-    const holds = options.ifMatch === "*" ? current !== null : current !== null && options.ifMatch.includes(current.version);
-    if (!holds) return { ok: false, kind: "precondition-failed", header: "if-match" };
-  }
-  if (options.ifNoneMatch !== undefined) {
-    const holds = options.ifNoneMatch === "*" ? current === null : current === null || !options.ifNoneMatch.includes(current.version);
-    if (!holds) return { ok: false, kind: "precondition-failed", header: "if-none-match" };
-  }
-  if (options.expectVersion !== undefined && current?.version !== options.expectVersion) {
-    const reason =
-      current === null
-        ? `policy ${name} does not exist (any more): version ${options.expectVersion} is stale`
-        : `policy ${name} is at version ${current.version}, not ${options.expectVersion}; get it again and apply your change to it`;
-    return { ok: false, kind: "conflict", reason };
-  }
-  return undefined;
 }
 
 /** Current policies with history, journaled to a file. */

@@ -12,7 +12,7 @@
 // number) is written to a temporary file, fsynced, renamed over the old one and the directory
 // fsynced; only then is the journal emptied. Journal lines older than the snapshot's next version
 // are skipped at load, so a crash between the two steps replays nothing twice.
-import { closeSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsync, fsyncSync, ftruncate, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { open, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
@@ -131,7 +131,17 @@ export class PolicyJournal {
       else contents.lines.push({ line, entry: parsed.entry });
       start = end + 1;
     }
+    const created = bytes.length === 0 && !existsSync(this.journalPath);
     this.fd = openSync(this.journalPath, "a", 0o600);
+    if (created && this.options.fsync !== false) {
+      // A new file's directory entry must be on disk too, or the first fsynced line could vanish with it.
+      const dir = openSync(directory, "r");
+      try {
+        fsyncSync(dir);
+      } finally {
+        closeSync(dir);
+      }
+    }
     if (contents.tornBytes > 0) {
       ftruncateSync(this.fd, bytes.length - contents.tornBytes);
       if (this.options.fsync !== false) fsyncSync(this.fd);

@@ -18,7 +18,9 @@ export interface Preconditions {
   ifNoneMatch?: "*" | readonly string[];
   /**
    * The version the writer read, carried in the document (as Kubernetes' metadata.resourceVersion):
-   * a write to any other current version, or to a missing policy, is a `conflict`.
+   * a write to any other current version, or to a missing policy, is a `conflict`
+   * (kubernetes/apiserver @24a394e pkg/registry/generic/registry/store.go Update: a stale
+   * resourceVersion answers Conflict with OptimisticLockErrorMsg).
    */
   expectVersion?: string;
 }
@@ -48,7 +50,8 @@ export type WriteFailure =
 /**
  * Outcome of a write. `changed: false` is a no-op: the stored policy already equals the document,
  * so no version, history entry, change event or audit line was made, and `record` is the current
- * one (Kubernetes' GuaranteedUpdate skips a write whose encoding equals the stored bytes).
+ * one (as kubernetes/apiserver @24a394e pkg/storage/etcd3/store.go GuaranteedUpdate skips a write
+ * whose encoding equals the stored bytes and keeps the resourceVersion).
  */
 export type WriteResult = { ok: true; record: PolicyRecord | null; previous: PolicyRecord | null; changed: boolean } | WriteFailure;
 
