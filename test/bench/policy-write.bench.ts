@@ -2,7 +2,7 @@
 // must cost one policy, not the whole state): 1,000 creates one after another, and 1,000 creates
 // all in flight at once (group commit shares each fsync). The app is the real one on 127.0.0.1,
 // the client its own process; times are wall clock, from the first request to the last answer.
-import { mkdtempSync, rmSync } from "node:fs";
+import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,7 +12,7 @@ import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import type { LoadRequest } from "./http-load.js";
-import { startLoadClient } from "./load-client.js";
+import { cpuMsDuring, startLoadClient } from "./load-client.js";
 import type { BenchRow } from "./table.js";
 
 const PRELOADED = 10_000;
@@ -36,6 +36,24 @@ function creates(prefix: string): LoadRequest[] {
   }));
 }
 
+/** The disk's own price: ms per 400-byte append + fsync in the store's directory, median of 200. */
+function fsyncMs(dir: string): number {
+  const fd = openSync(join(dir, "fsync-probe"), "w");
+  const line = Buffer.alloc(400, 0x61);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < 200; i++) {
+      const started = performance.now();
+      writeSync(fd, line);
+      fsyncSync(fd);
+      times.push(performance.now() - started);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return times.sort((a, b) => a - b)[100] as number;
+}
+
 export async function run(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), "tt-bench-write-"));
   const path = join(dir, "policies.json");
@@ -51,10 +69,11 @@ export async function run(): Promise<BenchRow[]> {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const client = startLoadClient();
   try {
+    const diskFsyncMs = fsyncMs(dir);
     // Warm-up: the first requests compile the handlers.
     await client.run({ url, requests: creates("warm").slice(0, 50), concurrency: 1 });
-    const sequential = await client.run({ url, requests: creates("seq"), concurrency: 1 });
-    const concurrent = await client.run({ url, requests: creates("par"), concurrency: WRITES });
+    const { cpuMs: sequentialCpuMs, result: sequential } = await cpuMsDuring(() => client.run({ url, requests: creates("seq"), concurrency: 1 }));
+    const { cpuMs: concurrentCpuMs, result: concurrent } = await cpuMsDuring(() => client.run({ url, requests: creates("par"), concurrency: WRITES }));
     for (const [what, result] of [["sequential", sequential], ["concurrent", concurrent]] as const) {
       if (result.statuses[201] !== WRITES) throw new Error(`${what} creates: ${JSON.stringify(result.statuses)}`);
     }
@@ -62,6 +81,10 @@ export async function run(): Promise<BenchRow[]> {
     return [
       { figure: `${WRITES} sequential policy creates over HTTP, fsync each, into a store of ${PRELOADED} policies`, value: sequential.wallMs, unit: "ms", bar: { on: "value", max: 5000 } },
       { figure: `${WRITES} concurrent policy creates over HTTP, fsync (group commit), into a store of ${PRELOADED} policies`, value: concurrent.wallMs, unit: "ms", bar: { on: "value", max: 10000 } },
+      // The floor of the sequential figure on this machine at this moment: one fsync per create.
+      { figure: "fsync of one 400-byte journal-sized append on the store's disk, same run (x1000 = the sequential floor)", value: diskFsyncMs, unit: "ms" },
+      // What the server itself spends per create; the wall times above add the client's turns and the disk.
+      { figure: "server CPU per policy create over HTTP (sequential / concurrent)", value: sequentialCpuMs / WRITES, unit: "ms", baseline: { name: "concurrent", value: concurrentCpuMs / WRITES } },
     ];
   } finally {
     client.close();

@@ -257,7 +257,13 @@ export class FilePolicyStore implements PolicyRepository {
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
-        this.commit(batch);
+        try {
+          this.commit(batch);
+        } catch (error) {
+          // A bug, not a disk failure (those are typed results): no writer may wait forever.
+          this.log({ level: "error", msg: "policy store commit crashed", error: String(error) });
+          for (const write of batch) write.reject(error);
+        }
         await this.compactIfDue();
       }
     } finally {
