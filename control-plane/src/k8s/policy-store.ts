@@ -9,7 +9,7 @@
 import { admitPolicy, deepFreeze, type PolicyCheck } from "../policy/admission.js";
 import type { AuditSink } from "../policy/audit.js";
 import { canonicalJson } from "../policy/canonical-json.js";
-import { checkPreconditions } from "../policy/file-store.js";
+import { checkPreconditions } from "../policy/preconditions.js";
 import { mergePatch } from "../policy/merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "../policy/model.js";
 import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteOptions, WriteResult } from "../policy/repository.js";
