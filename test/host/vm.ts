@@ -129,6 +129,8 @@ export class FilterVm {
   private restricted: ReadonlySet<string> | undefined;
   private depth = 0;
   private currentId = 0;
+  /** The stream of currentId, looked up once per call into the VM (host calls ask for it every time). */
+  private currentStream: StreamState | undefined;
   private effectiveId = 0;
   private nextContextId = 1;
   private readonly streams = new Map<number, StreamState>();
@@ -361,6 +363,7 @@ export class FilterVm {
     this.instance = new Wasm.Instance(module, provided);
     const exports = this.instance.exports as Record<string, unknown>;
     this.mem = new Memory(exports.memory as WasmMemory);
+    (this.core as { mem: Memory }).mem = this.mem;
     this.ex = exports as Record<string, (...args: number[]) => number>;
     this.malloc = (exports.malloc ?? exports.proxy_on_memory_allocate) as (size: number) => number;
   }
@@ -467,6 +470,7 @@ export class FilterVm {
     if (this.depth > 0) throw new Error(`${what}: re-entrant call into the VM from a host call`);
     this.depth++;
     this.currentId = contextId;
+    this.currentStream = this.streams.get(contextId);
     this.effectiveId = 0;
     let result: number;
     try {
@@ -476,6 +480,7 @@ export class FilterVm {
     } finally {
       this.depth--;
       this.currentId = 0;
+      this.currentStream = undefined;
       this.effectiveId = 0;
     }
     this.stopIteration = false;
@@ -490,6 +495,7 @@ export class FilterVm {
     const f = this.fn(name);
     this.depth++;
     this.currentId = contextId;
+    this.currentStream = this.streams.get(contextId);
     this.effectiveId = 0;
     let result: number;
     try {
@@ -499,6 +505,7 @@ export class FilterVm {
     } finally {
       this.depth--;
       this.currentId = 0;
+      this.currentStream = undefined;
       this.effectiveId = 0;
     }
     this.stopIteration = false;
@@ -520,6 +527,7 @@ export class FilterVm {
     const f = this.fn(name);
     this.depth++;
     this.currentId = contextId;
+    this.currentStream = this.streams.get(contextId);
     this.effectiveId = 0;
     let result: number;
     try {
@@ -529,6 +537,7 @@ export class FilterVm {
     } finally {
       this.depth--;
       this.currentId = 0;
+      this.currentStream = undefined;
       this.effectiveId = 0;
     }
     const status = kind === undefined ? result : filterStatus(kind, result, this.stopIteration);
@@ -564,12 +573,10 @@ export class FilterVm {
       return vm.streams.has(eff) || vm.roots.has(eff) ? eff : vm.currentId;
     };
     return {
-      get mem() {
-        return vm.mem;
-      },
+      mem: undefined as unknown as Memory, // set once the module is instantiated
       clock: this.clock,
       contextId,
-      stream: () => vm.streams.get(contextId()),
+      stream: () => (vm.effectiveId === 0 ? vm.currentStream : vm.streams.get(contextId())),
       requireStream: (call) => {
         const s = vm.streams.get(contextId());
         if (!s) throw new AbiViolation(`${call} called from the root context (id ${contextId()}), which has no HTTP stream`);
@@ -578,9 +585,9 @@ export class FilterVm {
       streamById: (id) => vm.streams.get(id),
       root: (id) => vm.roots.get(id),
       rootOf: (id) => vm.roots.get(vm.streams.get(id)?.rootId ?? id),
-      copyOut: (data, ptrPtr, sizePtr, what) => vm.copyOut(data, ptrPtr, sizePtr, what),
-      writeOut: (ptrPtr, sizePtr, ptr, size, what) => vm.writeOut(ptrPtr, sizePtr, ptr, size, what),
-      alloc: (size, what) => vm.alloc(size, what),
+      copyOut: this.copyOut.bind(this),
+      writeOut: this.writeOut.bind(this),
+      alloc: this.alloc.bind(this),
       readPairs: (ptr, size, what) => vm.readPairs(ptr, size, what),
       afterCall: (action) => vm.afterCall.push(action),
       stopNextIteration: (stop) => {
