@@ -68,7 +68,7 @@ function getBuffer(core: HostCore, sources: BufferSources, type: number): Buffer
       return body === undefined ? undefined : { bytes: body };
     }
   }
-  return EMPTY_VIEW; // CallData: the context's scratch buffer_, empty in an HTTP filter's callbacks
+  return EMPTY_VIEW; // CallData: the context's scratch buffer_; what earlier buffer calls leave there is not modelled
 }
 
 /** The buffer host calls. */

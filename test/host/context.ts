@@ -108,7 +108,6 @@ export interface HostCore {
   stream(): StreamState | undefined;
   /** Throws AbiViolation when the current context is not a stream (calls Envoy has no stream for). */
   requireStream(call: string): StreamState;
-  streamById(id: number): StreamState | undefined;
   root(id: number): RootState | undefined;
   /** The root context of a context (the context itself when it is one). */
   rootOf(contextId: number): RootState | undefined;
@@ -124,7 +123,6 @@ export interface HostCore {
   afterCall(action: () => void): void;
   /** WasmBase::stopNextIteration (set by send_local_response). */
   stopNextIteration(stop: boolean): void;
-  log(level: number, message: string): void;
 }
 
 /** A fresh stream's state: nothing set, nothing created. */

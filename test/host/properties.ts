@@ -8,7 +8,7 @@
 import { WasmResult } from "./abi.js";
 import type { HostCore, StreamState } from "./context.js";
 import type { HeaderList } from "./header-list.js";
-import { encodeLocality, encodeMetadata, encodeNode, encodeStruct, encodeValue, type JsonObject, type JsonValue } from "./proto.js";
+import { encodeLocality, encodeMetadata, encodeNode, type JsonObject, type JsonValue } from "./proto.js";
 import { writableState, type Locality, type NodeFacts, type StreamInfo, type TlsInfo } from "./stream-info.js";
 
 /** A CEL value as Envoy's property lookup produces one. */
@@ -379,7 +379,7 @@ function wrapperAttribute(name: string, key: string, vm: VmFacts, s: StreamState
 }
 
 /** Context::findValue: a top-level name. */
-export function topLevel(name: string, vm: VmFacts, s: StreamState | undefined): CelValue | undefined {
+function topLevel(name: string, vm: VmFacts, s: StreamState | undefined): CelValue | undefined {
   const info = s?.info;
   switch (name) {
     case "xds":
@@ -563,5 +563,3 @@ export function propertyImports(core: HostCore, vm: () => VmFacts): Record<strin
   };
 }
 
-// Exported for the property tests: the JSON encodings of Struct values.
-export { encodeStruct, encodeValue };

@@ -582,7 +582,6 @@ export class FilterVm {
         if (!s) throw new AbiViolation(`${call} called from the root context (id ${contextId()}), which has no HTTP stream`);
         return s;
       },
-      streamById: (id) => vm.streams.get(id),
       root: (id) => vm.roots.get(id),
       rootOf: (id) => vm.roots.get(vm.streams.get(id)?.rootId ?? id),
       copyOut: this.copyOut.bind(this),
@@ -593,7 +592,6 @@ export class FilterVm {
       stopNextIteration: (stop) => {
         vm.stopIteration = stop;
       },
-      log: (level, message) => vm.log(level, message),
     };
   }
 
