@@ -2,6 +2,7 @@
 // stdout JSON lines collected as they arrive, stderr, and its exit.
 import { spawn, type ChildProcess } from "node:child_process";
 import assert from "node:assert/strict";
+import { after } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -14,7 +15,14 @@ export interface Proc {
   exited: Promise<number | null>;
 }
 
-/** Starts the control plane with only `env` (and PATH, HOME) in its environment. */
+// A failed assertion leaves its test's processes running, and their pipes would keep the test
+// file's process (node:test runs each file in its own) alive: the file's last hook kills them.
+const running = new Set<ChildProcess>();
+after(() => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+/** Starts the control plane with only `env` (and PATH, HOME) in its environment; killed at the latest when the test file ends. */
 export function spawnControlPlane(env: Record<string, string>, args: string[] = []): Proc {
   const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/main.ts", ...args], {
     cwd: root,
@@ -31,7 +39,13 @@ export function spawnControlPlane(env: Record<string, string>, args: string[] = 
     lines.push(...parts);
   });
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("exit", (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
   return { child, lines, stderr, exited };
 }
 
