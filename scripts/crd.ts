@@ -118,9 +118,11 @@ const statusSchema: Schema = {
     adaptive: {
       type: "object",
       description: "Rates adaptive sampling currently applies (the leader writes them; every replica serves them).",
+      required: ["observedGeneration"],
       properties: {
+        observedGeneration: { type: "integer", format: "int64", minimum: 0, description: "The generation whose policy these rates were computed for; rates for another generation are not applied." },
         defaultRate: { type: "number", minimum: 0, maximum: 1 },
-        routeRates: { type: "array", maxItems: 256, items: { type: "object", required: ["index", "rate"], properties: { index: { type: "integer", minimum: 0 }, rate: { type: "number", minimum: 0, maximum: 1 } } } },
+        routeRates: { type: "array", maxItems: 256, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["index"], items: { type: "object", required: ["index", "rate"], properties: { index: { type: "integer", minimum: 0 }, rate: { type: "number", minimum: 0, maximum: 1 } } } },
       },
     },
     conditions: {

@@ -17,7 +17,7 @@ import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
 import { DashboardSeries } from "./dashboard/series.js";
-import { Backoff, realDelay } from "./k8s/backoff.js";
+import { Backoff, realDelay, type Delay } from "./k8s/backoff.js";
 import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
 import { ClientNodeLeaseApi } from "./k8s/lease-client.js";
 import { LeaderElector } from "./k8s/leader-election.js";
@@ -32,6 +32,8 @@ import { ClientNodeCustomObjectApi } from "./k8s/client.js";
 import { ClientNodeRevisionApi, PolicyHistory } from "./k8s/history.js";
 import { KubernetesPolicyStore, samplingPolicyGroup, samplingPolicyPlural, samplingPolicyVersion, type SamplingPolicyObject } from "./k8s/policy-store.js";
 import { PolicyStatusWriter } from "./k8s/policy-status.js";
+import type { OverrideSource } from "./policy/effective.js";
+import { IntervalTicker, type Ticker } from "./ticker.js";
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -42,16 +44,43 @@ function stdoutLog(record: object): void {
 /** A running control plane. */
 export interface RunningControlPlane {
   url: string;
+  /** Kubernetes mode's parts, for readiness probes of tests (undefined in embedded mode). */
+  kubernetes?: {
+    store: KubernetesPolicyStore;
+    history: PolicyHistory;
+    /** The WasmPlugin informer and reconciler. */
+    sync: KubernetesSync;
+    /** One status pass (what the leader's status timer runs); resolves when written. */
+    writeStatus(): Promise<void>;
+    isLeader(): boolean;
+  };
   /** Stops accepting requests, lets in-flight ones finish (up to the grace time), stops the sync. */
   stop(): Promise<void>;
+}
+
+/** What a caller (a test) may inject; everything defaults to the real thing. */
+export interface ControlPlaneOptions {
+  rates?: RateSource;
+  log?: (record: object) => void;
+  auditLine?: (line: string) => void;
+  /** Periodic tasks (adaptive steps, resyncs, status writes). */
+  ticker?: Ticker;
+  /** Milliseconds clock for adaptive sampling, Kubernetes timings and status times. */
+  now?: () => number;
+  /** Waits of backoffs and leader election. */
+  delay?: Delay;
 }
 
 /** Starts everything from a validated config; throws only for start-up failures (bad store file, bad tokens). */
 export async function startControlPlane(
   config: Config,
-  options: { rates?: RateSource; log?: (record: object) => void; auditLine?: (line: string) => void } = {},
+  options: ControlPlaneOptions = {},
 ): Promise<RunningControlPlane> {
   const log = options.log ?? stdoutLog;
+  const ticker = options.ticker ?? new IntervalTicker();
+  const nowMs = options.now ?? Date.now;
+  const now = (): Date => new Date(nowMs());
+  const delay = options.delay ?? realDelay;
   const rates = options.rates;
   const tokens = loadTokens(config.api.tokensFile, config.api.tokens);
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
@@ -76,19 +105,21 @@ export async function startControlPlane(
   let fileStore: FilePolicyStore | undefined;
   if (config.store.mode === "kubernetes") {
     const namespace = config.kubernetes.namespace === "" ? undefined : config.kubernetes.namespace;
-    const revisions = new PolicyHistory({ api: new ClientNodeRevisionApi(kubeConfig()), namespace, audit, log });
-    history = revisions;
+    const samplingPolicies = new ClientNodeCustomObjectApi<SamplingPolicyObject>(kubeConfig(), { group: samplingPolicyGroup, version: samplingPolicyVersion, plural: samplingPolicyPlural });
     clusterStore = new KubernetesPolicyStore({
-      api: new ClientNodeCustomObjectApi<SamplingPolicyObject>(kubeConfig(), { group: samplingPolicyGroup, version: samplingPolicyVersion, plural: samplingPolicyPlural }),
+      api: samplingPolicies,
       namespace,
       backoff: new Backoff(config.kubernetes.backoff.initialMs, config.kubernetes.backoff.maxMs),
-      delay: realDelay,
-      now: () => new Date(),
+      delay,
+      now,
       audit,
       check,
       log,
-      history: (name) => revisions.read(name),
+      history: (name) => history?.read(name) ?? Promise.resolve(undefined),
     });
+    // Every replica records history (revision names come from the objects, so they converge).
+    history = new PolicyHistory({ api: new ClientNodeRevisionApi(kubeConfig()), namespace, store: clusterStore, now, audit, log });
+    history.start();
     clusterStore.start();
   } else {
     fileStore = new FilePolicyStore({ path: config.store.path, audit, log, check });
@@ -106,27 +137,36 @@ export async function startControlPlane(
     pipelineConfig?.ok && config.adaptive.prometheus.url === ""
       ? new PipelineRateSource({
           namespaceOf,
-          now: () => Date.now(),
+          now: nowMs,
           maxAgeMs: Math.max(3 * pipelineConfig.config.scrape.intervalMs, 2 * config.adaptive.intervalSeconds * 1000),
         })
       : undefined;
+  let statusWriter: PolicyStatusWriter | undefined;
   const sampler = new AdaptiveSampler({
     source: rates ?? pipelineRates ?? rateSourceFor(config, namespaceOf),
     policies: () => store.list(),
-    now: () => Date.now(),
+    now: nowMs,
     minPushIntervalMs: config.adaptive.minPushIntervalSeconds * 1000,
     onChange: (name) => {
       metrics.adaptiveUpdates.inc({ policy: name });
       sync?.resync();
+      // Followers serve the rates from the status the leader writes.
+      if (leading()) void statusWriter?.sync();
     },
     onError: (name, error) => log({ level: "warn", msg: "adaptive sampling could not read rates", policy: name, error: String(error) }),
   });
-  const timers: NodeJS.Timeout[] = [];
   // With leader election only the leader adapts rates (and writes them); the others follow.
   let elector: LeaderElector | undefined;
+  const leading = (): boolean => elector === undefined || elector.isLeader();
   if (config.adaptive.enabled) {
-    timers.push(setInterval(() => (elector === undefined || elector.isLeader() ? void sampler.step() : undefined), config.adaptive.intervalSeconds * 1000));
+    ticker.every("adaptive", config.adaptive.intervalSeconds * 1000, () => (leading() ? sampler.step() : undefined));
   }
+  // The rates every replica serves: the leader's own, else those it published in the policy's
+  // status (a follower, or a new leader before its first adaptive step).
+  const overrides: OverrideSource = (name) => {
+    const published = clusterStore?.publishedOverrides(name);
+    return leading() ? (sampler.overrides(name) ?? published) : published;
+  };
 
   if (config.store.mode === "kubernetes") {
     const election = config.kubernetes.leaderElection;
@@ -141,8 +181,8 @@ export async function startControlPlane(
           renewDeadlineMs: election.renewDeadlineSeconds * 1000,
           retryPeriodMs: election.retryPeriodSeconds * 1000,
         },
-        now: () => Date.now(),
-        delay: realDelay,
+        now: nowMs,
+        delay,
         onStartedLeading: () => sync?.leadershipChanged(),
         onStoppedLeading: () => sync?.leadershipChanged(),
         onNewLeader: (identity) => log({ msg: "leader", lease: `${election.namespace}/${election.leaseName}`, holder: identity === "" ? "none" : identity }),
@@ -153,33 +193,31 @@ export async function startControlPlane(
     sync = startKubernetesSync({
       config: config.kubernetes,
       store,
-      overrides: (name) => sampler.overrides(name),
+      overrides,
       metrics,
       kubeConfig: kubeConfig(),
-      delay: realDelay,
-      now: () => Date.now(),
+      delay,
+      now: nowMs,
       log,
       ...(leader === undefined ? {} : { isLeader: () => leader.isLeader() }),
     });
     leader?.start();
     const running = sync;
-    timers.push(setInterval(() => running.resync(), config.kubernetes.resyncSeconds * 1000));
-    timers.push(setInterval(() => running.reconciler.lagSeconds(), 1000));
-    if (clusterStore !== undefined && history !== undefined) {
-      const leading = (): boolean => leader === undefined || leader.isLeader();
-      const recorder = history;
-      const statusWriter = new PolicyStatusWriter({
+    ticker.every("resync", config.kubernetes.resyncSeconds * 1000, () => running.resync());
+    ticker.every("reconcile-lag", 1000, () => running.reconciler.lagSeconds());
+    if (clusterStore !== undefined) {
+      const policies = clusterStore;
+      statusWriter = new PolicyStatusWriter({
         api: new ClientNodeCustomObjectApi<SamplingPolicyObject>(kubeConfig(), { group: samplingPolicyGroup, version: samplingPolicyVersion, plural: samplingPolicyPlural }),
-        store: clusterStore,
+        store: policies,
         wasmPlugins: () => running.informer.cache,
-        now: () => new Date(),
+        overrides,
+        now,
         log,
       });
-      // Only the leader records history and writes status, so each change is recorded once.
-      clusterStore.onChange((change) => {
-        if (leading()) void recorder.record(change);
-      });
-      timers.push(setInterval(() => (leading() && clusterStore?.informer.hasSynced ? void statusWriter.sync() : undefined), 2000));
+      const writer = statusWriter;
+      // Only the leader writes status, so replicas never fight over it.
+      ticker.every("policy-status", 2000, () => (leading() && policies.informer.hasSynced ? writer.sync() : undefined));
     }
   }
 
@@ -205,7 +243,7 @@ export async function startControlPlane(
     reads: config.api.reads,
     bodyLimitBytes: config.api.bodyLimitBytes,
     metrics,
-    overrides: (name) => sampler.overrides(name),
+    overrides,
     readiness: () => {
       const checks: Record<string, ReadinessCheck> = { store: store.readiness() };
       if (sync !== undefined) checks.kubernetes = sync.readiness();
@@ -228,10 +266,18 @@ export async function startControlPlane(
     traces: config.traces.enabled ? `receiving OTLP/HTTP (JSON or protobuf) at ${url}/v1/traces` : "off (TOKENTRACE_TRACES_ENABLED=true turns the span receiver on)",
   });
 
+  const policies = clusterStore;
+  const recorder = history;
+  const writer = statusWriter;
+  const running = sync;
   return {
     url,
+    ...(policies !== undefined && recorder !== undefined && writer !== undefined && running !== undefined
+      ? { kubernetes: { store: policies, history: recorder, sync: running, writeStatus: () => writer.sync(), isLeader: leading } }
+      : {}),
     async stop() {
-      for (const timer of timers) clearInterval(timer);
+      ticker.stop();
+      history?.stop();
       // Step down and release the Lease first, so a successor takes over while we drain.
       await elector?.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,15 +1,20 @@
-// Policy history in the cluster: one apps/v1 ControllerRevision per change (the object StatefulSets
-// keep their history in: immutable `data`, a `revision` number), labelled with the policy's name,
-// in the policy's namespace, at most `historyLimit` per policy (the oldest are deleted). Only the
-// leader records, from the changes its informer sees, so each change is recorded once whichever
-// replica (or kubectl) made it; any replica reads. Changes made outside the REST API are audited
-// here too (the REST path audits its own).
+// Policy history in the cluster: one apps/v1 ControllerRevision per state of a SamplingPolicy (the
+// object StatefulSets keep their history in: immutable `data`, a `revision` number), labelled with
+// the policy's name, in the policy's namespace, at most `historyLimit` per name and namespace (the
+// oldest are deleted). History is complete by design rather than by who happens to lead: a
+// revision's name is derived from the object it records (its uid and generation, or its deletion),
+// so every replica records every state it observes (watch events, and after each list the whole
+// cache, including objects deleted while no replica watched) and the API server's AlreadyExists
+// decides which replica's create stands (as controller_history.go names a StatefulSet's revisions
+// by a hash of their content, so concurrent controllers converge on one object). A generation
+// overwritten before any replica saw it never reached a watcher and cannot be recorded. Changes
+// made outside the REST API are audited by the replica whose revision stood (the REST path
+// audits its own).
 import { AppsV1Api, type KubeConfig, type V1ControllerRevision } from "@kubernetes/client-node";
 import type { AuditSink } from "../policy/audit.js";
 import type { HistoryEntry } from "../policy/model.js";
-import type { PolicyChange } from "../policy/repository.js";
 import { attempt, type KubeResult } from "./client.js";
-import { outsidePrincipal } from "./policy-store.js";
+import { actionAnnotation, outsidePrincipal, specHash, specHashAnnotation, updatedByAnnotation, type KubernetesPolicyStore, type SamplingPolicyObject } from "./policy-store.js";
 import { managedByLabel, managedByValue, policyLabel } from "./wasmplugin.js";
 
 /** History entries kept per policy (as the embedded store keeps). */
@@ -45,70 +50,231 @@ export class ClientNodeRevisionApi implements RevisionApi {
 /** Label selector of one policy's revisions. */
 export const revisionSelector = (policy: string): string => `${managedByLabel}=${managedByValue},${policyLabel}=${policy}`;
 
+/** Label selector of every policy revision. */
+const allRevisionsSelector = `${managedByLabel}=${managedByValue},${policyLabel}`;
+
+/** Annotations tying a revision to the object lifetime it records. */
+export const objectUidAnnotation = "tokentrace.dev/object-uid";
+export const objectCreatedAnnotation = "tokentrace.dev/object-created";
+
+/** The state of one object a revision records. */
+interface ObjectState {
+  namespace: string;
+  name: string;
+  uid: string;
+  created: string;
+  generation: number;
+}
+
+/** The revision name of a state: the same on every replica, so the API server's AlreadyExists decides. */
+export function revisionName(state: ObjectState, deleted: boolean): string {
+  // A uid is a UUID: its first group tells lifetimes of one name apart.
+  const lifetime = state.uid.split("-")[0] ?? state.uid;
+  return `samplingpolicy-${state.name}-${lifetime}-${deleted ? "deleted" : state.generation}`;
+}
+
 function entryOf(revision: V1ControllerRevision): HistoryEntry | undefined {
   const data = revision.data as Partial<HistoryEntry> | undefined;
   if (data === undefined || typeof data.version !== "string" || typeof data.action !== "string") return undefined;
   return data as HistoryEntry;
 }
 
-/** Reads and (on the leader) records policy history as ControllerRevisions. */
+/** Oldest first: by the lifetime of the object (creation time, then uid), then by revision. */
+function historyOrder(a: V1ControllerRevision, b: V1ControllerRevision): number {
+  const key = (r: V1ControllerRevision): string => `${r.metadata?.annotations?.[objectCreatedAnnotation] ?? ""}\u0000${r.metadata?.annotations?.[objectUidAnnotation] ?? ""}`;
+  return key(a).localeCompare(key(b)) || a.revision - b.revision;
+}
+
+function stateOf(object: SamplingPolicyObject): ObjectState | undefined {
+  const { namespace, name, uid, creationTimestamp, generation } = object.metadata;
+  if (uid === undefined || generation === undefined) return undefined;
+  return { namespace, name, uid, created: creationTimestamp ?? "", generation };
+}
+
+/** What PolicyHistory needs. */
+export interface PolicyHistoryOptions {
+  api: RevisionApi;
+  /** Namespace watched; undefined = every namespace. */
+  namespace: string | undefined;
+  store: KubernetesPolicyStore;
+  now: () => Date;
+  audit?: AuditSink;
+  log?: (record: object) => void;
+}
+
+/** Reads and records policy history as ControllerRevisions (every replica records). */
 export class PolicyHistory {
   private queue: Promise<unknown> = Promise.resolve();
+  /** Revision names known to exist (created here, or listed). */
+  private readonly known = new Set<string>();
+  /** The last state seen of each object (namespace/name), to record its deletion. */
+  private readonly lastSeen = new Map<string, { state: ObjectState; deletedBy: string }>();
+  private unsubscribe: (() => void) | undefined;
 
-  constructor(
-    private readonly options: { api: RevisionApi; namespace: string | undefined; audit?: AuditSink; log?: (record: object) => void },
-  ) {}
+  constructor(private readonly options: PolicyHistoryOptions) {}
 
-  /** History of a name, oldest first; undefined when none is recorded. Throws nothing: a failed read is logged and answers undefined. */
+  /** Follows the store: each object state it learns of, and after each (re-)list the whole cache. */
+  start(): void {
+    const objects = this.options.store.onObject((key) => void this.enqueue(() => this.observe(key)));
+    const lists = this.options.store.onListed(() => void this.enqueue(() => this.reconcile()));
+    this.unsubscribe = () => {
+      objects();
+      lists();
+    };
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+  }
+
+  /** Resolves when every recording queued so far finished. */
+  idle(): Promise<void> {
+    return this.queue.then(() => undefined);
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.queue.then(task);
+    this.queue = run.catch((error: unknown) => this.options.log?.({ level: "warn", msg: "recording policy history failed", error: String(error) }));
+    return run.catch(() => undefined);
+  }
+
+  /**
+   * History of a name, oldest first; undefined when none is recorded. It is the history of the
+   * namespace that serves the name (or, for a name no longer served, the namespace it was last
+   * changed in): a name used in two namespaces keeps two histories apart. Throws nothing: a
+   * failed read is logged and answers undefined.
+   */
   async read(name: string): Promise<readonly HistoryEntry[] | undefined> {
-    const listed = await this.options.api.list(this.options.namespace, revisionSelector(name));
+    const served = this.options.store.get(name)?.policy.target.namespace;
+    const listed = await this.options.api.list(served ?? this.options.namespace, revisionSelector(name));
     if (!listed.ok) {
       this.options.log?.({ level: "warn", msg: "reading policy history failed", policy: name, code: listed.code, reason: listed.reason });
       return undefined;
     }
-    const entries = listed.value.sort((a, b) => a.revision - b.revision).map(entryOf).filter((e): e is HistoryEntry => e !== undefined);
+    let revisions = listed.value;
+    if (served === undefined && revisions.length > 0) {
+      const latest = [...revisions].sort((a, b) => (entryOf(a)?.at ?? "").localeCompare(entryOf(b)?.at ?? "")).at(-1);
+      revisions = revisions.filter((r) => r.metadata?.namespace === latest?.metadata?.namespace);
+    }
+    const entries = revisions.sort(historyOrder).map(entryOf).filter((e): e is HistoryEntry => e !== undefined);
     return entries.length === 0 ? undefined : Object.freeze(entries);
   }
 
-  /** Records one change (serialised: revisions of a policy are numbered in order). */
-  record(change: PolicyChange): Promise<void> {
-    const run = this.queue.then(() => this.recordNow(change));
-    this.queue = run.catch(() => undefined);
-    return run;
+  /** Records the state of one object the store just learned of (or its deletion). */
+  private async observe(key: string): Promise<void> {
+    const object = this.options.store.objects().get(key);
+    const seen = this.lastSeen.get(key);
+    if (object === undefined || (seen !== undefined && object.metadata.uid !== seen.state.uid)) {
+      if (seen !== undefined) {
+        this.lastSeen.delete(key);
+        await this.recordDeletion(seen.state, seen.deletedBy);
+      }
+      if (object === undefined) return;
+    }
+    await this.recordObject(key, object);
   }
 
-  private async recordNow(change: PolicyChange): Promise<void> {
-    const record = change.current ?? change.previous;
-    if (record === null) return;
-    const namespace = record.policy.target.namespace;
-    const version = change.current?.version ?? `${change.previous?.version ?? ""}-deleted`;
-    const listed = await this.options.api.list(namespace, revisionSelector(change.name));
+  private async recordObject(key: string, object: SamplingPolicyObject): Promise<void> {
+    const state = stateOf(object);
+    if (state === undefined) return;
+    const annotations = object.metadata.annotations ?? {};
+    const ours = annotations[specHashAnnotation] === specHash(object.spec);
+    this.lastSeen.set(key, { state, deletedBy: ours && annotations[actionAnnotation] === "delete" ? (annotations[updatedByAnnotation] ?? outsidePrincipal) : outsidePrincipal });
+    // Only an accepted generation is a state of the policy (a refused one never took effect).
+    const inForce = this.options.store.recordOfKey(key);
+    if (inForce === undefined || inForce.generation !== state.generation) return;
+    const name = revisionName(state, false);
+    if (this.known.has(`${state.namespace}/${name}`)) return;
+    const record = inForce.record;
+    const action = ours && isAction(annotations[actionAnnotation]) && annotations[actionAnnotation] !== "delete" ? annotations[actionAnnotation] : state.generation === 1 ? "create" : "replace";
+    await this.create(state, name, state.generation, { action, version: record.version, at: record.updatedAt, by: record.updatedBy, policy: record.policy });
+  }
+
+  private async recordDeletion(state: ObjectState, by: string): Promise<void> {
+    const name = revisionName(state, true);
+    if (this.known.has(`${state.namespace}/${name}`)) return;
+    await this.create(state, name, state.generation + 1, { action: "delete", version: "", at: this.options.now().toISOString(), by });
+  }
+
+  /**
+   * Reconciles the cluster's revisions with the cache: a revision for every live object's
+   * accepted generation, and a deletion for every recorded lifetime whose object is gone.
+   */
+  private async reconcile(): Promise<void> {
+    const listed = await this.options.api.list(this.options.namespace, allRevisionsSelector);
     if (!listed.ok) {
-      this.options.log?.({ level: "warn", msg: "recording policy history failed", policy: change.name, code: listed.code, reason: listed.reason });
+      this.options.log?.({ level: "warn", msg: "listing policy history failed", code: listed.code, reason: listed.reason });
       return;
     }
-    const existing = listed.value.sort((a, b) => a.revision - b.revision);
-    // A leader that took over may see a change again: record each version once.
-    if (existing.some((r) => entryOf(r)?.version === version)) return;
-    const entry: HistoryEntry = { action: change.action, version, previousVersion: change.previous?.version ?? null, at: change.at, by: change.by };
-    if (change.current !== null) entry.policy = change.current.policy;
-    const revision = (existing.at(-1)?.revision ?? 0) + 1;
+    for (const r of listed.value) if (r.metadata?.name !== undefined) this.known.add(`${r.metadata.namespace ?? ""}/${r.metadata.name}`);
+    const objects = this.options.store.objects();
+    const liveUids = new Set([...objects.values()].map((o) => o.metadata.uid));
+    for (const [key, object] of objects) await this.recordObject(key, object);
+    // Lifetimes with revisions, whose object is gone and whose deletion is not recorded.
+    const lifetimes = new Map<string, { state: ObjectState; deleted: boolean }>();
+    for (const r of listed.value) {
+      const uid = r.metadata?.annotations?.[objectUidAnnotation];
+      const name = r.metadata?.labels?.[policyLabel];
+      if (uid === undefined || name === undefined || liveUids.has(uid)) continue;
+      const id = `${r.metadata?.namespace ?? ""}/${uid}`;
+      const seen = lifetimes.get(id);
+      const generation = entryOf(r)?.action === "delete" ? r.revision - 1 : r.revision;
+      const state: ObjectState = { namespace: r.metadata?.namespace ?? "", name, uid, created: r.metadata?.annotations?.[objectCreatedAnnotation] ?? "", generation: Math.max(generation, seen?.state.generation ?? 0) };
+      lifetimes.set(id, { state, deleted: (seen?.deleted ?? false) || entryOf(r)?.action === "delete" });
+    }
+    for (const { state, deleted } of lifetimes.values()) if (!deleted) await this.recordDeletion(state, outsidePrincipal);
+  }
+
+  private async create(state: ObjectState, name: string, revision: number, data: Omit<HistoryEntry, "previousVersion">): Promise<void> {
+    const { namespace } = state;
+    const knownName = `${namespace}/${name}`;
+    if (this.known.has(knownName)) return;
+    const listed = await this.options.api.list(namespace, revisionSelector(state.name));
+    if (!listed.ok) {
+      this.options.log?.({ level: "warn", msg: "recording policy history failed", policy: state.name, code: listed.code, reason: listed.reason });
+      return;
+    }
+    const existing = listed.value.sort(historyOrder);
+    if (existing.some((r) => r.metadata?.name === name)) {
+      this.known.add(knownName);
+      return;
+    }
+    // The state before this one, among those recorded before it (a deletion has none after it).
+    const before = existing.filter((r) => historyOrder(r, { metadata: { annotations: { [objectCreatedAnnotation]: state.created, [objectUidAnnotation]: state.uid } }, revision } as V1ControllerRevision) < 0).at(-1);
+    const previous = before === undefined ? undefined : entryOf(before);
+    const entry: HistoryEntry = { ...data, previousVersion: previous === undefined || previous.action === "delete" ? null : previous.version };
+    if (data.action === "delete") entry.version = `${previous?.version ?? "unknown"}-deleted`;
     const created = await this.options.api.create(namespace, {
       apiVersion: "apps/v1",
       kind: "ControllerRevision",
-      metadata: { name: `samplingpolicy-${change.name}-${revision}`, namespace, labels: { [managedByLabel]: managedByValue, [policyLabel]: change.name } },
+      metadata: {
+        name,
+        namespace,
+        labels: { [managedByLabel]: managedByValue, [policyLabel]: state.name },
+        annotations: { [objectUidAnnotation]: state.uid, [objectCreatedAnnotation]: state.created },
+      },
       data: entry as unknown as object,
       revision,
     });
     if (!created.ok) {
-      this.options.log?.({ level: "warn", msg: "recording policy history failed", policy: change.name, code: created.code, reason: created.reason });
+      // Another replica recorded this state first: the same name, so the same entry.
+      if (created.code === 409 && created.reason === "AlreadyExists") this.known.add(knownName);
+      else this.options.log?.({ level: "warn", msg: "recording policy history failed", policy: state.name, code: created.code, reason: created.reason });
       return;
     }
-    if (change.by === outsidePrincipal) {
-      this.options.audit?.({ who: outsidePrincipal, action: change.action, policy: change.name, oldVersion: change.previous?.version ?? null, newVersion: change.current?.version ?? null, at: change.at });
+    this.known.add(knownName);
+    if (entry.by === outsidePrincipal) {
+      this.options.audit?.({ who: outsidePrincipal, action: entry.action, policy: state.name, oldVersion: entry.previousVersion, newVersion: entry.action === "delete" ? null : entry.version, at: entry.at });
     }
-    for (const old of existing.slice(0, Math.max(0, existing.length + 1 - historyLimit))) {
-      if (old.metadata?.name !== undefined) await this.options.api.delete(namespace, old.metadata.name);
+    const all = [...existing, created.value].sort(historyOrder);
+    for (const old of all.slice(0, Math.max(0, all.length - historyLimit))) {
+      if (old.metadata?.name === undefined) continue;
+      const removed = await this.options.api.delete(namespace, old.metadata.name);
+      if (!removed.ok && removed.code !== 404) this.options.log?.({ level: "warn", msg: "trimming policy history failed", policy: state.name, code: removed.code, reason: removed.reason });
     }
   }
+}
+
+function isAction(value: string | undefined): value is HistoryEntry["action"] {
+  return value === "create" || value === "replace" || value === "patch" || value === "rollback" || value === "delete";
 }

@@ -5,13 +5,19 @@
 // server's (a stale write is its 409). Reads come from an informer cache; a write this replica
 // makes is applied to that cache before it is acknowledged. Who wrote a change travels in
 // annotations the REST path sets; a change made any other way (kubectl) is attributed to
-// "kubernetes". History is recorded by the leader as ControllerRevisions (history.ts).
+// "kubernetes". History is recorded as ControllerRevisions (history.ts).
+// A policy changes when its object's generation does (the API server bumps it for spec changes
+// only: customresource/strategy.go PrepareForUpdate), so status writes (conditions, the adaptive
+// rates the leader publishes) and annotation edits neither make a new version nor reset adaptive
+// sampling. A new generation that fails validation is reported (Accepted=False) and the object's
+// last accepted policy stays in force, as a Deployment whose rollout fails keeps its old pods.
 import { admitPolicy, deepFreeze, type PolicyCheck } from "../policy/admission.js";
 import type { AuditSink } from "../policy/audit.js";
 import { canonicalJson } from "../policy/canonical-json.js";
 import { checkPreconditions } from "../policy/preconditions.js";
 import { mergePatch } from "../policy/merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "../policy/model.js";
+import type { RateOverrides } from "../policy/effective.js";
 import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteOptions, WriteResult } from "../policy/repository.js";
 import type { Backoff, Delay } from "./backoff.js";
 import type { CustomObject, CustomObjectApi, KubeFailure } from "./client.js";
@@ -37,6 +43,7 @@ export interface SamplingPolicyObject extends CustomObject {
     name: string;
     namespace: string;
     resourceVersion?: string;
+    uid?: string;
     generation?: number;
     creationTimestamp?: string;
     labels?: Record<string, string>;
@@ -69,9 +76,41 @@ export function specHash(spec: unknown): string {
 
 interface Entry {
   key: string;
+  /** The object as last seen (its status and resourceVersion may be newer than `record`). */
   object: SamplingPolicyObject;
+  /** The policy this object serves: its current generation's, or the last accepted one while `errors` is set. */
   record?: PolicyRecord;
+  /** The generation `record` was read from. */
+  recordGeneration?: number;
+  /** Why the current generation is not accepted. */
   errors?: FieldError[];
+}
+
+/** The adaptive rates a status carries, as `status.adaptive` (scripts/crd.ts). */
+export interface AdaptiveStatus {
+  /** The generation whose policy the rates were computed for. */
+  observedGeneration: number;
+  defaultRate?: number;
+  routeRates?: { index: number; rate: number }[];
+}
+
+/** Overrides as a status field (route rates by rule index, ascending). */
+export function adaptiveStatusOf(overrides: RateOverrides, generation: number): AdaptiveStatus {
+  const out: AdaptiveStatus = { observedGeneration: generation };
+  if (overrides.defaultRate !== undefined) out.defaultRate = overrides.defaultRate;
+  const routeRates = [...overrides.routeRates].sort((a, b) => a[0] - b[0]).map(([index, rate]) => ({ index, rate }));
+  if (routeRates.length > 0) out.routeRates = routeRates;
+  return out;
+}
+
+function overridesOf(status: unknown, generation: number | undefined): RateOverrides | undefined {
+  if (typeof status !== "object" || status === null) return undefined;
+  const adaptive = (status as { adaptive?: Partial<AdaptiveStatus> }).adaptive;
+  // Rates computed for another generation belong to a policy that is no longer in force.
+  if (adaptive === undefined || adaptive === null || generation === undefined || adaptive.observedGeneration !== generation) return undefined;
+  const routeRates = new Map<number, number>();
+  for (const r of adaptive.routeRates ?? []) routeRates.set(r.index, r.rate);
+  return adaptive.defaultRate === undefined ? { routeRates } : { defaultRate: adaptive.defaultRate, routeRates };
 }
 
 /** What the Kubernetes store needs. */
@@ -96,6 +135,10 @@ export class KubernetesPolicyStore implements PolicyRepository {
   /** The served record of each name (the oldest object of that name wins a cross-namespace clash). */
   private readonly served = new Map<string, Entry>();
   private readonly listeners = new Set<(change: PolicyChange) => void>();
+  private readonly objectListeners = new Set<(key: string) => void>();
+  private readonly listListeners = new Set<() => void>();
+  /** Overrides read from each served object's status, by object (identity changes when the status does). */
+  private readonly statusOverrides = new WeakMap<SamplingPolicyObject, RateOverrides | undefined>();
   private sorted: readonly PolicyRecord[] | undefined;
   /** When each resourceVersion was first seen, for changes made outside the REST API. */
   private readonly seenAt = new Map<string, string>();
@@ -111,6 +154,9 @@ export class KubernetesPolicyStore implements PolicyRepository {
       backoff: options.backoff,
       delay: options.delay,
       onChange: (key) => this.refresh(key),
+      onSynced: () => {
+        for (const listener of this.listListeners) listener();
+      },
       log: options.log,
       now: () => options.now().getTime(),
     });
@@ -151,6 +197,36 @@ export class KubernetesPolicyStore implements PolicyRepository {
   onChange(listener: (change: PolicyChange) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Subscribes to every object the cache learns of (namespace/name), status-only changes included. */
+  onObject(listener: (key: string) => void): () => void {
+    this.objectListeners.add(listener);
+    return () => this.objectListeners.delete(listener);
+  }
+
+  /** Subscribes to the end of every (re-)list of the objects. */
+  onListed(listener: () => void): () => void {
+    this.listListeners.add(listener);
+    return () => this.listListeners.delete(listener);
+  }
+
+  /**
+   * The adaptive rates the leader published in the served object's status, when they were
+   * computed for the generation in force; the same object for the same status, so the pull
+   * endpoint's config cache (keyed by identity) recomputes exactly when they change.
+   */
+  publishedOverrides(name: string): RateOverrides | undefined {
+    const entry = this.served.get(name);
+    if (entry === undefined) return undefined;
+    if (!this.statusOverrides.has(entry.object)) this.statusOverrides.set(entry.object, overridesOf(entry.object.status, entry.recordGeneration));
+    return this.statusOverrides.get(entry.object);
+  }
+
+  /** The record object `key` (namespace/name) serves, and the generation it came from. */
+  recordOfKey(key: string): { record: PolicyRecord; generation: number | undefined } | undefined {
+    const entry = this.byKey.get(key);
+    return entry?.record === undefined ? undefined : { record: entry.record, generation: entry.recordGeneration };
   }
 
   validate(document: unknown): Promise<Admission> {
@@ -203,6 +279,33 @@ export class KubernetesPolicyStore implements PolicyRepository {
     return { record: deepFreeze({ policy: admitted.policy, version, updatedAt: at, updatedBy: (ours ? annotations[updatedByAnnotation] : undefined) ?? outsidePrincipal }) };
   }
 
+  /**
+   * The entry for a new state of `key`'s object. The same object (uid) at the same generation
+   * keeps its record (only status or metadata moved); a refused generation keeps the last
+   * accepted record of the same object.
+   */
+  private entryFor(key: string, object: SamplingPolicyObject, previous: Entry | undefined): Entry {
+    const sameObject = previous !== undefined && previous.object.metadata.uid === object.metadata.uid;
+    const generation = object.metadata.generation;
+    if (sameObject && previous.record !== undefined && generation !== undefined && previous.object.metadata.generation === generation) {
+      return { ...previous, object };
+    }
+    const read = this.recordOf(object);
+    if (read.record !== undefined) return { key, object, record: read.record, recordGeneration: generation };
+    const lastGood = sameObject ? previous.record : undefined;
+    return lastGood === undefined ? { key, object, errors: read.errors } : { key, object, record: lastGood, recordGeneration: previous?.recordGeneration, errors: read.errors };
+  }
+
+  /**
+   * The resourceVersion a write of `entry` must be made at: the object's current one while the
+   * record still is its current generation (status writes do not stale a reader's version), the
+   * record's own otherwise (then the API server refuses the write: the reader never saw the
+   * newer generation).
+   */
+  private writeVersion(entry: Entry): string | undefined {
+    return entry.recordGeneration !== undefined && entry.recordGeneration === entry.object.metadata.generation ? entry.object.metadata.resourceVersion : entry.record?.version;
+  }
+
   /** Recomputes what `key` (namespace/name) contributes, and publishes a change of the served record. */
   private refresh(key: string): void {
     let object = this.informer.cache.get(key);
@@ -220,7 +323,7 @@ export class KubernetesPolicyStore implements PolicyRepository {
     const name = object?.metadata.name ?? previousEntry?.object.metadata.name;
     if (name === undefined) return;
     if (object === undefined) this.byKey.delete(key);
-    else if (previousEntry?.object.metadata.resourceVersion !== object.metadata.resourceVersion || previousEntry === undefined) this.byKey.set(key, { key, object, ...this.recordOf(object) });
+    else if (previousEntry === undefined || previousEntry.object.metadata.resourceVersion !== object.metadata.resourceVersion) this.byKey.set(key, this.entryFor(key, object, previousEntry));
     const before = this.served.get(name)?.record ?? null;
     // The oldest valid object of the name wins (then namespace order), as a first-come reservation.
     const candidates = [...this.byKey.values()].filter((e) => e.object.metadata.name === name && e.record !== undefined);
@@ -229,6 +332,7 @@ export class KubernetesPolicyStore implements PolicyRepository {
     if (winner === undefined) this.served.delete(name);
     else this.served.set(name, winner);
     const after = winner?.record ?? null;
+    for (const listener of this.objectListeners) listener(key);
     if ((before?.version ?? null) === (after?.version ?? null) && before?.policy.target.namespace === after?.policy.target.namespace) return;
     this.sorted = undefined;
     const annotations = winner?.object.metadata.annotations ?? {};
@@ -298,7 +402,8 @@ export class KubernetesPolicyStore implements PolicyRepository {
     if (current !== null && canonicalJson(current.policy) === canonicalJson(policy)) return { ok: true, record: current, previous: current, changed: false };
     const object = this.objectFor(policy, current === null ? "create" : action, options.by, entry?.object);
     // The version the writer read is the precondition the API server enforces.
-    if (entry !== undefined) object.metadata.resourceVersion = options.expectVersion ?? entry.object.metadata.resourceVersion;
+    // (checkPreconditions above held: a given expectVersion is the record's version.)
+    if (entry !== undefined) object.metadata.resourceVersion = this.writeVersion(entry);
     const result = entry === undefined ? await this.options.api.create(object) : await this.options.api.replace(object);
     if (!result.ok) return this.failure(result, options, name);
     const key = `${result.value.metadata.namespace}/${result.value.metadata.name}`;
@@ -338,11 +443,11 @@ export class KubernetesPolicyStore implements PolicyRepository {
     // A deletion leaves no object to say who made it: the object is first annotated (so the last
     // state every watcher sees names the principal), then deleted at exactly that version.
     const marked = this.objectFor(current.policy, "delete", options.by, entry.object);
-    marked.metadata.resourceVersion = options.expectVersion ?? current.version;
+    marked.metadata.resourceVersion = this.writeVersion(entry);
     const annotated = await this.options.api.replace(marked);
     if (!annotated.ok) return this.failure(annotated, options, name);
     this.informer.cache.set(entry.key, annotated.value);
-    this.byKey.set(entry.key, { key: entry.key, object: annotated.value, ...this.recordOf(annotated.value) });
+    this.byKey.set(entry.key, this.entryFor(entry.key, annotated.value, entry));
     const result = await this.options.api.delete(entry.object.metadata.namespace, entry.object.metadata.name, annotated.value.metadata.resourceVersion);
     if (!result.ok) return this.failure(result, options, name);
     this.tombstones.set(entry.key, new Set([entry.object.metadata.resourceVersion ?? "", annotated.value.metadata.resourceVersion ?? ""]));
