@@ -79,10 +79,10 @@ function entryOf(revision: V1ControllerRevision): HistoryEntry | undefined {
   return data as HistoryEntry;
 }
 
-/** Oldest first: by the lifetime of the object (creation time, then uid), then by revision. */
+/** Oldest first: by revision (each one numbered after those recorded before it), then lifetime. */
 function historyOrder(a: V1ControllerRevision, b: V1ControllerRevision): number {
   const key = (r: V1ControllerRevision): string => `${r.metadata?.annotations?.[objectCreatedAnnotation] ?? ""}\u0000${r.metadata?.annotations?.[objectUidAnnotation] ?? ""}`;
-  return key(a).localeCompare(key(b)) || a.revision - b.revision;
+  return a.revision - b.revision || key(a).localeCompare(key(b));
 }
 
 function stateOf(object: SamplingPolicyObject): ObjectState | undefined {
@@ -187,13 +187,13 @@ export class PolicyHistory {
     if (this.known.has(`${state.namespace}/${name}`)) return;
     const record = inForce.record;
     const action = ours && isAction(annotations[actionAnnotation]) && annotations[actionAnnotation] !== "delete" ? annotations[actionAnnotation] : state.generation === 1 ? "create" : "replace";
-    await this.create(state, name, state.generation, { action, version: record.version, at: record.updatedAt, by: record.updatedBy, policy: record.policy });
+    await this.create(state, name, { action, version: record.version, at: record.updatedAt, by: record.updatedBy, policy: record.policy });
   }
 
   private async recordDeletion(state: ObjectState, by: string): Promise<void> {
     const name = revisionName(state, true);
     if (this.known.has(`${state.namespace}/${name}`)) return;
-    await this.create(state, name, state.generation + 1, { action: "delete", version: "", at: this.options.now().toISOString(), by });
+    await this.create(state, name, { action: "delete", version: "", at: this.options.now().toISOString(), by });
   }
 
   /**
@@ -209,7 +209,6 @@ export class PolicyHistory {
     for (const r of listed.value) if (r.metadata?.name !== undefined) this.known.add(`${r.metadata.namespace ?? ""}/${r.metadata.name}`);
     const objects = this.options.store.objects();
     const liveUids = new Set([...objects.values()].map((o) => o.metadata.uid));
-    for (const [key, object] of objects) await this.recordObject(key, object);
     // Lifetimes with revisions, whose object is gone and whose deletion is not recorded.
     const lifetimes = new Map<string, { state: ObjectState; deleted: boolean }>();
     for (const r of listed.value) {
@@ -218,14 +217,16 @@ export class PolicyHistory {
       if (uid === undefined || name === undefined || liveUids.has(uid)) continue;
       const id = `${r.metadata?.namespace ?? ""}/${uid}`;
       const seen = lifetimes.get(id);
-      const generation = entryOf(r)?.action === "delete" ? r.revision - 1 : r.revision;
+      const generation = Number(/-(\d+)$/.exec(r.metadata?.name ?? "")?.[1] ?? "0");
       const state: ObjectState = { namespace: r.metadata?.namespace ?? "", name, uid, created: r.metadata?.annotations?.[objectCreatedAnnotation] ?? "", generation: Math.max(generation, seen?.state.generation ?? 0) };
       lifetimes.set(id, { state, deleted: (seen?.deleted ?? false) || entryOf(r)?.action === "delete" });
     }
+    // Deletions first: a name's next lifetime comes after them.
     for (const { state, deleted } of lifetimes.values()) if (!deleted) await this.recordDeletion(state, outsidePrincipal);
+    for (const [key, object] of objects) await this.recordObject(key, object);
   }
 
-  private async create(state: ObjectState, name: string, revision: number, data: Omit<HistoryEntry, "previousVersion">): Promise<void> {
+  private async create(state: ObjectState, name: string, data: Omit<HistoryEntry, "previousVersion">): Promise<void> {
     const { namespace } = state;
     const knownName = `${namespace}/${name}`;
     if (this.known.has(knownName)) return;
@@ -239,8 +240,10 @@ export class PolicyHistory {
       this.known.add(knownName);
       return;
     }
-    // The state before this one, among those recorded before it (a deletion has none after it).
-    const before = existing.filter((r) => historyOrder(r, { metadata: { annotations: { [objectCreatedAnnotation]: state.created, [objectUidAnnotation]: state.uid } }, revision } as V1ControllerRevision) < 0).at(-1);
+    // Numbered after every revision of the name; the state before it is the newest of those
+    // (for a deletion, the newest of its own lifetime).
+    const revision = (existing.at(-1)?.revision ?? 0) + 1;
+    const before = data.action === "delete" ? existing.filter((r) => r.metadata?.annotations?.[objectUidAnnotation] === state.uid).at(-1) : existing.at(-1);
     const previous = before === undefined ? undefined : entryOf(before);
     const entry: HistoryEntry = { ...data, previousVersion: previous === undefined || previous.action === "delete" ? null : previous.version };
     if (data.action === "delete") entry.version = `${previous?.version ?? "unknown"}-deleted`;
