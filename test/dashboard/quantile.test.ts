@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { histogramQuantile } from "../../control-plane/src/dashboard/quantile.js";
+import { histogramQuantile } from "../../control-plane/src/promql/quantile.js";
 
 /** A small deterministic random source (mulberry32). */
 function random(seed: number): () => number {

@@ -14,6 +14,7 @@ import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { ManualClock, type FilterVm } from "../host/index.js";
 import { countingRandom, loadFilter } from "../filter/support.js";
+import { advance } from "../pipeline/engine-scrapes.js";
 
 /** Series name -> label names it can carry. */
 export type SeriesCatalogue = Map<string, Set<string>>;
@@ -104,7 +105,7 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
     for (const s of parseText(text).samples) addSeries(sidecar, s.name, s.labels.filter((_, i) => i % 2 === 0));
     const at = t0 + round * 15000;
     collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_100_000_000 + round * 2_000_000), at)));
-    collect(joiner.join(scrape(VLLM, setValue(setValue(vllm, "vllm:request_queue_time_seconds_count", 40 + round * 10), "vllm:request_prefill_time_seconds_count", 40 + round * 10), at)));
+    collect(joiner.join(scrape(VLLM, advance(vllm, round, 0.25), at)));
     collect(joiner.join(scrape(ENVOY, text, at + 1000)));
   }
   // Tokens per joule needs the pods' token rate first, then a dcgm energy delta.

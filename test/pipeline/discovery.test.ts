@@ -33,6 +33,8 @@ describe("scrape targets from pods", () => {
     { name: "an IPv6 pod IP is bracketed", pod: pod("v6", { containers: ["istio-proxy"], ip: "fd00::5" }), expect: ["envoy|http://[fd00::5]:15090/stats/prometheus|llm/v6 http://[fd00::5]:15090/stats/prometheus"] },
     { name: "a pending pod has no targets", pod: pod("chat", { containers: ["istio-proxy"], phase: "Pending" }), expect: [] },
     { name: "a pod without sidecar, exporter or annotation has no targets", pod: pod("plain"), expect: [] },
+    { name: "a pod running two model servers (one per model) lists both ports: one engine target each", pod: pod("chat", { annotations: { "tokentrace.io/vllm-metrics-port": "8000,8001" } }), expect: ["vllm|http://10.1.2.3:8000/metrics|llm/chat http://10.1.2.3:8000/metrics", "vllm|http://10.1.2.3:8001/metrics|llm/chat http://10.1.2.3:8001/metrics"] },
+    { name: "a port list with a bad entry is ignored whole", pod: pod("chat", { annotations: { "tokentrace.io/vllm-metrics-port": "8000,http" } }), expect: [] },
     { name: "a bad vLLM port annotation is ignored", pod: pod("chat", { annotations: { "tokentrace.io/vllm-metrics-port": "http" } }), expect: [] },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(ids(targetsForPod(c.pod, RULES)), c.expect));

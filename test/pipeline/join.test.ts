@@ -93,11 +93,11 @@ describe("join", () => {
     assert.deepEqual([l2.gpu, l2.hostname], [undefined, "cpu-node-b"]);
   });
 
-  it("keeps MIG instances of one GPU apart", () => {
+  it("keeps MIG instances of one GPU apart (an instance's utilisation is its graphics engine activity)", () => {
     const j = new Joiner();
     const mig = [
-      'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-m",modelName="A100",Hostname="n",GPU_I_PROFILE="1g.10gb",GPU_I_ID="1",namespace="a",pod="p1"} 10',
-      'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-m",modelName="A100",Hostname="n",GPU_I_PROFILE="1g.10gb",GPU_I_ID="2",namespace="a",pod="p2"} 20',
+      'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-m",modelName="A100",Hostname="n",GPU_I_PROFILE="1g.10gb",GPU_I_ID="1",namespace="a",pod="p1"} 0.1',
+      'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-m",modelName="A100",Hostname="n",GPU_I_PROFILE="1g.10gb",GPU_I_ID="2",namespace="a",pod="p2"} 0.2',
     ].join("\n");
     j.join(result(DCGM, mig, T0));
     const p1 = j.join(result({ ...CHAT, namespace: "a", pod: "p1", id: "e/a/p1" }, "tokentrace_requests_total{route=\"r\"} 1\n", T0 + 1));

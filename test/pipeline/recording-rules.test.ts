@@ -5,92 +5,40 @@
 // the rule must return exactly those series, no more (Debian's promtool 2.42, `test rules`).
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { promisify } from "node:util";
-import { parse, stringify } from "yaml";
-import { parseText } from "../../control-plane/src/scrape/text-parser.js";
-import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
+import { readFileSync } from "node:fs";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
-import { Joiner } from "../../control-plane/src/join/joiner.js";
 import * as C from "../../control-plane/src/join/catalogue.js";
+import { inputSeries, promLabels, promtoolRunner, runScrapes, type Scrape } from "./promtool-case.js";
 
-const RULES = new URL("../../istio/observability/recording-rules.yaml", import.meta.url);
 const fixture = (name: string): string => readFileSync(new URL(`../fixtures/pipeline/${name}`, import.meta.url), "utf8");
 const DERIVED = [C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, C.GPU_SECONDS_PER_1K_TOKENS, C.TOKENS_PER_JOULE, C.ROUTE_LATENCY, C.ROUTE_GPU_UTILIZATION];
 
-interface Scrape { atSec: number; target: ScrapeTarget; text: string }
-
-const promLabels = (labels: string[]): string => {
-  const pairs: string[] = [];
-  for (let i = 0; i < labels.length; i += 2) if (labels[i] !== "__name__") pairs.push(`${labels[i]}=${JSON.stringify(labels[i + 1])}`);
-  return `{${pairs.sort().join(",")}}`;
-};
-
 /** Runs the scrapes through the join; returns promtool's test for the same input and the join's last derived values. */
 function promtoolCase(scrapes: Scrape[], evalSec: number): { test: unknown; expected: Map<string, number> } {
-  const joiner = new Joiner();
-  joiner.setTargets([...new Map(scrapes.map((s) => [s.target.id, s.target])).values()]);
-  const input = new Map<string, Map<number, number>>();
-  const expected = new Map<string, { atMs: number; value: number }>();
-  for (const s of [...scrapes].sort((a, b) => a.atSec - b.atSec)) {
-    const p = parseText(s.text);
-    const r: ScrapeResult = { target: s.target, timestampMs: s.atSec * 1000, durationMs: 5, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors };
-    // Prometheus's own scrape: the exposition's labels, plus namespace and pod target labels for a
-    // pod's sidecar and vLLM; dcgm-exporter with honor_labels keeps its own pod mapping.
-    for (const smp of p.samples) {
-      const labels = s.target.kind === "dcgm" ? smp.labels : [...smp.labels, "namespace", s.target.namespace!, "pod", s.target.pod!];
-      const key = `${smp.name}${promLabels(labels)}`;
-      if (!input.has(key)) input.set(key, new Map());
-      input.get(key)!.set(s.atSec, smp.value);
-    }
-    for (const out of joiner.join(r)) {
-      const name = out.labels[out.labels.indexOf("__name__") + 1]!;
-      const sample = out.samples[out.samples.length - 1]!;
-      if (name === C.POD_GPU_INFO) continue; // recorded from dcgm-exporter by the rules' own gpu-links group
-      if (!DERIVED.includes(name)) continue;
-      expected.set(`${name}${promLabels(out.labels)}`, { atMs: sample.timestampMs, value: sample.value });
-    }
-  }
-  const values = (points: Map<number, number>): string => Array.from({ length: evalSec + 1 }, (_, t) => (points.has(t) ? String(points.get(t)) : "_")).join(" ");
+  const { input, joined } = runScrapes(scrapes);
+  const expected = new Map<string, number>();
+  // POD_GPU_INFO is recorded from dcgm-exporter by the rules' own gpu-links group.
+  for (const p of joined) if (DERIVED.includes(p.name)) expected.set(`${p.name}${promLabels(p.labels)}`, p.value);
   const byName = new Map<string, { labels: string; value: number }[]>();
-  for (const [series, v] of expected) {
+  for (const [series, value] of expected) {
     const name = series.slice(0, series.indexOf("{"));
     if (!byName.has(name)) byName.set(name, []);
-    byName.get(name)!.push({ labels: series, value: v.value });
+    byName.get(name)!.push({ labels: series, value });
   }
   const test = {
     interval: "1s",
-    input_series: [...input].map(([series, points]) => ({ series, values: values(points) })),
+    input_series: inputSeries(input, evalSec),
     promql_expr_test: DERIVED.map((name) => ({ expr: name, eval_time: `${evalSec}s`, exp_samples: byName.get(name) ?? [] })),
   };
-  return { test, expected: new Map([...expected].map(([k, v]) => [k, v.value])) };
+  return { test, expected };
 }
 
-const run = promisify(execFile);
-let dir: string;
+let runner: ReturnType<typeof promtoolRunner>;
+const promtool = (test: unknown): Promise<string> => runner.promtool(test);
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), "tokentrace-rules-"));
-  const rule = parse(readFileSync(RULES, "utf8")) as { kind: string; spec: { groups: unknown[] } };
-  assert.equal(rule.kind, "PrometheusRule");
-  writeFileSync(join(dir, "rules.yaml"), stringify({ groups: rule.spec.groups }));
+  runner = promtoolRunner();
 });
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Runs promtool on one case; resolves with its output, rejects with it on a failed test. */
-async function promtool(test: unknown): Promise<string> {
-  const file = join(dir, `test-${Math.random().toString(36).slice(2)}.yaml`);
-  writeFileSync(file, stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1s", tests: [test] }));
-  try {
-    const { stdout, stderr } = await run("promtool", ["test", "rules", file], { cwd: dir });
-    return stdout + stderr;
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string };
-    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
-  }
-}
+after(() => runner.close());
 
 const target = (kind: ScrapeTarget["kind"], pod: string, node: string, port: number): ScrapeTarget => ({
   id: `${kind}|http://${pod}:${port}/m|llm/${pod}`, kind, url: `http://${pod}:${port}/m`, intervalMs: 16000, timeoutMs: 5000, namespace: kind === "dcgm" ? "gpu" : "llm", pod, node,

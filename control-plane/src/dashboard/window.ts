@@ -4,7 +4,7 @@
 // (`histogram_quantile(q, sum by (le) (increase(x_bucket[w])))`), as a Grafana panel on the remote-
 // written series would show. Sampled traces per second use a longer window of their own, because at
 // 1% sampling a short window shows isolated spikes.
-import { histogramQuantile } from "./quantile.js";
+import { histogramQuantile } from "../promql/quantile.js";
 import type { Buckets, ModelCounts, RouteInterval } from "./series.js";
 
 /** Quantiles the page shows, in this order. */

@@ -17,6 +17,27 @@ export const TOKENS_PER_JOULE = "tokentrace_gpu_tokens_per_joule";
 export const ROUTE_LATENCY = "tokentrace_route_latency_seconds";
 /** Mean utilisation of the pod's GPUs, with the same labels as ROUTE_LATENCY so they sit side by side. */
 export const ROUTE_GPU_UTILIZATION = "tokentrace_route_gpu_utilization_percent";
+/**
+ * The model servers' view per (namespace, pod, model), evaluated at each engine scrape over the
+ * rate window (control-plane/src/engine/): requests waiting and running (summed over engines),
+ * KV-cache usage (0-1, mean over engines), prefix-cache hit ratio and speculative-decoding
+ * acceptance (ratios of counter rates), preemptions per second, and the utilisation of the pod's
+ * GPUs (its own share of a time-sliced GPU where dcgm-exporter reports it).
+ */
+export const MODEL_REQUESTS_WAITING = "tokentrace_model_requests_waiting";
+export const MODEL_REQUESTS_RUNNING = "tokentrace_model_requests_running";
+export const MODEL_KV_CACHE_USAGE = "tokentrace_model_kv_cache_usage_ratio";
+export const MODEL_PREFIX_CACHE_HIT_RATIO = "tokentrace_model_prefix_cache_hit_ratio";
+export const MODEL_PREEMPTIONS_PER_SECOND = "tokentrace_model_preemptions_per_second";
+export const MODEL_SPEC_DECODE_ACCEPTANCE = "tokentrace_model_spec_decode_acceptance_ratio";
+export const MODEL_GPU_UTILIZATION = "tokentrace_model_gpu_utilization_percent";
+/** Engine latency percentiles per model: phase queue, prefill, decode, inter_token; label quantile. */
+export const MODEL_LATENCY_QUANTILE = "tokentrace_model_latency_quantile_seconds";
+/**
+ * Per route and model, evaluated at each sidecar scrape: the sidecar's ttft and decode percentiles
+ * and what lies outside the engine (outside_ttft, outside_decode); label quantile.
+ */
+export const ROUTE_LATENCY_QUANTILE = "tokentrace_route_latency_quantile_seconds";
 /** Per scrape target: 1 when the scrape succeeded. */
 export const UP = "up";
 /** Per scrape target: how long the scrape took. */

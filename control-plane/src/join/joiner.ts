@@ -19,6 +19,11 @@ import { GpuIndex, type GpuInfo } from "./gpu-index.js";
 import { cleanLabels, setLabel } from "./labels.js";
 import { counterDelta } from "./counter.js";
 import * as C from "./catalogue.js";
+import { ENGINE_PREFIXES } from "../engine/catalogue.js";
+import { engineEntries, modelSignals, type EngineInfo, type ModelSignals } from "../engine/signals.js";
+import { routePhases, sidecarEntries, type SidecarInfo } from "../engine/attribution.js";
+import { LOOKBACK_MS, SeriesWindow } from "../promql/series-window.js";
+import { avgOf } from "../promql/aggregate.js";
 
 export { counterDelta } from "./counter.js";
 
@@ -30,8 +35,8 @@ export interface ForwardRules {
   static: string[];
 }
 
-/** Default forwarding: the filter's own series, all of dcgm-exporter, vLLM's. */
-export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["DCGM_FI_"], vllm: ["vllm:"], static: ["tokentrace_", "DCGM_FI_", "vllm:"] };
+/** Default forwarding: the filter's own series, all of dcgm-exporter, the model server's (vLLM, SGLang, TGI). */
+export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["DCGM_FI_"], vllm: [...ENGINE_PREFIXES], static: ["tokentrace_", "DCGM_FI_", ...ENGINE_PREFIXES] };
 
 /** The scraped series of one scrape, ready to ship, with the scrape they came from. */
 export interface JoinedBatch {
@@ -56,6 +61,8 @@ export interface JoinerOptions {
   identityWaitMs?: number;
   /** Called when a pod's identity was settled by the wait running out. */
   onIdentityTimeout?: () => void;
+  /** The range of the engine's and the sidecar's percentiles and rates (PromQL `[5m]` in the recording rules); default 5 min. */
+  rateWindowMs?: number;
 }
 
 interface CounterSnapshot {
@@ -143,10 +150,15 @@ export class Joiner {
   private readonly podTokenRate = new Map<string, number>();
   /** Per (exporter, GPU): the energy counter at that exporter's previous scrape of the GPU. */
   private readonly prevEnergy = new Map<string, { ts: number; energyMj: number }>();
+  private readonly rateWindowMs: number;
+  /** Per pod: its engine targets' series and its sidecar's TTFT and decode buckets, over the rate window. */
+  private readonly engineWindows = new Map<string, SeriesWindow<EngineInfo>>();
+  private readonly sidecarWindows = new Map<string, SeriesWindow<SidecarInfo>>();
 
   constructor(private readonly options: JoinerOptions = {}) {
     this.forward = options.forward ?? DEFAULT_FORWARD;
     this.identityWaitMs = options.identityWaitMs ?? 60_000;
+    this.rateWindowMs = options.rateWindowMs ?? 300_000;
   }
 
   /** The current GPU index (for tests and diagnostics). */
@@ -185,6 +197,11 @@ export class Joiner {
       this.prevVllm.delete(podKey);
       for (const k of [...this.vllmMeans.keys()]) if (k.startsWith(`${podKey}\xff`)) this.vllmMeans.delete(k);
     }
+    for (const windows of [this.engineWindows, this.sidecarWindows] as Map<string, SeriesWindow<unknown>>[]) {
+      const w = windows.get(podKey);
+      w?.remove(t.id);
+      if (w?.empty) windows.delete(podKey);
+    }
     // A target of the pod went: the pod was deleted or restarted, so its identity is settled anew.
     this.forgetIdentity(podKey);
     return [];
@@ -221,6 +238,8 @@ export class Joiner {
     if (!r.ok) {
       // Rates of a pod we cannot read are unknown, not frozen at their last value.
       if ((t.kind === "envoy" || t.kind === "static") && podKey) this.forgetRates(podKey);
+      // Prometheus marks a failed target's series stale: instant values stop, ranges keep what they had.
+      if (podKey) for (const w of [this.engineWindows.get(podKey), this.sidecarWindows.get(podKey)]) w?.failed(t.id, ts);
       return { report, batches: [{ result: r, report, series: [] }] };
     }
     if (t.kind === "dcgm") {
@@ -307,7 +326,65 @@ export class Joiner {
     const prefixes = t.kind === "envoy" ? this.forward.envoy : t.kind === "vllm" ? this.forward.vllm : this.forward.static;
     this.forwardSeries(r, prefixes, identity?.labels ?? [], out);
     if ((t.kind === "envoy" || t.kind === "static") && identity) this.derivePod(r, identity, out);
+    if (identity && t.namespace && t.pod) this.deriveAttribution(r, identity, out);
     return out;
+  }
+
+  private window<I>(windows: Map<string, SeriesWindow<I>>, podKey: string): SeriesWindow<I> {
+    let w = windows.get(podKey);
+    // Held long enough for the rate window and an instant selector's lookback before it.
+    if (!w) windows.set(podKey, (w = new SeriesWindow<I>(this.rateWindowMs + LOOKBACK_MS)));
+    return w;
+  }
+
+  /**
+   * The engine's view per model (at each engine scrape) and the latency attribution per route (at
+   * each sidecar scrape), both evaluated at the scrape's time over the rate window.
+   */
+  private deriveAttribution(r: ScrapeResult, identity: PodIdentity, out: WriteSeries[]): void {
+    const t = r.target;
+    const podKey = `${t.namespace}/${t.pod}`;
+    const ts = r.timestampMs;
+    const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
+    if (t.kind === "vllm") {
+      const entries = engineEntries(t.id, r.samples);
+      if (entries.length === 0 && !this.engineWindows.has(podKey)) return;
+      this.window(this.engineWindows, podKey).observe(t.id, ts, entries);
+      const signals = modelSignals(this.engineWindows.get(podKey)!.all(), ts, this.rateWindowMs);
+      this.emitModelSignals(podKey, podLabels, identity, signals, ts, out);
+      return;
+    }
+    const entries = sidecarEntries(t.id, r.samples);
+    if (entries.length === 0 && !this.sidecarWindows.has(podKey)) return;
+    this.window(this.sidecarWindows, podKey).observe(t.id, ts, entries);
+    const engine = this.engineWindows.get(podKey);
+    const signals = engine ? modelSignals(engine.all(), ts, this.rateWindowMs) : new Map<string, ModelSignals>();
+    for (const [rm, phases] of [...routePhases(this.sidecarWindows.get(podKey)!.all(), signals, ts, this.rateWindowMs)].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const [route, model] = rm.split("\xff") as [string, string];
+      for (const [phase, quantiles] of phases) {
+        for (const [q, v] of quantiles) out.push({ labels: ["__name__", C.ROUTE_LATENCY_QUANTILE, ...podLabels, "route", route, "model", model, "phase", phase, "quantile", String(q)], samples: [{ value: v, timestampMs: ts }] });
+      }
+    }
+  }
+
+  private emitModelSignals(podKey: string, podLabels: Labels, identity: PodIdentity, signals: ReadonlyMap<string, ModelSignals>, ts: number, out: WriteSeries[]): void {
+    const utils = identity.gpuKeys.map((k) => this.index.utilizationOf(podKey, k)).filter((v): v is number => v !== undefined);
+    const gpuUtil = avgOf(utils);
+    for (const [model, m] of [...signals].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const ml: Labels = [...podLabels, "model", model];
+      const put = (name: string, v: number | undefined, extra: Labels = []): void => {
+        if (v !== undefined) out.push({ labels: ["__name__", name, ...ml, ...extra], samples: [{ value: v, timestampMs: ts }] });
+      };
+      put(C.MODEL_REQUESTS_WAITING, m.waiting);
+      put(C.MODEL_REQUESTS_RUNNING, m.running);
+      put(C.MODEL_KV_CACHE_USAGE, m.kvCacheUsage);
+      put(C.MODEL_PREFIX_CACHE_HIT_RATIO, m.prefixCacheHitRatio);
+      put(C.MODEL_PREEMPTIONS_PER_SECOND, m.preemptionsPerSecond);
+      put(C.MODEL_SPEC_DECODE_ACCEPTANCE, m.specDecodeAcceptance);
+      // Beside every model the engines report right now (a running or waiting gauge).
+      if (m.running !== undefined || m.waiting !== undefined) put(C.MODEL_GPU_UTILIZATION, gpuUtil);
+      for (const [phase, quantiles] of m.phases) for (const [q, v] of quantiles) put(C.MODEL_LATENCY_QUANTILE, v, ["phase", phase, "quantile", String(q)]);
+    }
   }
 
   private forwardSeries(r: ScrapeResult, prefixes: string[], extra: Labels, out: WriteSeries[]): void {
@@ -330,7 +407,7 @@ export class Joiner {
     for (const g of gpus) {
       const gl: Labels = [...podLabels, "gpu", g.gpu, "gpu_uuid", g.key, "gpu_model", g.modelName, "hostname", g.hostname, "gpu_pods", String(this.index.podsOfGpu(g.key).length)];
       const state: [string, number | undefined][] = [
-        [C.POD_GPU_UTILIZATION, g.utilizationPercent],
+        [C.POD_GPU_UTILIZATION, this.index.utilizationOf(podKey, g.key)],
         [C.POD_GPU_SM_ACTIVE, g.smActiveRatio],
         [C.POD_GPU_MEMORY_USED, g.memoryUsedMiB === undefined ? undefined : g.memoryUsedMiB * 1024 * 1024],
         [C.POD_GPU_POWER, g.powerWatts],
@@ -360,7 +437,7 @@ export class Joiner {
     };
     const gpuCount = identity.gpuKeys.length;
     const gpuShare = gpus.reduce((n, g) => n + 1 / Math.max(1, this.index.podsOfGpu(g.key).length), 0);
-    const utilValues = gpus.map((g) => g.utilizationPercent).filter((v): v is number => v !== undefined);
+    const utilValues = gpus.map((g) => this.index.utilizationOf(podKey, g.key)).filter((v): v is number => v !== undefined);
     const meanUtil = utilValues.length > 0 ? utilValues.reduce((a, b) => a + b, 0) / utilValues.length : undefined;
     const routes = new Set<string>();
     for (const k of cur.keys()) if (k.startsWith("out\xff") || k.startsWith("ttft_sum\xff") || k.startsWith("decode_sum\xff")) routes.add(k.slice(k.indexOf("\xff") + 1));

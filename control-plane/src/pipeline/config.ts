@@ -23,6 +23,8 @@ export interface PipelineConfig {
     forward: ForwardRules;
     /** Longest a pod's scrapes wait for dcgm-exporter to say which GPUs it uses (see join/joiner.ts). */
     gpuIdentityWaitMs: number;
+    /** Range of the engine and sidecar percentiles and rates; the recording rules' `[5m]` (change both together). */
+    rateWindowMs: number;
   };
   remoteWrite: { queueDir: string; targets: RemoteWriteTarget[] };
   /** Several replicas splitting the targets (see pipeline/sharding.ts and membership.ts). */
@@ -66,7 +68,7 @@ export const DEFAULT_PIPELINE_CONFIG: PipelineConfig = {
     static: [],
     kubernetes: { enabled: false, envoy: true, dcgm: true, vllm: true },
   },
-  join: { maxSeries: 100_000, forward: DEFAULT_FORWARD, gpuIdentityWaitMs: 60_000 },
+  join: { maxSeries: 100_000, forward: DEFAULT_FORWARD, gpuIdentityWaitMs: 60_000, rateWindowMs: 300_000 },
   remoteWrite: { queueDir: "/var/lib/tokentrace/remote-write", targets: [] },
   // 10 s: with renewals every third of it, a lost replica's targets move within 15 s, one default interval.
   sharding: { enabled: false, namespace: "tokentrace-system", identity: "", leaseDurationMs: 10_000 },
@@ -177,6 +179,7 @@ export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
   }
   positiveInt(errors, "join.maxSeries", c.join.maxSeries);
   positiveInt(errors, "join.gpuIdentityWaitMs", c.join.gpuIdentityWaitMs, 0);
+  positiveInt(errors, "join.rateWindowMs", c.join.rateWindowMs, 1000);
   if (object(errors, "join.forward", c.join.forward)) {
     for (const kind of KINDS) {
       const f = `join.forward.${kind}`;

@@ -70,6 +70,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const joiner = new Joiner({
     forward: config.join.forward,
     identityWaitMs: config.join.gpuIdentityWaitMs,
+    rateWindowMs: config.join.rateWindowMs,
     onIdentityTimeout: () => metrics.identityTimeouts.inc(),
   });
   const gate = new SeriesGate(writer.registry, config.join.maxSeries, (reason) => metrics.seriesDropped.inc({ reason }));

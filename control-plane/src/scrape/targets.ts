@@ -45,13 +45,16 @@ export interface PodTargetRules {
   envoy: boolean;
   /** Scrape dcgm-exporter pods (`:9400/metrics`). */
   dcgm: boolean;
-  /** Scrape vLLM model servers: pods annotated `tokentrace.io/vllm-metrics-port`. */
+  /** Scrape model servers (vLLM, SGLang, TGI): pods annotated `tokentrace.io/vllm-metrics-port`. */
   vllm: boolean;
   intervalMs: number;
   timeoutMs: number;
 }
 
-/** The annotation that opts a model-server pod into vLLM scraping; its value is the metrics port. */
+/**
+ * The annotation that opts a model-server pod (vLLM, SGLang or TGI) into engine scraping; its value
+ * is the metrics port, or several comma-separated for a pod running several servers (one per model).
+ */
 export const VLLM_PORT_ANNOTATION = "tokentrace.io/vllm-metrics-port";
 const ENVOY_PORT = 15090;
 const DCGM_PORT = 9400;
@@ -87,10 +90,12 @@ export function targetsForPod(pod: V1Pod, rules: PodTargetRules): ScrapeTarget[]
     const url = `http://${host}:${DCGM_PORT}/metrics`;
     out.push({ id: targetId("dcgm", url, ns, name), kind: "dcgm", url, ...base, ...withNode });
   }
-  const vllmPort = pod.metadata?.annotations?.[VLLM_PORT_ANNOTATION];
-  if (rules.vllm && vllmPort !== undefined && /^\d{1,5}$/.test(vllmPort)) {
-    const url = `http://${host}:${vllmPort}/metrics`;
-    out.push({ id: targetId("vllm", url, ns, name), kind: "vllm", url, ...base, ...withNode });
+  const vllmPorts = pod.metadata?.annotations?.[VLLM_PORT_ANNOTATION];
+  if (rules.vllm && vllmPorts !== undefined && /^\d{1,5}(,\d{1,5})*$/.test(vllmPorts)) {
+    for (const port of new Set(vllmPorts.split(","))) {
+      const url = `http://${host}:${port}/metrics`;
+      out.push({ id: targetId("vllm", url, ns, name), kind: "vllm", url, ...base, ...withNode });
+    }
   }
   return out;
 }

@@ -1,6 +1,7 @@
-// histogram_quantile over classic (le) buckets, exactly as Prometheus computes it, so the page and a
-// PromQL query over the same buckets agree. Mirrors promql/quantile.go BucketQuantile,
-// coalesceBuckets and ensureMonotonicAndIgnoreSmallDeltas (prometheus/prometheus d15adb9).
+// histogram_quantile over classic (le) buckets, exactly as Prometheus computes it, so the dashboard,
+// the pipeline's percentiles and a PromQL query over the same buckets agree. Mirrors
+// promql/quantile.go BucketQuantile, coalesceBuckets and ensureMonotonicAndIgnoreSmallDeltas
+// (prometheus/prometheus d15adb9).
 
 /** Relative tolerance under which two bucket counts are taken as equal (quantile.go smallDeltaTolerance). */
 const SMALL_DELTA_TOLERANCE = 1e-12;

@@ -1,0 +1,163 @@
+// What a pod's model servers say about each model they serve, evaluated at one instant over the
+// rate window, the way the recording rules in istio/observability/recording-rules.yaml compute it
+// (so both give the same doubles): queue, prefill, decode and inter-token percentiles from the
+// engine's histograms (`histogram_quantile(q, sum by (le) (rate(x_bucket[w])))`), KV-cache usage
+// (mean over engines, as vLLM's own aggregated logger averages it), waiting and running requests
+// (summed), prefix-cache hit ratio and speculative-decoding acceptance (ratios of summed counter
+// rates), preemptions per second. Engines of one pod (vLLM's `engine`, SGLang's `dp_rank`, several
+// servers on several ports) are added up per model; models are kept apart by `model_name`.
+import { avgOf, sumOf } from "../promql/aggregate.js";
+import { histogramQuantile } from "../promql/quantile.js";
+import { avgOverTime, extrapolatedRate, maxOverTime } from "../promql/rate.js";
+import { instantValue, type WindowSeries } from "../promql/series-window.js";
+import type { Labels, ParsedSample } from "../scrape/sample.js";
+import { ENGINE_SERIES, type EngineCounter, type EngineGauge, type EngineMetric, type EnginePhase } from "./catalogue.js";
+
+/** Percentiles the join reports, as `quantile` label values. */
+export const QUANTILES = [0.5, 0.95, 0.99] as const;
+
+/** What the window keeps of one engine series. */
+export interface EngineInfo {
+  metric: EngineMetric;
+  /** `model_name` ("" for servers without one: TGI serves one model and does not name it). */
+  model: string;
+  /** Target and labels other than the name and `le`: the series an `or` of two generations matches on. */
+  identity: string;
+  le?: string;
+}
+
+/** One model's signals at one instant; absent where the servers export nothing for it. */
+export interface ModelSignals {
+  waiting?: number;
+  running?: number;
+  kvCacheUsage?: number;
+  prefixCacheHitRatio?: number;
+  preemptionsPerSecond?: number;
+  specDecodeAcceptance?: number;
+  /** Engine phase -> quantile -> seconds. */
+  phases: Map<EnginePhase, Map<number, number>>;
+}
+
+const label = (labels: Labels, name: string): string | undefined => {
+  for (let i = 0; i < labels.length; i += 2) if (labels[i] === name) return labels[i + 1];
+  return undefined;
+};
+
+/**
+ * SGLang's scheduler runs on every tensor- and pipeline-parallel rank with the same state; only
+ * the rank that receives requests counts (scheduler.py init_sockets: pp_rank 0 and attn_tp_rank 0).
+ */
+function isCountedRank(labels: Labels): boolean {
+  const tp = label(labels, "tp_rank");
+  const pp = label(labels, "pp_rank");
+  return (tp === undefined || tp === "0") && (pp === undefined || pp === "0");
+}
+
+/** The engine series of one scrape, keyed for the window. */
+export function engineEntries(targetId: string, samples: readonly ParsedSample[]): { key: string; info: EngineInfo; value: number }[] {
+  const out: { key: string; info: EngineInfo; value: number }[] = [];
+  for (const s of samples) {
+    const metric = ENGINE_SERIES.get(s.name);
+    if (!metric || !isCountedRank(s.labels)) continue;
+    const rest: string[] = [];
+    let le: string | undefined;
+    for (let i = 0; i < s.labels.length; i += 2) {
+      if (s.labels[i] === "le") le = s.labels[i + 1];
+      else rest.push(`${s.labels[i]}=${s.labels[i + 1]}`);
+    }
+    if (metric.kind === "histogram" && le === undefined) continue;
+    const identity = `${targetId}\xff${rest.sort().join("\xfe")}`;
+    const info: EngineInfo = { metric, model: label(s.labels, "model_name") ?? "", identity };
+    if (le !== undefined) info.le = le;
+    out.push({ key: `${identity}\xff${s.name}\xff${le ?? ""}`, info, value: s.value });
+  }
+  return out;
+}
+
+/**
+ * Per series slot (identity and `le`), the value of the newest generation that has one, in slot
+ * order: what `f(new) or f(old)` yields.
+ */
+function newestGeneration(series: readonly WindowSeries<EngineInfo>[], value: (s: WindowSeries<EngineInfo>) => number | undefined): { info: EngineInfo; value: number }[] {
+  const best = new Map<string, { info: EngineInfo; value: number }>();
+  for (const s of series) {
+    const v = value(s);
+    if (v === undefined) continue;
+    const slot = `${s.info.identity}\xff${s.info.le ?? ""}`;
+    const cur = best.get(slot);
+    if (!cur || s.info.metric.generation < cur.info.metric.generation) best.set(slot, { info: s.info, value: v });
+  }
+  return [...best.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, x]) => x);
+}
+
+/** Percentiles of summed bucket rates keyed by `le` text; equal bounds are added as histogram_quantile coalesces them. */
+export function quantilesOf(rateByLe: ReadonlyMap<string, number>, scale = 1): Map<number, number> {
+  const buckets = new Map<number, number>();
+  const sorted = [...rateByLe].map(([le, v]) => ({ bound: le === "+Inf" ? Infinity : Number(le), v })).filter((b) => !Number.isNaN(b.bound)).sort((a, b) => a.bound - b.bound);
+  for (const b of sorted) buckets.set(b.bound, (buckets.get(b.bound) ?? 0) + b.v);
+  const out = new Map<number, number>();
+  for (const q of QUANTILES) {
+    const v = histogramQuantile(q, buckets);
+    // The rules keep `>= 0`: a window without observations gives NaN, which they drop.
+    if (v !== null && v >= 0) out.set(q, scale === 1 ? v : v / scale);
+  }
+  return out;
+}
+
+/** Sums per `le` text, in slot order (what `sum by (le)` adds). */
+export function sumByLe(values: readonly { info: { le?: string }; value: number }[]): Map<string, number> {
+  const groups = new Map<string, number[]>();
+  for (const x of values) {
+    if (x.info.le === undefined) continue;
+    let g = groups.get(x.info.le);
+    if (!g) groups.set(x.info.le, (g = []));
+    g.push(x.value);
+  }
+  return new Map([...groups].map(([le, vs]) => [le, sumOf(vs)!]));
+}
+
+/** The signals of every model a pod's engines report, at `t` over `windowMs`. */
+export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number, windowMs: number): Map<string, ModelSignals> {
+  const byModel = new Map<string, WindowSeries<EngineInfo>[]>();
+  for (const s of all) {
+    let list = byModel.get(s.info.model);
+    if (!list) byModel.set(s.info.model, (list = []));
+    list.push(s);
+  }
+  const out = new Map<string, ModelSignals>();
+  for (const [model, series] of byModel) {
+    const of = (kind: EngineMetric["kind"], signal: EngineGauge | EngineCounter | EnginePhase): WindowSeries<EngineInfo>[] => series.filter((s) => s.info.metric.kind === kind && s.info.metric.signal === signal);
+    const instant = (signal: EngineGauge): number[] => newestGeneration(of("gauge", signal), (s) => instantValue(s, t)).map((x) => x.value);
+    const rate = (signal: EngineCounter): number | undefined => sumOf(newestGeneration(of("counter", signal), (s) => extrapolatedRate(s.points, t, windowMs)).map((x) => x.value));
+    const ratio = (num: number | undefined, den: number | undefined): number | undefined => (num === undefined || den === undefined || !(den > 0) ? undefined : num / den);
+    const m: ModelSignals = { phases: new Map() };
+    const set = <K extends keyof ModelSignals>(key: K, v: ModelSignals[K] | undefined): void => {
+      if (v !== undefined) m[key] = v;
+    };
+    set("waiting", sumOf(instant("waiting")));
+    set("running", sumOf(instant("running")));
+    set("kvCacheUsage", avgOf(instant("kv_cache_usage")));
+    set("prefixCacheHitRatio", ratio(rate("prefix_cache_hits"), rate("prefix_cache_queries")));
+    set("preemptionsPerSecond", rate("preemptions"));
+    // vLLM counts drafted and accepted tokens; SGLang only exports the ratio of its last log
+    // interval (0 when speculative decoding is off, so it counts only where the accepted length is above 0).
+    let spec = ratio(rate("spec_accepted_tokens"), rate("spec_draft_tokens"));
+    if (spec === undefined) {
+      const lengths = new Map(of("gauge", "spec_accept_length").map((s) => [s.info.identity, maxOverTime(s.points, t, windowMs)]));
+      const rates = of("gauge", "spec_accept_rate")
+        .filter((s) => (lengths.get(s.info.identity) ?? 0) > 0)
+        .sort((a, b) => (a.info.identity < b.info.identity ? -1 : 1))
+        .map((s) => avgOverTime(s.points, t, windowMs))
+        .filter((v): v is number => v !== undefined);
+      spec = avgOf(rates);
+    }
+    set("specDecodeAcceptance", spec);
+    for (const phase of ["queue", "prefill", "decode", "inter_token"] as const) {
+      const rates = newestGeneration(of("histogram", phase), (s) => extrapolatedRate(s.points, t, windowMs));
+      const q = quantilesOf(sumByLe(rates));
+      if (q.size > 0) m.phases.set(phase, q);
+    }
+    out.set(model, m);
+  }
+  return out;
+}
