@@ -57,7 +57,7 @@ bench: build ## run every benchmark and print one table
 	@node --import tsx test/bench/run.ts
 
 demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
-	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model)"
+	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure)"
 	@node --import tsx test/demo/main.ts
 
 run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults

@@ -5,39 +5,10 @@
 // a step computes. Driven by a fake clock: no test waits on real time.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Engine, type EngineClock, type EngineParams, type RequestTimings } from "./engine.js";
+import { Engine, type EngineParams, type RequestTimings } from "./engine.js";
+import { FakeClock } from "./fake-clock.js";
 
-/** A clock whose timers fire only when the test runs them. */
-class FakeClock implements EngineClock {
-  nowMs = 0;
-  private timers: { at: number; fn: () => void; id: number }[] = [];
-  private seq = 0;
-  now(): number {
-    return this.nowMs;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.push({ at: this.nowMs + ms, fn, id });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers = this.timers.filter((t) => t.id !== handle);
-  }
-  /** Runs timers in time order until none is due before `untilMs` (or none is left). */
-  run(untilMs = Infinity): void {
-    for (;;) {
-      this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
-      const next = this.timers[0];
-      if (!next || next.at > untilMs) break;
-      this.timers.shift();
-      this.nowMs = next.at;
-      next.fn();
-    }
-    if (untilMs !== Infinity) this.nowMs = untilMs;
-  }
-}
-
-const SIMPLE: EngineParams = { maxNumSeqs: 2, maxNumBatchedTokens: 8192, kvCacheTokens: 1_000_000, hostOverheadMs: 0, stepBaseMs: 10, decodeMsPerSeq: 0, prefillMsPerToken: 0 };
+const SIMPLE: EngineParams = { maxNumSeqs: 2, maxNumBatchedTokens: 8192, kvCacheTokens: 1_000_000, blockSize: 16, prefixCaching: false, numSpeculativeTokens: 0, draftAcceptance: 1, hostOverheadMs: 0, stepBaseMs: 10, decodeMsPerSeq: 0, prefillMsPerToken: 0 };
 
 function runBatch(params: Partial<EngineParams>, requests: { promptTokens: number; outputTokens: number }[]): { timings: RequestTimings[]; engine: Engine; clock: FakeClock; order: number[] } {
   const clock = new FakeClock();
@@ -113,4 +84,84 @@ test("emulated vLLM engine: a request waits while the KV cache cannot hold it, a
   clock.run();
   assert.deepEqual(done, ["a", "b"]);
   assert.equal(engine.state().waiting, 0);
+});
+
+test("emulated vLLM KV cache: a shared system prompt's whole blocks are reused by the next request with it, and counted as prefix-cache hits", () => {
+  const clock = new FakeClock();
+  const engine = new Engine({ ...SIMPLE, prefixCaching: true, prefillMsPerToken: 0.1 }, clock);
+  const times: RequestTimings[] = [];
+  engine.onFinished = (t) => times.push(t);
+  const prefix = { id: "tenant-a", tokens: 100 };
+  engine.submit({ promptTokens: 120, prefix, outputTokens: 1, onDone: () => undefined });
+  clock.run();
+  engine.submit({ promptTokens: 130, prefix, outputTokens: 1, onDone: () => undefined });
+  clock.run();
+  // 100 tokens are 6 whole blocks of 16 (96 tokens): the second request computes 130 - 96.
+  assert.deepEqual([engine.state().counters.prefixCacheQueries, engine.state().counters.prefixCacheHits], [250, 96]);
+  const prefill = times.map((t) => t.firstTokenMs - t.scheduledMs);
+  assert.equal(prefill[0], 10 + 120 * 0.1);
+  assert.ok(Math.abs(prefill[1]! - (10 + 34 * 0.1)) < 1e-9, `second prefill ${prefill[1]} ms: 34 tokens computed`);
+  // The finished requests' own blocks are free; the cached prefix is free too (no running request uses it).
+  assert.equal(engine.state().kvCacheUsage, 0);
+});
+
+test("emulated vLLM KV cache: cached prefixes nobody uses are evicted least recently used first when blocks run out", () => {
+  const clock = new FakeClock();
+  // 20 blocks of 16 tokens.
+  const engine = new Engine({ ...SIMPLE, prefixCaching: true, kvCacheTokens: 320 }, clock);
+  const run = (id: string, promptTokens: number): void => {
+    engine.submit({ promptTokens, prefix: { id, tokens: 64 }, outputTokens: 1, onDone: () => undefined });
+    clock.run();
+  };
+  run("a", 80);
+  run("b", 80);
+  // A request needing 16 blocks of the 20: 12 are free, so one cached prefix (4 blocks) goes: a, used first.
+  run("c", 250);
+  const hitsOf = (id: string): number => {
+    const before = engine.state().counters.prefixCacheHits;
+    run(id, 80);
+    return engine.state().counters.prefixCacheHits - before;
+  };
+  assert.equal(hitsOf("b"), 64, "b, used last, still cached");
+  assert.equal(hitsOf("a"), 0, "a, used first, evicted");
+});
+
+test("emulated vLLM scheduler: when a running request cannot get a block, the last admitted is preempted to the head of the queue and recomputes later", () => {
+  const clock = new FakeClock();
+  // 8 blocks of 16 tokens; two requests of 48 prompt tokens (3 blocks each) decoding 40 tokens each.
+  const engine = new Engine({ ...SIMPLE, maxNumSeqs: 4, kvCacheTokens: 128 }, clock);
+  const times: RequestTimings[] = [];
+  engine.onFinished = (t) => times.push(t);
+  const done: string[] = [];
+  engine.submit({ promptTokens: 48, outputTokens: 40, onDone: () => done.push("a") });
+  engine.submit({ promptTokens: 48, outputTokens: 40, onDone: () => done.push("b") });
+  engine.submit({ promptTokens: 10, outputTokens: 2, onDone: () => done.push("c") });
+  const preemptions: { atMs: number; running: number; waiting: number }[] = [];
+  for (let t = 1; t < 5000 && done.length < 3; t++) {
+    clock.run(t);
+    const s = engine.state();
+    if (s.counters.preemptions > preemptions.length) preemptions.push({ atMs: t, running: s.running, waiting: s.waiting });
+  }
+  // Step 2: b needs a 4th block and none is free: c, admitted last, is preempted. At 65 tokens a needs
+  // a 5th: b, now the last admitted, is preempted and goes to the queue's head, ahead of c.
+  assert.deepEqual(preemptions, [{ atMs: 10, running: 2, waiting: 1 }, { atMs: 170, running: 1, waiting: 2 }]);
+  assert.deepEqual(done, ["a", "c", "b"], "both resume when a's blocks are free; c is short");
+  const b = times.find((t) => t.preemptions > 0 && t.promptTokens === 48)!;
+  assert.equal(b.outputTokens, 40, "the preempted request keeps its output and finishes it");
+  assert.equal(b.scheduledMs, 0, "queue time ends at the first scheduling, preemptions ignored (vLLM stats.py)");
+  assert.ok(b.finishedMs > times.find((t) => t.preemptions === 0 && t.outputTokens === 40)!.finishedMs);
+});
+
+test("emulated vLLM speculative decoding: each decode step verifies the drafts, emits the accepted ones plus one, and counts drafted and accepted tokens", () => {
+  const steps = (acceptance: number): { timings: RequestTimings[]; engine: Engine } =>
+    runBatch({ numSpeculativeTokens: 3, draftAcceptance: acceptance }, [{ promptTokens: 10, outputTokens: 21 }]);
+  const all = steps(1);
+  // Prefill gives token 1; then 5 steps of 4 tokens (3 drafts accepted + 1).
+  assert.equal(all.timings[0]!.finishedMs - all.timings[0]!.firstTokenMs, 5 * 10);
+  assert.deepEqual([all.engine.state().counters.specDraftTokens, all.engine.state().counters.specAcceptedTokens], [15, 15]);
+  const none = steps(0);
+  assert.equal(none.timings[0]!.finishedMs - none.timings[0]!.firstTokenMs, 20 * 10, "every draft rejected: one token a step");
+  const c = none.engine.state().counters;
+  // 20 decode steps; the last has one token left and drafts none; near the end fewer drafts than tokens left.
+  assert.deepEqual([c.specAcceptedTokens, c.specDrafts, c.specDraftTokens], [0, 19, 17 * 3 + 2 + 1]);
 });

@@ -1,13 +1,19 @@
-// The simulated model server's engine: continuous batching with an explicit FCFS waiting queue and a
-// GPU that is busy only while a step computes, after vLLM's V1 scheduler (vllm-project/vllm
-// 00024d31, vllm/v1/core/sched/scheduler.py Scheduler.schedule). Each step first gives every running
-// request its next tokens (one decode token, or the next chunk of its prompt) within the step's token
-// budget, then admits waiting requests in arrival order while a slot (max_num_seqs), budget and KV
-// cache space remain. A request's first token comes from the step that finishes its prefill. A step
-// costs host time (scheduling, detokenising: the GPU idles) plus GPU time (weights read once per
-// step, KV reads per sequence, compute per prefilled token), so TTFT grows with the queue while the
-// GPU stays busy, and a slow host leaves the GPU idle. Not modelled: preemption (a request that finds
-// no KV space waits instead), prefix caching, speculative decoding.
+// The simulated model server's engine: continuous batching with an explicit FCFS waiting queue, a
+// paged KV cache with prefix caching, preemption and speculative decoding, and a GPU that is busy
+// only while a step computes, after vLLM's V1 scheduler (vllm-project/vllm b4622cf,
+// vllm/v1/core/sched/scheduler.py Scheduler.schedule and _preempt_request). Each step first gives
+// every running request its next tokens (the next chunk of its prompt, or one decode token plus its
+// speculative drafts) within the step's token budget, allocating KV blocks as they are needed;
+// where none are left, the most recently admitted running request is preempted (its blocks freed,
+// back to the head of the queue, its prompt and output recomputed later). Only in a step without a
+// preemption are waiting requests admitted, in arrival order, while a slot, budget and blocks
+// remain; a request whose leading tokens (a system prompt) are cached skips computing those blocks.
+// Blocks a finished request leaves keep its prompt's prefix cached until they are evicted (least
+// recently used first) for new allocations. A request's first token comes from the step that
+// finishes its prefill. A step costs host time (scheduling, detokenising: the GPU idles) plus GPU
+// time (weights read once per step, KV reads per sequence, compute per prefilled or verified token),
+// so TTFT grows with the queue while the GPU stays busy, a slow host leaves the GPU idle, and a
+// cache too small for the batch makes the GPU recompute prompts.
 
 /** Timers the engine runs on (tests drive a fake one). */
 export interface EngineClock {
@@ -26,25 +32,41 @@ export const realClock: EngineClock = {
 export interface EngineParams {
   /** vLLM --max-num-seqs: requests running at once. */
   maxNumSeqs: number;
-  /** vLLM --max-num-batched-tokens: tokens one step computes (decodes plus prefill chunks). */
+  /** vLLM --max-num-batched-tokens: tokens one step computes (decodes, drafts and prefill chunks). */
   maxNumBatchedTokens: number;
-  /** KV cache capacity in tokens (prompt plus generated tokens of running requests). */
+  /** KV cache capacity in tokens (cut into blocks of `blockSize`). */
   kvCacheTokens: number;
+  /** vLLM --block-size: tokens per KV block (prefix caching reuses whole blocks). */
+  blockSize: number;
+  /** vLLM --enable-prefix-caching (on by default in V1). */
+  prefixCaching: boolean;
+  /** Speculative tokens drafted per decode step (vLLM num_speculative_tokens), 0 = off. */
+  numSpeculativeTokens: number;
+  /** Chance that each draft token is accepted, given the ones before it were. */
+  draftAcceptance: number;
   /** CPU time per step while the GPU waits (scheduling, sampling, detokenising), ms. */
   hostOverheadMs: number;
   /** GPU time of a step that reads the weights once (decode is memory-bound), ms. */
   stepBaseMs: number;
   /** GPU time per running request per step (its KV cache reads), ms. */
   decodeMsPerSeq: number;
-  /** GPU time per prompt token prefilled (compute-bound), ms. */
+  /** GPU time per prompt token prefilled or draft token verified (compute-bound), ms. */
   prefillMsPerToken: number;
 }
 
-/** A small model on one H100: about 40 tokens/s for one request alone, a 16-request batch limit. */
+/**
+ * A small model on one H100: about 40 tokens/s for one request alone, a 16-request batch limit, a
+ * KV cache far larger than the load needs, prefix caching on, three speculative tokens a step that
+ * the target model mostly accepts.
+ */
 export const ENGINE_DEFAULTS: EngineParams = {
   maxNumSeqs: 16,
   maxNumBatchedTokens: 8192,
   kvCacheTokens: 200_000,
+  blockSize: 16,
+  prefixCaching: true,
+  numSpeculativeTokens: 3,
+  draftAcceptance: 0.95,
   hostOverheadMs: 8,
   stepBaseMs: 16,
   decodeMsPerSeq: 0.8,
@@ -54,6 +76,8 @@ export const ENGINE_DEFAULTS: EngineParams = {
 /** What a request asks of the engine. */
 export interface EngineRequest {
   promptTokens: number;
+  /** The prompt's leading tokens shared with other requests (a system prompt), by identity. */
+  prefix?: { id: string; tokens: number };
   /** Tokens to generate; 0 = prefill only (embeddings). */
   outputTokens: number;
   /** Called for each generated token (index from 0); the first call is the first token. */
@@ -62,7 +86,12 @@ export interface EngineRequest {
   onDone: () => void;
 }
 
-/** Timestamps of a finished request, ms on the engine clock (for vLLM-style latency metrics). */
+/**
+ * Timestamps of a finished request, ms on the engine clock, as vLLM's metrics take them
+ * (vllm/v1/metrics/stats.py 28ed1fb, IterationStats.update_from_events and
+ * update_from_finished_request): scheduled is the first SCHEDULED event (preemptions ignored), so a
+ * preemption during prefill counts in prefill, one during decode in decode.
+ */
 export interface RequestTimings {
   arrivalMs: number;
   scheduledMs: number;
@@ -70,6 +99,16 @@ export interface RequestTimings {
   finishedMs: number;
   promptTokens: number;
   outputTokens: number;
+  preemptions: number;
+}
+
+/** Tokens a request received in one step: its first, or the gap since its previous ones (vLLM's inter-token latency). */
+export interface TokenEvent {
+  arrivalMs: number;
+  nowMs: number;
+  /** When its previous tokens came; undefined for the first token. */
+  previousMs: number | undefined;
+  count: number;
 }
 
 /** A submitted request. */
@@ -83,19 +122,56 @@ interface Sequence {
   arrivalMs: number;
   scheduledMs: number;
   firstTokenMs: number;
-  prefilled: number;
+  lastTokenMs: number | undefined;
+  /** Tokens to compute before decoding: the prompt, plus the output so far after a preemption. */
+  toCompute: number;
+  /** Tokens whose KV is in the cache (computed or reused). */
+  computed: number;
   generated: number;
+  /** Blocks the sequence holds alone; a cached prefix it shares is counted there. */
+  ownBlocks: number;
+  prefixRef: string | undefined;
+  preemptions: number;
   cancelled: boolean;
 }
 
-/** Counters and gauges of the engine. */
+interface CachedPrefix {
+  blocks: number;
+  refs: number;
+  lastUsedMs: number;
+}
+
+/** Counters since start, as vLLM's Prometheus logger accumulates them. */
+export interface EngineCounters {
+  promptTokens: number;
+  generationTokens: number;
+  /** Tokens of admitted new requests looked up in the prefix cache, and those found (a preempted request's lookups are not counted: PrefixCacheStats.record). */
+  prefixCacheQueries: number;
+  prefixCacheHits: number;
+  preemptions: number;
+  specDrafts: number;
+  specDraftTokens: number;
+  specAcceptedTokens: number;
+}
+
+/** Gauges and counters of the engine. */
 export interface EngineState {
   running: number;
   waiting: number;
   /** GPU busy time since start, ms: what a utilisation sample integrates. */
   gpuBusyMs: number;
+  /** Share of KV blocks in use by running requests (vLLM's kv_cache_usage: cached free blocks count as free). */
   kvCacheUsage: number;
   steps: number;
+  counters: EngineCounters;
+}
+
+interface Planned {
+  seq: Sequence;
+  /** Prompt (or recomputed) tokens computed this step. */
+  prefill: number;
+  decode: boolean;
+  drafts: number;
 }
 
 /** The engine; `setParams` changes costs and limits live (scenarios). */
@@ -103,16 +179,21 @@ export class Engine {
   private params: EngineParams;
   private readonly waiting: Sequence[] = [];
   private running: Sequence[] = [];
+  private readonly prefixes = new Map<string, CachedPrefix>();
   private stepTimer: unknown = undefined;
   private busyMs = 0;
   private steps = 0;
   private stopped = false;
+  private readonly counters: EngineCounters = { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, preemptions: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0 };
   /** Called when a request finishes (vLLM's per-request timings). */
   onFinished: ((t: RequestTimings) => void) | undefined;
+  /** Called for every request that got tokens in a step. */
+  onTokens: ((e: TokenEvent) => void) | undefined;
 
   constructor(
     params: Partial<EngineParams> = {},
     private readonly clock: EngineClock = realClock,
+    private readonly random: () => number = Math.random,
   ) {
     this.params = { ...ENGINE_DEFAULTS, ...params };
   }
@@ -126,7 +207,7 @@ export class Engine {
   }
 
   submit(req: EngineRequest): EngineHandle {
-    const seq: Sequence = { req, arrivalMs: this.clock.now(), scheduledMs: -1, firstTokenMs: -1, prefilled: 0, generated: 0, cancelled: false };
+    const seq: Sequence = { req, arrivalMs: this.clock.now(), scheduledMs: -1, firstTokenMs: -1, lastTokenMs: undefined, toCompute: req.promptTokens, computed: 0, generated: 0, ownBlocks: 0, prefixRef: undefined, preemptions: 0, cancelled: false };
     this.waiting.push(seq);
     this.kick();
     return {
@@ -137,8 +218,7 @@ export class Engine {
   }
 
   state(): EngineState {
-    const kvUsed = this.running.reduce((n, s) => n + s.prefilled + s.generated, 0);
-    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: this.busyMs, kvCacheUsage: Math.min(1, kvUsed / this.params.kvCacheTokens), steps: this.steps };
+    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: this.busyMs, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
   }
 
   /** Stops stepping; requests in flight never finish. */
@@ -148,73 +228,208 @@ export class Engine {
     this.stepTimer = undefined;
   }
 
+  private numBlocks(): number {
+    return Math.max(1, Math.floor(this.params.kvCacheTokens / this.params.blockSize));
+  }
+
+  private blocksInUse(): number {
+    let n = this.running.reduce((a, s) => a + s.ownBlocks, 0);
+    for (const p of this.prefixes.values()) if (p.refs > 0) n += p.blocks;
+    return n;
+  }
+
+  private cachedFreeBlocks(): number {
+    let n = 0;
+    for (const p of this.prefixes.values()) if (p.refs === 0) n += p.blocks;
+    return n;
+  }
+
+  private heldBlocks(seq: Sequence): number {
+    return seq.ownBlocks + (seq.prefixRef ? (this.prefixes.get(seq.prefixRef)?.blocks ?? 0) : 0);
+  }
+
+  /**
+   * KVCacheManager.allocate_slots: blocks for `tokens` more tokens of `seq`; free blocks first, then
+   * cached prefixes no running request uses, least recently used first. False where none are left.
+   */
+  private allocate(seq: Sequence, tokens: number): boolean {
+    const need = Math.ceil((seq.computed + tokens) / this.params.blockSize) - this.heldBlocks(seq);
+    if (need <= 0) return true;
+    const uncachedFree = (): number => this.numBlocks() - this.blocksInUse() - this.cachedFreeBlocks();
+    if (uncachedFree() + this.cachedFreeBlocks() < need) return false;
+    while (uncachedFree() < need) {
+      let lru: [string, CachedPrefix] | undefined;
+      for (const e of this.prefixes) if (e[1].refs === 0 && (!lru || e[1].lastUsedMs < lru[1].lastUsedMs)) lru = e;
+      this.prefixes.delete(lru![0]);
+    }
+    seq.ownBlocks += need;
+    return true;
+  }
+
+  /** Frees a sequence's blocks; a shared prefix stays cached, free to evict once no one uses it. */
+  private release(seq: Sequence): void {
+    seq.ownBlocks = 0;
+    const p = seq.prefixRef ? this.prefixes.get(seq.prefixRef) : undefined;
+    if (p) {
+      p.refs--;
+      p.lastUsedMs = this.clock.now();
+    }
+    seq.prefixRef = undefined;
+  }
+
+  /** Scheduler._preempt_request: blocks freed, back to the head of the queue, everything recomputed later. */
+  private preempt(seq: Sequence): void {
+    this.release(seq);
+    seq.toCompute = seq.req.promptTokens + seq.generated;
+    seq.computed = 0;
+    seq.preemptions++;
+    this.counters.preemptions++;
+    this.waiting.unshift(seq);
+  }
+
+  /**
+   * KVCacheManager.get_computed_blocks: whole cached blocks of the prompt's shared prefix (at least
+   * one token left to compute); the sequence holds them from here.
+   */
+  private lookupPrefix(seq: Sequence): number {
+    const prefix = seq.req.prefix;
+    const p = prefix && this.params.prefixCaching ? this.prefixes.get(prefix.id) : undefined;
+    const hits = p ? Math.max(0, Math.min(p.blocks * this.params.blockSize, seq.toCompute - 1)) : 0;
+    if (p && hits > 0) {
+      p.refs++;
+      seq.prefixRef = prefix!.id;
+      seq.computed = hits;
+    }
+    return hits;
+  }
+
+  /** PrefixCacheStats.record for an admitted request: a preempted one's lookup is kept apart, out of the exported counters. */
+  private countLookup(seq: Sequence, hits: number): void {
+    if (seq.preemptions > 0 || !this.params.prefixCaching) return;
+    this.counters.prefixCacheQueries += seq.toCompute;
+    this.counters.prefixCacheHits += hits;
+  }
+
+  /** Once a request has computed its shared prefix's whole blocks, they are cached for the next ones. */
+  private publishPrefix(seq: Sequence): void {
+    const prefix = seq.req.prefix;
+    if (!prefix || !this.params.prefixCaching || seq.prefixRef || this.prefixes.has(prefix.id)) return;
+    const blocks = Math.floor(prefix.tokens / this.params.blockSize);
+    if (blocks === 0 || seq.computed < blocks * this.params.blockSize || seq.ownBlocks < blocks) return;
+    seq.ownBlocks -= blocks;
+    this.prefixes.set(prefix.id, { blocks, refs: 1, lastUsedMs: this.clock.now() });
+    seq.prefixRef = prefix.id;
+  }
+
   private kick(): void {
     // An idle engine starts its next step on the next turn, so requests that arrive together batch together.
     if (this.stepTimer === undefined && !this.stopped) this.stepTimer = this.clock.setTimeout(() => this.step(), 0);
   }
 
-  /** Plans one step, then completes it after its host plus GPU time. */
+  /** Plans one step (Scheduler.schedule), then completes it after its host plus GPU time. */
   private step(): void {
     const p = this.params;
+    for (const s of this.running) if (s.cancelled) this.release(s);
     this.running = this.running.filter((s) => !s.cancelled);
     for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i]!.cancelled) this.waiting.splice(i, 1);
     this.stepTimer = undefined;
     if (this.running.length === 0 && this.waiting.length === 0) return;
     let budget = p.maxNumBatchedTokens;
-    const planned: { seq: Sequence; prefill: number; decode: boolean }[] = [];
-    // Running requests first: the next prompt chunk, or one decode token.
-    for (const seq of this.running) {
-      if (budget <= 0) break;
-      const promptLeft = seq.req.promptTokens - seq.prefilled;
-      if (promptLeft > 0) {
-        const chunk = Math.min(promptLeft, budget);
-        planned.push({ seq, prefill: chunk, decode: false });
-        budget -= chunk;
-      } else {
-        planned.push({ seq, prefill: 0, decode: true });
-        budget -= 1;
+    const planned: Planned[] = [];
+    let preempted = false;
+    // Running requests first: the next prompt chunk, or a decode token and its drafts.
+    for (let i = 0; i < this.running.length && budget > 0; i++) {
+      const seq = this.running[i]!;
+      const left = seq.toCompute - seq.computed;
+      const prefill = left > 0 ? Math.min(left, budget) : 0;
+      const drafts = prefill > 0 ? 0 : Math.min(p.numSpeculativeTokens, Math.max(0, budget - 1), Math.max(0, seq.req.outputTokens - seq.generated - 1));
+      const tokens = prefill > 0 ? prefill : 1 + drafts;
+      let ok = this.allocate(seq, tokens);
+      while (!ok) {
+        // Preempt the lowest-priority request: the last admitted (FCFS).
+        // (Running requests are served in order, so the last one is not planned yet, or is this one.)
+        const victim = this.running.pop()!;
+        this.preempt(victim);
+        preempted = true;
+        if (victim === seq) break;
+        ok = this.allocate(seq, tokens);
       }
+      if (!ok) break;
+      planned.push({ seq, prefill, decode: prefill === 0, drafts });
+      budget -= tokens;
     }
-    // Then waiting requests in arrival order, while a slot, budget and KV space remain.
-    let kvUsed = this.running.reduce((n, s) => n + s.prefilled + s.generated, 0);
-    while (this.waiting.length > 0 && budget > 0 && this.running.length < p.maxNumSeqs) {
+    // Then waiting requests in arrival order, unless this step preempted one.
+    while (!preempted && this.waiting.length > 0 && budget > 0 && this.running.length < p.maxNumSeqs) {
       const seq = this.waiting[0]!;
-      const need = seq.req.promptTokens + seq.req.outputTokens;
-      if (kvUsed + need > p.kvCacheTokens && this.running.length > 0) break;
+      const hits = seq.computed === 0 ? this.lookupPrefix(seq) : 0;
+      const chunk = Math.min(seq.toCompute - seq.computed, budget);
+      if (!this.allocate(seq, chunk)) {
+        if (hits > 0) this.release(seq);
+        seq.computed = 0;
+        break;
+      }
       this.waiting.shift();
-      seq.scheduledMs = this.clock.now();
+      this.countLookup(seq, hits);
+      if (seq.scheduledMs < 0) seq.scheduledMs = this.clock.now();
       this.running.push(seq);
-      kvUsed += need;
-      const chunk = Math.min(seq.req.promptTokens, budget);
-      planned.push({ seq, prefill: chunk, decode: false });
+      planned.push({ seq, prefill: chunk, decode: false, drafts: 0 });
       budget -= chunk;
     }
-    const prefillTokens = planned.reduce((n, x) => n + x.prefill, 0);
-    const gpuMs = p.stepBaseMs + p.decodeMsPerSeq * planned.length + p.prefillMsPerToken * prefillTokens;
+    const computedTokens = planned.reduce((n, x) => n + x.prefill + x.drafts, 0);
+    const gpuMs = p.stepBaseMs + p.decodeMsPerSeq * planned.length + p.prefillMsPerToken * computedTokens;
     this.stepTimer = this.clock.setTimeout(() => this.complete(planned, gpuMs), p.hostOverheadMs + gpuMs);
   }
 
-  private complete(planned: { seq: Sequence; prefill: number; decode: boolean }[], gpuMs: number): void {
+  /** Drafted tokens the target model accepts: each in turn with `draftAcceptance`, stopping at the first rejection. */
+  private accepted(drafts: number): number {
+    let n = 0;
+    while (n < drafts && this.random() < this.params.draftAcceptance) n++;
+    return n;
+  }
+
+  private complete(planned: Planned[], gpuMs: number): void {
     this.stepTimer = undefined;
     if (this.stopped) return;
     this.busyMs += gpuMs;
     this.steps++;
     const now = this.clock.now();
-    for (const { seq, prefill, decode } of planned) {
-      if (seq.cancelled) continue;
-      seq.prefilled += prefill;
-      const prefillDone = seq.prefilled >= seq.req.promptTokens;
-      // The step that finishes the prompt samples the first token; each decode step one more.
-      if ((decode || (prefill > 0 && prefillDone)) && seq.generated < seq.req.outputTokens) {
-        if (seq.generated === 0) seq.firstTokenMs = now;
+    for (const { seq, prefill, decode, drafts } of planned) {
+      if (seq.cancelled || !this.running.includes(seq)) continue;
+      seq.computed += prefill;
+      this.counters.promptTokens += prefill;
+      this.publishPrefix(seq);
+      const prefillDone = seq.computed >= seq.toCompute;
+      let emitted = 0;
+      if (decode && seq.generated < seq.req.outputTokens) {
+        const accepted = drafts > 0 ? this.accepted(drafts) : 0;
+        if (drafts > 0) {
+          this.counters.specDrafts++;
+          this.counters.specDraftTokens += drafts;
+          this.counters.specAcceptedTokens += accepted;
+        }
+        emitted = Math.min(1 + accepted, seq.req.outputTokens - seq.generated);
+        seq.computed += emitted;
+      } else if (prefill > 0 && prefillDone && seq.generated < seq.req.outputTokens) {
+        // The step that finishes the prompt samples the first token (a resumed request its next one).
+        emitted = 1;
+      }
+      for (let k = 0; k < emitted; k++) {
+        if (seq.firstTokenMs < 0) seq.firstTokenMs = now;
         seq.req.onToken?.(seq.generated);
         seq.generated++;
+      }
+      if (emitted > 0) {
+        this.counters.generationTokens += emitted;
+        this.onTokens?.({ arrivalMs: seq.arrivalMs, nowMs: now, previousMs: seq.lastTokenMs, count: emitted });
+        seq.lastTokenMs = now;
       }
       if (prefillDone && seq.generated >= seq.req.outputTokens) {
         seq.cancelled = true;
         if (seq.firstTokenMs < 0) seq.firstTokenMs = now;
+        this.release(seq);
+        this.running = this.running.filter((s) => s !== seq);
         seq.req.onDone();
-        this.onFinished?.({ arrivalMs: seq.arrivalMs, scheduledMs: seq.scheduledMs, firstTokenMs: seq.firstTokenMs, finishedMs: now, promptTokens: seq.req.promptTokens, outputTokens: seq.generated });
+        this.onFinished?.({ arrivalMs: seq.arrivalMs, scheduledMs: seq.scheduledMs, firstTokenMs: seq.firstTokenMs, finishedMs: now, promptTokens: seq.req.promptTokens, outputTokens: seq.generated, preemptions: seq.preemptions });
       }
     }
     this.step();

@@ -2,7 +2,8 @@
 // usage in the last chunk when stream_options.include_usage is set), embeddings and the model list,
 // and a rate of 429/500 answers. Timing comes from the engine (engine.ts) when one is given: each
 // request waits in its queue, is prefilled and decoded in batches, and its tokens are written as the
-// engine produces them; without one every answer is immediate (unit tests).
+// engine produces them; without one every answer is immediate (unit tests). Like vLLM's API server,
+// it serves the engine's Prometheus metrics at GET /metrics on the same port (vllm-metrics.ts).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Engine } from "./engine.js";
@@ -15,8 +16,16 @@ export interface LlmUpstreamOptions {
   model?: string;
   /** Queues, batches and times every request; absent: no delays. */
   engine?: Engine;
-  /** Prompt tokens added to every completion (a system prompt), read per request, counted in usage; default 0. */
-  extraPromptTokens?: () => number;
+  /**
+   * What the application adds to every completion's prompt, drawn per request and counted in usage:
+   * a system prompt shared by the requests of one tenant (the engine may find it in its prefix
+   * cache) and context of the request's own (retrieved documents); default none.
+   */
+  addedPrompt?: () => { prefix?: { id: string; tokens: number }; contextTokens: number };
+  /** Completion tokens of every completion, drawn per request (overrides max_tokens and the default). */
+  outputTokens?: () => number;
+  /** Served at GET /metrics (the engine's metrics, as vLLM's server exposes them). */
+  metrics?: { render(): string };
   /** Share of requests answered 429 or 500 (half each), 0..1, default 0. */
   errorRate?: number;
   /** Random source in [0, 1), default Math.random. */
@@ -78,14 +87,14 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
   let seq = 0;
 
   /** Runs a request through the engine (or at once); resolves when it is done, calling onToken per token. */
-  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void): Promise<void> => {
+  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void, prefix?: { id: string; tokens: number }): Promise<void> => {
     if (!opts.engine) {
       for (let i = 0; i < outputTokens; i++) onToken(i);
       return Promise.resolve();
     }
     const engine = opts.engine;
     return new Promise((resolve) => {
-      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: resolve });
+      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: resolve, ...(prefix ? { prefix } : {}) });
       // A client that goes away leaves the queue or the batch, as vLLM aborts the request.
       res.once("close", () => handle.cancel());
     });
@@ -96,10 +105,11 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const model = typeof body.model === "string" && body.model !== "" ? body.model : (opts.model ?? DEFAULT_MODEL);
     const maxTokens = typeof body.max_tokens === "number" && body.max_tokens > 0 ? Math.floor(body.max_tokens) : (opts.defaultMaxTokens ?? 12);
     const defaultLimit = opts.defaultMaxTokens ?? 12;
-    const completionTokens = Math.min(maxTokens, defaultLimit);
-    const finishReason = maxTokens < defaultLimit ? "length" : "stop";
+    const completionTokens = opts.outputTokens?.() ?? Math.min(maxTokens, defaultLimit);
+    const finishReason = opts.outputTokens === undefined && maxTokens < defaultLimit ? "length" : "stop";
     // The system prompt and context a real application adds count as prompt tokens too.
-    const promptTokens = countTokens(promptText(body)) + (opts.extraPromptTokens?.() ?? 0);
+    const added = opts.addedPrompt?.();
+    const promptTokens = (added?.prefix?.tokens ?? 0) + (added?.contextTokens ?? 0) + countTokens(promptText(body));
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${++seq}`;
     const created = Math.floor(Date.now() / 1000);
@@ -107,7 +117,7 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
 
     if (body.stream !== true) {
-      await generate(res, promptTokens, completionTokens, () => undefined);
+      await generate(res, promptTokens, completionTokens, () => undefined, added?.prefix);
       if (res.destroyed) return;
       const text = words.join("");
       const choice = kind === "chat" ? { index: 0, message: { role: "assistant", content: text }, finish_reason: finishReason } : { index: 0, text, finish_reason: finishReason };
@@ -123,7 +133,7 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
       if (res.destroyed) return;
       const delta = kind === "chat" ? { index: 0, delta: i === 0 ? { role: "assistant", content: words[i] } : { content: words[i] }, finish_reason: null } : { index: 0, text: words[i], finish_reason: null };
       res.write(event([delta]));
-    });
+    }, added?.prefix);
     if (res.destroyed) return;
     res.write(event([kind === "chat" ? { index: 0, delta: {}, finish_reason: finishReason } : { index: 0, text: "", finish_reason: finishReason }]));
     if (streamOptions?.include_usage === true) res.write(event([], { usage }));
@@ -153,6 +163,12 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
       req.resume();
       if (random() < 0.5) sendJson(res, 429, { error: { message: "rate limit reached (simulated)", type: "rate_limit_error", code: "rate_limit_exceeded" } }, { "retry-after": "1" });
       else sendJson(res, 500, { error: { message: "internal error (simulated)", type: "server_error", code: null } });
+      return;
+    }
+    if (req.method === "GET" && path === "/metrics" && opts.metrics) {
+      const text = opts.metrics.render();
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": String(Buffer.byteLength(text)) });
+      res.end(text);
       return;
     }
     if (req.method === "GET" && path === "/v1/models") {

@@ -89,8 +89,8 @@ test("make demo (emulated Envoy, simulated LLM and dcgm-exporter): prints URLs, 
     const json = await fetch(`${proxy}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "Say hello" }] }) });
     assert.equal(json.status, 200);
     const body = (await json.json()) as { usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number }; model: string };
-    // The normal scenario's 200-token system prompt counts as prompt tokens, as it would on a real server.
-    assert.deepEqual(body.usage, { prompt_tokens: 203, completion_tokens: 12, total_tokens: 215 });
+    // The normal scenario's 1000-token system prompt counts as prompt tokens, as it would on a real server.
+    assert.deepEqual(body.usage, { prompt_tokens: 1003, completion_tokens: 12, total_tokens: 1015 });
     assert.equal(body.model, "tokentrace-sim-1");
 
     const sse = await fetch(`${proxy}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hi" }] }) });
@@ -98,7 +98,7 @@ test("make demo (emulated Envoy, simulated LLM and dcgm-exporter): prints URLs, 
     const events = (await sse.text()).split("\n\n").filter((e) => e !== "");
     assert.equal(events.length, 12 + 1 + 1 + 1, "12 tokens, the finish chunk, the usage chunk, [DONE]");
     assert.equal(events.at(-1), "data: [DONE]");
-    assert.deepEqual((JSON.parse(events.at(-2)!.slice(6)) as { usage: unknown }).usage, { prompt_tokens: 201, completion_tokens: 12, total_tokens: 213 });
+    assert.deepEqual((JSON.parse(events.at(-2)!.slice(6)) as { usage: unknown }).usage, { prompt_tokens: 1001, completion_tokens: 12, total_tokens: 1013 });
 
     // Counters reach Envoy's stats on the filter's next tick; the seeded policy was pulled once.
     const text = await until("two chat requests in the stats", async () => (await fetch(stats)).text(), (t) => /^tokentrace_requests_total\{route="chat",status_class="2xx"\} 2$/m.test(t) && /^tokentrace_policy_updates_total\{\} 1$/m.test(t));

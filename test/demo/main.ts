@@ -103,7 +103,7 @@ async function main(): Promise<void> {
   console.log(`  stats:         ${stack.proxy.adminUrl}/stats/prometheus`);
   console.log(`  control plane: ${stack.controlPlaneUrl}/v1/policies (API), ${stack.controlPlaneUrl}/metrics`);
   console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated)`);
-  console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter)`);
+  console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter; vLLM's metrics at ${stack.upstream.url}/metrics)`);
   console.log(`  traces:        ${stack.controlPlaneUrl}/v1/traces (OTLP/HTTP JSON receiver; the filter exports sampled LLM calls there)`);
   console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target, evaluates istio/observability/prometheus-rules.yaml; ${stack.prometheus.url}/alerts)` : `  prometheus:    not started: ${stack.prometheusNote}`);
   console.log(`  write token:   ${stack.token} (demo only; the dashboard's policy editor asks for it)`);
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
     : undefined;
   const line = (): string => {
     const e = stack.engine.state();
-    return `${formatProgress(stack.load!.progress())}, server queue ${e.waiting}, batch ${e.running}${alerts}`;
+    return `${formatProgress(stack.load!.progress())}, server queue ${e.waiting}, batch ${e.running}, KV cache ${Math.round(e.kvCacheUsage * 100)}%${alerts}`;
   };
   const progress = stack.load
     ? setInterval(() => {

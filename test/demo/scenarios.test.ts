@@ -5,14 +5,22 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FILTER_WASM, requireArtifact } from "../filter/support.js";
-import { demoRuleFile, firingAlerts } from "./alert-rules.js";
-import { startDemoStack, type DemoStack } from "./stack.js";
+import { parse } from "yaml";
+import { demoRuleFile, firingAlerts, RULES_FILE } from "./alert-rules.js";
+import { DEMO_RATE_WINDOW_MS, startDemoStack, type DemoStack } from "./stack.js";
 
 const LATENCY_ALERTS = ["TokentraceTTFTHighGPUIdle", "TokentraceTTFTHighGPUSaturated"];
+const ENGINE_ALERTS = ["TokentraceGPUBusyKVCacheMissSpecRejected", "TokentraceGPUBusyKVCacheMiss", "TokentraceGPUBusySpecRejected", "TokentraceKVCacheMissSpecRejected"];
+
+/** One instant value per series of a PromQL query in the demo's Prometheus. */
+async function query(prometheusUrl: string, expr: string): Promise<number[]> {
+  const body = (await (await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as { data: { result: { value: [number, string] }[] } };
+  return body.data.result.map((r) => Number(r.value[1]));
+}
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -58,13 +66,15 @@ for (const [scenario, alert, gpuText, gpu] of [
       assert.ok(tookMs < 75_000, `fired after ${tookMs} ms`);
       const firing = await firingAlerts(stack.prometheus.url);
       assert.deepEqual(firing.filter((a) => LATENCY_ALERTS.includes(a)), [alert], "only the matching one of the pair");
+      assert.deepEqual(firing.filter((a) => ENGINE_ALERTS.includes(a)), [], "no engine SLO alert: the prefix cache and the draft model do well");
       // The dashboard's windows are seconds, the rule's 5 min: its latest point shows the same story.
       let cols: Record<string, (number | null)[]> = {};
+      // The GPU's mean over the dashboard's window starts with the idle seconds before the load: wait for both.
       await until(
-        "the dashboard's TTFT P95 over 2 s",
+        `the dashboard's TTFT P95 over 2 s with the GPU ${gpuText}`,
         async () => {
           cols = ((await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/series?route=chat&range=300`)).json()) as { columns: typeof cols }).columns;
-          return (lastValues(cols, "ttftP95").at(-1) ?? 0) > 2000;
+          return (lastValues(cols, "ttftP95").at(-1) ?? 0) > 2000 && gpu(lastValues(cols, "gpuUtilizationPercent").at(-1) ?? NaN);
         },
         Math.max(5000, 75_000 - (Date.now() - started)),
       );
@@ -75,3 +85,54 @@ for (const [scenario, alert, gpuText, gpu] of [
     }
   });
 }
+
+/** The three-signal alert's expression as the rule file has it, evaluated by the demo's Prometheus. */
+const threeSignalExpr = (): string => {
+  const groups = (parse(readFileSync(RULES_FILE, "utf8")) as { spec: { groups: { rules: { alert?: string; expr: string }[] }[] } }).spec.groups;
+  return groups.flatMap((g) => g.rules).find((r) => r.alert === "TokentraceGPUBusyKVCacheMissSpecRejected")!.expr;
+};
+
+test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives", { timeout: 150_000 }, async () => {
+  assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
+  const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "kv-cache-pressure", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto" });
+  try {
+    assert.equal(stack.scenario.alert, "TokentraceGPUBusyKVCacheMissSpecRejected");
+    const started = Date.now();
+    await until("TokentraceGPUBusyKVCacheMissSpecRejected to fire", async () => (await firingAlerts(stack.prometheus!.url)).includes(stack.scenario.alert!), 90_000);
+    assert.ok(Date.now() - started < 75_000, `fired after ${Date.now() - started} ms`);
+    const firing = await firingAlerts(stack.prometheus!.url);
+    assert.deepEqual(firing.filter((a) => ENGINE_ALERTS.includes(a)), [stack.scenario.alert], "the three-signal alert, not its two-signal relatives");
+    assert.deepEqual(firing.filter((a) => LATENCY_ALERTS.includes(a)), [], "not a plain queueing story");
+    assert.equal((await query(stack.prometheus!.url, threeSignalExpr())).length, 1, "the rule's expression, evaluated now, holds for the demo's model");
+    // The story in the pipeline's own series, as remote-written to Prometheus.
+    const one = async (expr: string): Promise<number> => (await query(stack.prometheus!.url, expr))[0]!;
+    assert.ok((await one('tokentrace_model_gpu_utilization_percent{model="tokentrace-sim-1"}')) > 85);
+    assert.ok((await one("tokentrace_model_prefix_cache_hit_ratio")) < 0.92);
+    assert.ok((await one("tokentrace_model_spec_decode_acceptance_ratio")) < 0.8);
+    assert.ok((await one("tokentrace_model_kv_cache_usage_ratio")) > 0.5, "the KV cache is mostly in use");
+    // Queue and prefill percentiles come from finished requests (answers of 240 tokens take seconds).
+    await until("the route's P99 TTFT split inside and outside the engine", async () => (await query(stack.prometheus!.url, 'tokentrace_route_latency_quantile_seconds{route="chat",phase="outside_ttft",quantile="0.99"}')).length > 0, 60_000);
+    await until("preemptions in Prometheus", async () => ((await query(stack.prometheus!.url, "tokentrace_model_preemptions_per_second"))[0] ?? 0) > 0, 60_000);
+  } finally {
+    await stack.close();
+  }
+});
+
+test("demo scenario normal (simulated vLLM engine, real pipeline and Prometheus): once the engine signals are in Prometheus, prefix-cache hits and speculative acceptance are above their thresholds, the three-signal alert's expression holds for nothing and no engine SLO alert fires", { timeout: 150_000 }, async () => {
+  assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
+  const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "normal", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto" });
+  try {
+    const url = stack.prometheus!.url;
+    // The signals written for longer than the demo's rate window (30 s): the ratios are the scenario's steady state.
+    const windowSec = DEMO_RATE_WINDOW_MS / 1000;
+    const spanned = async (name: string): Promise<boolean> => ((await query(url, `count_over_time(${name}[${windowSec + 15}s])`))[0] ?? 0) > windowSec + 5;
+    await until("the engine's three signals in Prometheus for a whole rate window", async () => (await spanned("tokentrace_model_spec_decode_acceptance_ratio")) && (await spanned("tokentrace_model_prefix_cache_hit_ratio")) && (await spanned("tokentrace_model_gpu_utilization_percent")), 90_000);
+    const one = async (expr: string): Promise<number> => (await query(url, expr))[0]!;
+    assert.ok((await one("tokentrace_model_prefix_cache_hit_ratio")) > 0.92);
+    assert.ok((await one("tokentrace_model_spec_decode_acceptance_ratio")) > 0.8);
+    assert.deepEqual(await query(url, threeSignalExpr()), [], "the three-signal alert's expression holds for nothing");
+    assert.deepEqual((await firingAlerts(url)).filter((a) => ENGINE_ALERTS.includes(a) || LATENCY_ALERTS.includes(a)), []);
+  } finally {
+    await stack.close();
+  }
+});

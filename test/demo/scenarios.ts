@@ -15,8 +15,13 @@ export interface Scenario {
   loadRps: number;
   /** Most requests the load generator keeps in flight (clients' connection pools bound the queue). */
   maxInFlight: number;
-  /** Prompt tokens added to every request (a system prompt and context). */
-  extraPromptTokens: number;
+  /** A system prompt on every request, one per tenant: the same leading tokens the prefix cache can reuse. */
+  systemPromptTokens: number;
+  tenants: number;
+  /** Prompt tokens of each request's own (retrieved documents, conversation history). */
+  contextTokens: number;
+  /** Completion tokens of every request; undefined: the load's max_tokens (up to 12). */
+  outputTokens?: number;
 }
 
 export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
@@ -24,36 +29,57 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
     "normal",
     {
       name: "normal",
-      story: "a healthy server: TTFT about 50 ms, the GPU about half busy, no queue",
+      story: "a healthy server: TTFT about 50 ms, the GPU about a third busy, no queue; the tenants' system prompts stay in the prefix cache (hits near 98%) and the draft model's tokens are mostly accepted (near 90%)",
       alert: null,
       engine: {},
       loadRps: 5,
       maxInFlight: 64,
-      extraPromptTokens: 200,
+      systemPromptTokens: 1000,
+      tenants: 4,
+      contextTokens: 0,
     },
   ],
   [
     "gpu-saturated",
     {
       name: "gpu-saturated",
-      story: "GPU saturated, queueing: long prompts need more prefill than the GPU can compute, so requests wait; TTFT climbs to seconds while the GPU is over 90% busy",
+      story: "GPU saturated, queueing: long prompts (retrieved documents, prefix caching off) need more prefill than the GPU can compute, so requests wait; TTFT climbs to seconds while the GPU is over 90% busy",
       alert: "TokentraceTTFTHighGPUSaturated",
-      engine: {},
+      engine: { prefixCaching: false },
       loadRps: 5,
       maxInFlight: 24,
-      extraPromptTokens: 6000,
+      systemPromptTokens: 200,
+      tenants: 1,
+      contextTokens: 6000,
     },
   ],
   [
     "slow-model",
     {
       name: "slow-model",
-      story: "slow model, idle GPU: the server's CPU side (scheduling, detokenising) is slow and its batch limit is 4, so requests wait in its queue while the GPU idles under 40%",
+      story: "slow model, idle GPU: the server's CPU side (scheduling, detokenising) is slow and its batch limit is 4 (no speculative decoding), so requests wait in its queue while the GPU idles under 40%",
       alert: "TokentraceTTFTHighGPUIdle",
-      engine: { hostOverheadMs: 150, maxNumSeqs: 4 },
+      engine: { hostOverheadMs: 150, maxNumSeqs: 4, numSpeculativeTokens: 0 },
       loadRps: 3,
       maxInFlight: 24,
-      extraPromptTokens: 200,
+      systemPromptTokens: 1000,
+      tenants: 4,
+      contextTokens: 0,
+    },
+  ],
+  [
+    "kv-cache-pressure",
+    {
+      name: "kv-cache-pressure",
+      story: "KV-cache pressure on a bigger model: 32 tenants' system prompts and long answers do not fit its KV cache beside the batch, so cached prompts are evicted and computed again (prefix-cache hits under 50%) and requests are preempted, while the draft model's tokens on these long answers are mostly rejected (acceptance near 50%) and the GPU runs over 85%",
+      alert: "TokentraceGPUBusyKVCacheMissSpecRejected",
+      engine: { kvCacheTokens: 36_000, maxNumSeqs: 64, stepBaseMs: 30, decodeMsPerSeq: 1.5, draftAcceptance: 0.7 },
+      loadRps: 3,
+      maxInFlight: 64,
+      systemPromptTokens: 1500,
+      tenants: 32,
+      contextTokens: 200,
+      outputTokens: 240,
     },
   ],
 ]);

@@ -1,9 +1,10 @@
 // The whole local stack of `make demo`, in one process on 127.0.0.1: the control plane (embedded
 // file store in a temp dir, a demo write token, the dashboard, the OTLP span receiver), the local
 // proxy running the built filter in pull mode in front of the simulated LLM server (an engine with
-// a queue and a GPU), a simulated dcgm-exporter following that GPU, the metrics pipeline scraping
-// both, Prometheus as its remote-write target evaluating the alert rules when installed, and a load
-// generator. main.ts and the dashboard's browser test both start it.
+// a queue, a KV cache and a GPU, exporting vLLM's metrics), a simulated dcgm-exporter following that
+// GPU, the metrics pipeline scraping all three, Prometheus as its remote-write target evaluating the
+// alert rules when installed, and a load generator. main.ts and the dashboard's browser test both
+// start it.
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -30,6 +31,7 @@ import { Engine, type EngineParams } from "./engine.js";
 import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
 import { startLoad, type Load } from "./load.js";
+import { VllmMetrics } from "./vllm-metrics.js";
 
 /** The simulated workload: namespace, pod and labels the policy selects and the GPUs map to. */
 export const DEMO_NAMESPACE = "demo";
@@ -119,6 +121,14 @@ export interface DemoStack {
 /** The proxy's cluster name for the control plane (policy pulls and span export). */
 export const CONTROL_PLANE_CLUSTER = "control-plane";
 
+/** The model the simulated server serves (vLLM's model_name; the load asks for it by name). */
+export const DEMO_MODEL = "tokentrace-sim-1";
+/**
+ * The pipeline's rate window in the demo (percentiles, ratios and rates of the model server): 30 s,
+ * where production uses 5 min, so a scenario's signals show within a minute.
+ */
+export const DEMO_RATE_WINDOW_MS = 30_000;
+
 /** The policy seeded at start (the dashboard's editor changes it); its spans go to the control plane's receiver. */
 export function seedPolicy(): object {
   return {
@@ -199,7 +209,16 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
 
   const engine = new Engine({ ...scenario.engine, ...opts.engine });
   closers.push(async () => engine.stop());
-  const upstream = await startLlmUpstream({ port: opts.upstreamPort ?? 0, engine, extraPromptTokens: () => scenario.extraPromptTokens, errorRate: opts.errorRate });
+  const vllmMetrics = new VllmMetrics(engine, DEMO_MODEL);
+  const upstream = await startLlmUpstream({
+    port: opts.upstreamPort ?? 0,
+    model: DEMO_MODEL,
+    engine,
+    metrics: vllmMetrics,
+    addedPrompt: () => ({ prefix: { id: `tenant-${Math.floor(Math.random() * scenario.tenants)}`, tokens: scenario.systemPromptTokens }, contextTokens: scenario.contextTokens }),
+    ...(scenario.outputTokens !== undefined ? { outputTokens: () => scenario.outputTokens! } : {}),
+    errorRate: opts.errorRate,
+  });
   closers.push(() => upstream.close());
 
   // The filter's minimum poll interval is 1000 ms (filter/config.schema.json).
@@ -255,8 +274,11 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
         static: [
           { url: `${proxy.adminUrl}/stats/prometheus`, kind: "envoy", namespace: DEMO_NAMESPACE, pod: DEMO_POD, node: DEMO_NODE },
           { url: dcgm.metricsUrl, kind: "dcgm", node: DEMO_NODE },
+          // vLLM serves its metrics on its API port.
+          { url: `${upstream.url}/metrics`, kind: "vllm", namespace: DEMO_NAMESPACE, pod: DEMO_POD, node: DEMO_NODE },
         ],
       },
+      join: { rateWindowMs: DEMO_RATE_WINDOW_MS },
       remoteWrite: { queueDir: join(dir, "remote-write"), targets: prometheus ? [{ name: "prometheus", url: prometheus.writeUrl, batchSendDeadlineMs: intervalMs, flushOnStopMs: 1000 }] : [] },
     }),
     { registry: metrics.registry, onBatch: (series, result) => dashboard.observe(series, result), log: (msg) => log({ msg: "pipeline", detail: msg }) },

@@ -7,9 +7,10 @@
 //
 // Sources read:
 //   vLLM   vllm-project/vllm vllm/v1/metrics/loggers.py at 005a810 (PrometheusStatLogger: both the
-//          renamed and the deprecated names, labels model_name and engine) and its newest version in
-//          the public code index (gpu_* names gone; time_per_output_token_seconds hidden since 0.12
-//          behind --show-hidden-metrics-for-version=0.11); docs/design/metrics.md at f7e3a08 (the
+//          renamed and the deprecated names, labels model_name and engine) and
+//          tests/entrypoints/openai/test_metrics.py at 0419b117 (EXPECTED_METRICS_V1; gpu_* names and
+//          time_per_output_token_seconds in HIDDEN_DEPRECATED_METRICS, shown only with
+//          --show-hidden-metrics-for-version); docs/design/metrics.md at f7e3a08 (the
 //          V1 list and the queue/prefill/decode intervals); vllm/v1/spec_decode/metrics.py at
 //          ee4ceaa (SpecDecodingProm).
 //   SGLang sgl-project/sglang python/sglang/srt/metrics/collector.py at 93d0487
