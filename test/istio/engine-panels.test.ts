@@ -1,0 +1,169 @@
+// The Grafana dashboard's engine panels against what the pipeline writes, under Prometheus's own
+// query engine (Debian's promtool 2.42, `test rules` with promql_expr_test): two models served by one
+// pod on a time-sliced GPU (test/fixtures/pipeline, vLLM's current names) go through the real join,
+// with a sidecar in front of one, its output is the input series (what remote write stores), and every query of the engine panels,
+// its variables interpolated as Grafana's Prometheus data source does (a repeated panel's $model one
+// value, regex-escaped; All as the variable's allValue), returns exactly the recorded series: one
+// per signal for the repeated panel's model, with the join's values.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+import { join } from "node:path";
+import * as C from "../../control-plane/src/join/catalogue.js";
+import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
+import { inputSeries, promLabels, runScrapes, type JoinedPoint, type Scrape } from "../pipeline/promtool-case.js";
+import { advance, fixture, relabel, sidecarText } from "../pipeline/engine-scrapes.js";
+import { ISTIO_DIR } from "./support.js";
+
+interface Target { refId: string; expr: string; legendFormat?: string }
+interface Panel { id: number; type: string; title: string; repeat?: string; targets?: Target[] }
+const dashboard = JSON.parse(readFileSync(join(ISTIO_DIR, "observability/grafana-dashboard.json"), "utf8")) as { panels: Panel[]; templating: { list: { name: string; allValue?: string }[] } };
+const panel = (title: RegExp): Panel => {
+  const p = dashboard.panels.find((x) => title.test(x.title));
+  assert.ok(p, String(title));
+  return p;
+};
+
+const LLAMA = "meta-llama/Llama-3.1-8B-Instruct";
+const QWEN = "Qwen/Qwen2.5-7B-Instruct";
+const POD = "chat-6f8d-aaaaa";
+const STEP = 10;
+const STEPS = 14;
+
+/** What the pipeline writes for one pod serving two models on a time-sliced GPU, one scrape of each target every STEP seconds. */
+function recorded(): { points: JoinedPoint[]; end: number } {
+  const target = (kind: ScrapeTarget["kind"], pod: string, port: number): ScrapeTarget => ({ id: `${kind}|http://${pod}:${port}/m`, kind, url: `http://${pod}:${port}/m`, intervalMs: STEP * 1000, timeoutMs: 5000, namespace: kind === "dcgm" ? "gpu-operator" : "llm", pod, node: "gpu-node-b" });
+  const every = (t: ScrapeTarget, offset: number, text: (k: number) => string): Scrape[] => Array.from({ length: STEPS }, (_, k) => ({ atSec: offset + STEP * k, target: t, text: text(k) }));
+  const scrapes = [
+    ...every(target("dcgm", "dcgm-b", 9400), 0, () => fixture("dcgm-time-sliced.prom")),
+    ...every(target("vllm", POD, 8000), 1, (k) => advance(fixture("vllm-v1-two-engines.prom"), k)),
+    // The second model's server on another port: its hits and acceptance grow at other rates.
+    ...every(target("vllm", POD, 8001), 2, (k) => advance(relabel(fixture("vllm-v1-two-engines.prom"), LLAMA, QWEN), k, 0.1)),
+    ...every(target("envoy", POD, 15090), 3, (k) => sidecarText(k, [{ route: "chat", model: LLAMA, per: 40, ttft: { 6: 2, 7: 5, 8: 2, 9: 1 }, decode: { 11: 3, 12: 6, 13: 1 } }])),
+  ];
+  const { joined } = runScrapes(scrapes, { rateWindowMs: 60_000 });
+  return { points: joined, end: 3 + STEP * (STEPS - 1) };
+}
+
+/** Grafana's Prometheus data source regex-escapes a multi-value variable's values. */
+const regexEscape = (v: string): string => v.replace(/[\\^$*+?.()|[\]{}]/g, "\\\\$&");
+const allValue = (name: string): string => dashboard.templating.list.find((v) => v.name === name)!.allValue!;
+const interpolate = (expr: string, model: string | undefined): string =>
+  expr.replaceAll("$namespace", allValue("namespace")).replaceAll("$route", allValue("route")).replaceAll("$model", model === undefined ? allValue("model") : regexEscape(model));
+
+/**
+ * The answer Prometheus should give to `agg by (l...) (name{matchers})` (optionally `/ 100`) at the
+ * end: the join's newest point of each matching series, grouped. Each group here holds one series,
+ * so the aggregation is that series' value.
+ */
+function expectedOf(expr: string, points: JoinedPoint[], end: number): { labels: string; value: number }[] {
+  const m = /^(avg|sum|max) by \(([^)]*)\) \((\w+)\{([^}]*)\}\)( \/ 100)?$/.exec(expr);
+  assert.ok(m, `a query of the form agg by (...) (series{...}): ${expr}`);
+  const [, , by, name, matchers, scaled] = m;
+  const tests = [...matchers!.matchAll(/(\w+)(=~|=)"((?:[^"\\]|\\.)*)"/g)].map(([, l, op, v]) => {
+    const value = JSON.parse(`"${v}"`) as string;
+    return (labels: string[]): boolean => {
+      const actual = labels.indexOf(l!) % 2 === 0 ? labels[labels.indexOf(l!) + 1]! : "";
+      return op === "=" ? actual === value : new RegExp(`^(?:${value})$`).test(actual);
+    };
+  });
+  const latest = new Map<string, JoinedPoint>();
+  for (const p of points) if (p.name === name && p.atMs <= end * 1000 && tests.every((t) => t(p.labels))) latest.set(promLabels(p.labels), p);
+  const groups = new Map<string, number[]>();
+  for (const p of latest.values()) {
+    const key = promLabels(by!.split(", ").flatMap((l) => [l, p.labels[p.labels.indexOf(l) + 1]!]));
+    groups.set(key, [...(groups.get(key) ?? []), p.value]);
+  }
+  return [...groups].map(([labels, values]) => {
+    assert.equal(values.length, 1, `${expr}: one series per group`);
+    return { labels, value: scaled ? values[0]! / 100 : values[0]! };
+  });
+}
+
+let dir: string;
+let points: JoinedPoint[];
+let end: number;
+let input: { series: string; values: string }[];
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), "tokentrace-panels-"));
+  // No rules: the queries read what remote write stored, as Grafana does.
+  writeFileSync(join(dir, "rules.yaml"), stringify({ groups: [] }));
+  ({ points, end } = recorded());
+  const series = new Map<string, Map<number, string>>();
+  for (const p of points) {
+    const key = `${p.name}${promLabels(p.labels)}`;
+    if (!series.has(key)) series.set(key, new Map());
+    series.get(key)!.set(p.atMs / 1000, String(p.value));
+  }
+  input = inputSeries(series, end);
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs one promtool case; rejects with its output when a query's result differs. */
+async function promtool(test: unknown): Promise<string> {
+  const file = join(dir, `test-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(file, stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1s", tests: [test] }));
+  try {
+    const { stdout, stderr } = await promisify(execFile)("promtool", ["test", "rules", file], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
+    return stdout + stderr;
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string };
+    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
+  }
+}
+
+/** promtool's case: each query (interpolated) at the end returns exactly `expected`. */
+const checkCase = (queries: { expr: string; expected: { labels: string; value: number }[] }[]): unknown => ({
+  interval: "1s",
+  input_series: input,
+  promql_expr_test: queries.map((q) => ({ expr: q.expr, eval_time: `${end}s`, exp_samples: q.expected })),
+});
+
+describe("Grafana engine panels return the series the pipeline records (promtool, Prometheus's query engine)", () => {
+  it("the engine SLO panel repeats per model and shows GPU utilisation, prefix-cache hit ratio and speculative acceptance, each one series with the join's value", async () => {
+    const slo = panel(/^Engine SLO signals: \$model$/);
+    assert.equal(slo.repeat, "model");
+    assert.deepEqual(slo.targets!.map((t) => t.legendFormat), ["GPU utilisation", "prefix-cache hit ratio", "speculative acceptance"]);
+    const queries = [LLAMA, QWEN].flatMap((model) =>
+      slo.targets!.map((t) => {
+        const expr = interpolate(t.expr, model);
+        const expected = expectedOf(expr, points, end);
+        assert.deepEqual(expected.map((e) => e.labels), [`{model=${JSON.stringify(model)}}`], `${t.legendFormat} of ${model}: one series`);
+        return { expr, expected };
+      }),
+    );
+    // The join's own figures first, so the check cannot pass on two wrong answers that agree.
+    const value = (i: number): number => queries[i]!.expected[0]!.value;
+    assert.equal(value(0), 0.63, "the pod's own share of the time-sliced GPU, as a ratio");
+    assert.equal(value(1), 0.95);
+    assert.ok(Math.abs(value(2) - 4208 / 4950) < 1e-12, "accepted over drafted tokens of both engines");
+    assert.notEqual(value(5), value(2), "each model its own acceptance");
+    assert.match(await promtool(checkCase(queries)), /SUCCESS/);
+  });
+
+  it("Where P99 goes and the KV-cache panel return the route's and each model's series", async () => {
+    const queries = [panel(/^Where P99 goes$/), panel(/^KV cache, preemptions and queue$/)].flatMap((p) =>
+      p.targets!.map((t) => {
+        const expr = interpolate(t.expr, undefined);
+        return { expr, expected: expectedOf(expr, points, end) };
+      }),
+    );
+    const labelsOf = (i: number): string[] => queries[i]!.expected.map((e) => e.labels).sort();
+    assert.deepEqual(labelsOf(0), ['{phase="outside_ttft",route="chat"}', '{phase="ttft",route="chat"}'], "the sidecar's P99 TTFT and what lies outside the engine");
+    assert.deepEqual(labelsOf(1), [LLAMA, QWEN].flatMap((m) => ["decode", "prefill", "queue"].map((phase) => `{model=${JSON.stringify(m)},phase="${phase}"}`)).sort());
+    for (const i of [2, 3, 4]) assert.deepEqual(labelsOf(i), [LLAMA, QWEN].map((m) => `{model=${JSON.stringify(m)}}`).sort());
+    assert.ok(points.some((p) => p.name === C.MODEL_KV_CACHE_USAGE));
+    assert.match(await promtool(checkCase(queries)), /SUCCESS/);
+  });
+
+  it("the check can fail: a query on vLLM's own label (model_name), not the join's (model), returns nothing", async () => {
+    const t = panel(/^Engine SLO signals/).targets![1]!;
+    const expr = interpolate(t.expr, LLAMA);
+    const wrong = expr.replace("model=~", "model_name=~");
+    await assert.rejects(promtool(checkCase([{ expr: wrong, expected: expectedOf(expr, points, end) }])), /FAILED/);
+  });
+});
