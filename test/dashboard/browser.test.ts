@@ -99,6 +99,19 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
       throw new Error(`${(e as Error).message}: still empty ${JSON.stringify(await emptyPanels())}`);
     });
     if (!decodeExported) assert.match(await text(page, '[data-caption-for="chart-decode"]'), /no tokentrace_llm_decode_ms/, "the decode panel says why it is empty");
+    // One engine SLO panel per model the simulated vLLM server reports, its three signals drawn beside their thresholds.
+    const engineSignals = (): Promise<{ model: string | undefined; labels: (string | undefined)[]; nonNull: number[] }[]> =>
+      page.evaluate(() => {
+        const w = globalThis as unknown as Win;
+        return Object.entries(w.tokentraceDashboard.charts)
+          .filter(([id]) => id.startsWith("chart-engine-"))
+          .map(([id, c]) => ({ model: w.document.getElementById(id)?.dataset.model, labels: c.plot.series.slice(1).map((s) => s.label), nonNull: c.plot.data.slice(1, 4).map((col) => col.filter((v) => v !== null && v !== undefined).length) }));
+      });
+    await until("the engine panel to hold the three signals", async () => (await engineSignals()).some((e) => e.nonNull.every((n) => n > 0)), 15_000);
+    const engine = await engineSignals();
+    assert.deepEqual(engine.map((e) => e.model), ["tokentrace-sim-1"], "one panel for the one model");
+    assert.deepEqual(engine[0]!.labels, ["GPU utilisation", "prefix-cache hit ratio", "speculative acceptance", "GPU utilisation alert threshold", "prefix-cache hit ratio alert threshold", "speculative acceptance alert threshold"]);
+    assert.match(await text(page, "#engine-panels figcaption"), /^tokentrace-sim-1 \(demo\): engine SLO signals$/);
     assert.equal(await page.inputValue("#route"), "demo\u0000chat");
     assert.deepEqual(await page.locator("#route option").allTextContents(), ["chat (demo)", "completions (demo)", "embeddings (demo)"]);
 
@@ -122,7 +135,7 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     const box = (await page.locator("#chart-ttft .u-over").boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
     const cursorTimes = await page.locator("table.legend thead th:nth-child(2)").allTextContents();
-    assert.equal(cursorTimes.length, PANELS.length);
+    assert.equal(cursorTimes.length, PANELS.length + engine.length, "the route's panels and the engine panel");
     assert.match(cursorTimes[0]!, /^\d\d:\d\d:\d\d$/);
     assert.deepEqual(new Set(cursorTimes).size, 1, `cursor times ${JSON.stringify(cursorTimes)}`);
     // The time range picker: 5 minutes (at this scrape interval, one point a second) instead of 15.

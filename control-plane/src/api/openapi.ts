@@ -235,6 +235,20 @@ const paths = {
       responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
     },
   },
+  "/v1/dashboard/models": {
+    get: {
+      operationId: "dashboardModels",
+      summary: "The engine SLO signals per model (one dashboard panel each), from the metrics pipeline's model-server scrapes",
+      description:
+        "Per model (namespace, model): columns for uPlot, one point per step over the range: t (s); gpuUtilization (ratio of the pods' GPUs busy, tokentrace_model_gpu_utilization_percent / 100), prefixCacheHitRatio, specDecodeAcceptance; each the mean over the model's pods of their newest value within lookbackSeconds, null where none. thresholds: the SLO alerts' thresholds (gpuUtilization 0.85, prefixCacheHitRatio 0.92, specDecodeAcceptance 0.8).",
+      security: readSecurity,
+      parameters: [
+        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's models; default every namespace." },
+        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+      ],
+      responses: { "200": { description: "Models with data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
+    },
+  },
   "/v1/dashboard/status": {
     get: {
       operationId: "dashboardStatus",

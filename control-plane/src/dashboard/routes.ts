@@ -14,6 +14,7 @@ import type { Policy } from "../policy/model.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { DashboardSource, RouteKey } from "./series.js";
 import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
+import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
 
 /** What the dashboard routes need (a subset of the app's deps). */
 export interface DashboardDeps {
@@ -111,7 +112,7 @@ function queryString(req: Request, name: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-/** The dashboard router: GET /dashboard (+ assets) and GET /v1/dashboard/series. */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route) and GET /v1/dashboard/models (engine signals per model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -191,5 +192,36 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       columns,
     });
   });
+
+  router.get("/v1/dashboard/models", read, (req: Request, res: Response, next: NextFunction) => {
+    const namespace = queryString(req, "namespace");
+    const rangeText = queryString(req, "range") ?? "900";
+    const rangeSeconds = Number(rangeText);
+    if (!(RANGES_SECONDS as readonly number[]).includes(rangeSeconds)) {
+      next(new ApiError(400, "invalid query", [{ field: "range", reason: `must be one of ${RANGES_SECONDS.join(", ")} (seconds), got ${JSON.stringify(rangeText)}` }]));
+      return;
+    }
+    const engine = deps.dashboard?.engine;
+    const keys = engine?.models(namespace) ?? [];
+    const scrapeMs = engine && keys.length > 0 ? modelScrapeIntervalOf(engine.points(keys[0]!)) : 2000;
+    const grid = resolution(rangeSeconds * 1000, scrapeMs);
+    res.set("cache-control", "no-store").json({
+      source: "pipeline",
+      pipeline: deps.dashboard ? "on" : "off",
+      namespace: namespace ?? null,
+      rangeSeconds,
+      stepSeconds: grid.stepMs / 1000,
+      lookbackSeconds: grid.windowMs / 1000,
+      thresholds: SLO_THRESHOLDS,
+      models: keys.map((k) => ({ namespace: k.namespace, model: k.model, pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(), columns: engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }) })),
+    });
+  });
   return router;
+}
+
+/** The interval between a model's scrapes (the median of the recent gaps, to 100 ms), default 2 s. */
+function modelScrapeIntervalOf(points: readonly ModelPoint[]): number {
+  const times = [...new Set(points.slice(-42).map((p) => p.tMs))].sort((a, b) => a - b);
+  const gaps = times.slice(1).map((t, i) => t - times[i]!).sort((a, b) => a - b);
+  return gaps.length > 0 ? Math.max(100, Math.round(gaps[Math.floor(gaps.length / 2)]! / 100) * 100) : 2000;
 }

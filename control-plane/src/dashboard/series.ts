@@ -7,6 +7,7 @@ import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 import { counterDelta } from "../join/joiner.js";
+import { EngineSignals } from "./engine-signals.js";
 
 /** Cumulative bucket counts (or their increase) keyed by upper bound; `Infinity` is +Inf. */
 export type Buckets = Map<number, number>;
@@ -61,6 +62,8 @@ export interface DashboardSource {
   routes(): RouteKey[];
   /** Intervals of one route, oldest first. */
   intervals(key: RouteKey): readonly RouteInterval[];
+  /** The model servers' SLO signals per model (absent: the page shows no engine panels). */
+  readonly engine?: EngineSignals;
 }
 
 /** Bounds of the in-memory window. */
@@ -125,12 +128,14 @@ const keyOf = (k: RouteKey): string => `${k.namespace}\u0000${k.route}`;
 export class DashboardSeries implements DashboardSource {
   private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts> }>();
   private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
+  readonly engine = new EngineSignals();
 
   constructor(private readonly limits: SeriesLimits = DEFAULT_LIMITS) {}
 
-  /** Takes one joined batch (the pipeline's onBatch); batches of targets other than Envoy sidecars are ignored. */
+  /** Takes one joined batch (the pipeline's onBatch): Envoy sidecars' for the routes, model servers' for the engine signals. */
   observe(series: WriteSeries[], source: BatchSource): void {
     const t = source.target;
+    this.engine.observe(series, source);
     if (t.kind !== "envoy" && t.kind !== "static") return;
     const routes = new Map<string, RouteCounts>();
     const route = (name: string): RouteCounts => {

@@ -1,5 +1,6 @@
 // The dashboard page: polls /v1/dashboard/series for the chosen route, model and time range and
-// draws the golden signals (charts.js); policies.js and traces.js run the other two sections. The
+// draws the golden signals (charts.js), and /v1/dashboard/models for one engine SLO panel per model
+// of the route's namespace; policies.js and traces.js run the other two sections. The
 // token typed by the user goes with every request, so the page also works with api.reads = token.
 /* global document, window */
 "use strict";
@@ -40,7 +41,17 @@ const PANELS = {
   },
 };
 
+/** The engine SLO panel of each model: the three signals, and each threshold dashed in its colour. */
+const ENGINE_SERIES = [
+  { key: "gpuUtilization", label: "GPU utilisation", stroke: "#2e7d32" },
+  { key: "prefixCacheHitRatio", label: "prefix-cache hit ratio", stroke: "#e08a00" },
+  { key: "specDecodeAcceptance", label: "speculative acceptance", stroke: "#7b1fa2" },
+];
+const THRESHOLD_SERIES = ENGINE_SERIES.map((s) => ({ key: `${s.key}Threshold`, label: `${s.label} alert threshold`, stroke: s.stroke, dash: [4, 4] }));
+
 const charts = {};
+/** Engine panels by namespace and model; created as models appear. */
+const engineCharts = new Map();
 // The view is in the address (as Grafana keeps its variables there), so a link shows the same panels.
 const fromUrl = new window.URLSearchParams(window.location.search);
 const state = { namespace: fromUrl.get("namespace") || "", route: fromUrl.get("route") || "", model: fromUrl.get("model") || "", range: fromUrl.get("range") || "900" };
@@ -142,6 +153,41 @@ async function refresh() {
   if (body.route === null) showStatus(body.pipeline === "off" ? "metrics pipeline off" : "no data yet (the pipeline needs two scrapes of a pod)", false);
   else showStatus(`${body.route} on ${body.pods.join(", ")}: step ${body.stepSeconds} s, last data ${formatTime(lastTime)}`, false);
   window.tokentraceTraces?.setRoute(state.route);
+  await refreshEngine().catch(() => undefined);
+}
+
+async function refreshEngine() {
+  const q = new window.URLSearchParams({ range: state.range });
+  if (state.namespace) q.set("namespace", state.namespace);
+  const res = await fetch(`/v1/dashboard/models?${q}`, { cache: "no-store", headers: authHeaders() });
+  const body = await res.json();
+  if (!res.ok) return;
+  $("engine-note").textContent =
+    body.models.length === 0
+      ? "No model server reports these signals yet (the pipeline scrapes vLLM, SGLang and TGI as targets of kind vllm)."
+      : `Per model: GPU utilisation of its pods, prefix-cache hit ratio and speculative acceptance (mean over pods, step ${body.stepSeconds} s), each alert threshold dashed. All three past their thresholds together is TokentraceGPUBusyKVCacheMissSpecRejected.`;
+  for (const m of body.models) {
+    const key = `${m.namespace}\u0000${m.model}`;
+    let chart = engineCharts.get(key);
+    if (!chart) {
+      const figure = document.createElement("figure");
+      const caption = document.createElement("figcaption");
+      caption.textContent = `${m.model || "(no model name)"} (${m.namespace}): engine SLO signals`;
+      const el = document.createElement("div");
+      el.id = `chart-engine-${engineCharts.size}`;
+      el.className = "chart";
+      el.dataset.model = m.model;
+      el.dataset.points = "0";
+      figure.append(caption, el);
+      $("engine-panels").append(figure);
+      chart = createPanel(el, { unit: "ratio", series: [...ENGINE_SERIES, ...THRESHOLD_SERIES] });
+      engineCharts.set(key, chart);
+      charts[el.id] = chart;
+    }
+    const columns = { ...m.columns };
+    for (const s of ENGINE_SERIES) columns[`${s.key}Threshold`] = m.columns.t.map(() => body.thresholds[s.key]);
+    chart.setData(columns);
+  }
 }
 
 async function loadStatus() {
@@ -152,6 +198,7 @@ async function loadStatus() {
   banner.hidden = body.pipeline.enabled;
   banner.textContent = body.pipeline.enabled ? "" : body.pipeline.hint;
   $("charts").hidden = !body.pipeline.enabled;
+  $("engine").hidden = !body.pipeline.enabled;
   window.tokentraceTraces?.configure(body.traces);
 }
 
