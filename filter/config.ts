@@ -1,7 +1,11 @@
 // The plugin configuration: parsed strictly from pluginConfig JSON and validated against the same
 // rules as filter/config.schema.json (the control plane validates with that schema; a test checks
 // the two agree). Pure logic: no host calls.
+import { equalBytes } from "./bytes";
 import { JsonKind, JsonParser, JsonValue } from "./json";
+import { ProtocolPaths } from "./llm-paths";
+import { Protocol } from "./protocols";
+import { Redactor } from "./redact";
 
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
@@ -11,15 +15,25 @@ export const DEFAULT_STATS_FLUSH_INTERVAL_MS: i32 = 1000;
 export const DEFAULT_MAX_REQUEST_BODY_BYTES: i32 = 65536;
 const MAX_REQUEST_BODY_BYTES_LIMIT: i32 = 16777216;
 
+/** The names of the protocols in pluginConfig (llm.protocols), by Protocol. */
+export const PROTOCOL_NAMES: Array<string> = ["kserve", "openai", "responses", "anthropic", "tgi"];
+
+/** The default path matchers of every protocol, in Protocol order. */
+function defaultPaths(): Array<ProtocolPaths> {
+  return [
+    new ProtocolPaths(Protocol.KServe, ["/v2/models/"], ["/generate", "/generate_stream"]),
+    new ProtocolPaths(Protocol.OpenAi, [], ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]),
+    new ProtocolPaths(Protocol.Responses, [], ["/v1/responses"]),
+    new ProtocolPaths(Protocol.Anthropic, [], ["/v1/messages"]),
+    new ProtocolPaths(Protocol.Tgi, [], ["/generate", "/generate_stream"]),
+  ];
+}
+
 /** How LLM calls are recognised and read. */
 export class LlmConfig {
   enabled: bool = true;
-  /** A request is an LLM call when its path (without query) ends with one of these. */
-  pathSuffixes: Array<ArrayBuffer> = [
-    String.UTF8.encode("/v1/chat/completions"),
-    String.UTF8.encode("/v1/completions"),
-    String.UTF8.encode("/v1/embeddings"),
-  ];
+  /** A request is an LLM call of a protocol when its path (without query) matches that protocol's paths; tried in this order. */
+  paths: Array<ProtocolPaths> = defaultPaths();
   /** Response bodies are read only for these media types (lower-case, parameters ignored). */
   contentTypes: Array<ArrayBuffer> = [String.UTF8.encode("application/json"), String.UTF8.encode("text/event-stream")];
   maxRequestBodyBytes: i32 = DEFAULT_MAX_REQUEST_BODY_BYTES;
@@ -64,9 +78,39 @@ export class SpanConfig {
   /** The slow threshold of routes without their own (-1: none). */
   keepSlowerThanMs: i32 = -1;
   keepRoutes: Array<KeepRoute> = [];
+  /** Content capture (spans.content); null: off. */
+  content: ContentConfig | null = null;
 
   get keeps(): bool {
     return this.keepErrors || this.keepSlowerThanMs >= 0 || this.keepRoutes.length > 0;
+  }
+}
+
+/** A route's own content capture setting. */
+export class ContentRoute {
+  routeNameBytes: ArrayBuffer = new ArrayBuffer(0);
+  enabled: bool = false;
+}
+
+export const DEFAULT_CONTENT_MAX_BYTES: i32 = 4096;
+
+/** Opt-in content capture on sampled LLM spans, with redaction (spans.content). */
+export class ContentConfig {
+  enabled: bool = false;
+  routes: Array<ContentRoute> = [];
+  /** Original text per attribute that may appear in a span. */
+  maxBytes: i32 = DEFAULT_CONTENT_MAX_BYTES;
+  /** Placeholders, or pseudonyms keyed with the policy's salt (which lives only in the redactor's key). */
+  redactor: Redactor = new Redactor(null);
+
+  /** Whether a route (the `length` bytes of its xds.route_name at `name`) captures content. */
+  enabledFor(name: usize, length: i32): bool {
+    const routes = this.routes;
+    for (let i = 0; i < routes.length; i++) {
+      const r = routes[i].routeNameBytes;
+      if (equalBytes(name, length, changetype<usize>(r), r.byteLength)) return routes[i].enabled;
+    }
+    return this.enabled;
   }
 }
 
@@ -263,14 +307,14 @@ class Validator {
     return true;
   }
 
-  /** A non-empty array of at most 16 strings, each checked by `str`; returns their UTF-8 bytes. */
-  private stringList(v: JsonValue, field: string, maxLength: i32, mustStartWithSlash: bool): Array<ArrayBuffer> | null {
+  /** An array of `minItems` to 16 strings, each checked by `str`; returns their UTF-8 bytes. */
+  private stringList(v: JsonValue, field: string, maxLength: i32, mustStartWithSlash: bool, minItems: i32): Array<ArrayBuffer> | null {
     if (v.kind != JsonKind.Array) {
       this.reject(field, "must be an array");
       return null;
     }
-    if (v.items.length < 1 || v.items.length > 16) {
-      this.reject(field, "must have between 1 and 16 items");
+    if (v.items.length < minItems || v.items.length > 16) {
+      this.reject(field, "must have between " + minItems.toString() + " and 16 items");
       return null;
     }
     const out = new Array<ArrayBuffer>();
@@ -346,7 +390,7 @@ class Validator {
   }
 
   private spans(v: JsonValue): SpanConfig | null {
-    const keys = ["cluster", "path", "authority", "serviceName", "providerName", "batchSize", "maxBufferedSpans", "flushIntervalMs", "timeoutMs", "keep"];
+    const keys = ["cluster", "path", "authority", "serviceName", "providerName", "batchSize", "maxBufferedSpans", "flushIntervalMs", "timeoutMs", "keep", "content"];
     if (!this.objectWithKeys(v, "spans", keys)) return null;
     const sc = new SpanConfig();
     const cluster = v.get("cluster");
@@ -403,7 +447,68 @@ class Validator {
     }
     const keep = v.get("keep");
     if (keep !== null && !this.keep(keep, sc)) return null;
+    const content = v.get("content");
+    if (content !== null) {
+      const cc = this.content(content);
+      if (cc === null) return null;
+      sc.content = cc;
+    }
     return sc;
+  }
+
+  // Messages name the key, never a value: the salt is a secret and must not reach a log.
+  private content(v: JsonValue): ContentConfig | null {
+    if (!this.objectWithKeys(v, "spans.content", ["enabled", "routes", "maxBytes", "pseudonyms"])) return null;
+    const cc = new ContentConfig();
+    const enabled = v.get("enabled");
+    if (enabled !== null) {
+      if (!this.boolean(enabled, "spans.content.enabled")) return null;
+      cc.enabled = enabled.bool;
+    }
+    const maxBytes = v.get("maxBytes");
+    if (maxBytes !== null) {
+      if (!this.integer(maxBytes, "spans.content.maxBytes", 256, 65536)) return null;
+      cc.maxBytes = <i32>maxBytes.num;
+    }
+    const routes = v.get("routes");
+    if (routes !== null) {
+      if (routes.kind != JsonKind.Array) {
+        this.reject("spans.content.routes", "must be an array");
+        return null;
+      }
+      if (routes.items.length > MAX_ROUTE_RULES) {
+        this.reject("spans.content.routes", "at most " + MAX_ROUTE_RULES.toString() + " rules");
+        return null;
+      }
+      for (let i = 0; i < routes.items.length; i++) {
+        const field = "spans.content.routes[" + i.toString() + "]";
+        const item = routes.items[i];
+        if (!this.objectWithKeys(item, field, ["routeName", "enabled"])) return null;
+        const name = item.get("routeName");
+        const on = item.get("enabled");
+        if (name === null || on === null) {
+          this.reject(field + (name === null ? ".routeName" : ".enabled"), "is required");
+          return null;
+        }
+        if (!this.str(name, field + ".routeName", 1, 256) || !this.boolean(on, field + ".enabled")) return null;
+        const rule = new ContentRoute();
+        rule.routeNameBytes = String.UTF8.encode(name.str);
+        rule.enabled = on.bool;
+        cc.routes.push(rule);
+      }
+    }
+    const pseudonyms = v.get("pseudonyms");
+    if (pseudonyms !== null) {
+      if (!this.objectWithKeys(pseudonyms, "spans.content.pseudonyms", ["salt"])) return null;
+      const salt = pseudonyms.get("salt");
+      if (salt === null) {
+        this.reject("spans.content.pseudonyms.salt", "is required");
+        return null;
+      }
+      if (!this.str(salt, "spans.content.pseudonyms.salt", 32, 256)) return null;
+      cc.redactor = new Redactor(String.UTF8.encode(salt.str));
+    }
+    return cc;
   }
 
   private keep(v: JsonValue, sc: SpanConfig): bool {
@@ -441,21 +546,46 @@ class Validator {
   }
 
   private llm(v: JsonValue, llm: LlmConfig): bool {
-    if (!this.objectWithKeys(v, "llm", ["enabled", "pathSuffixes", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream"])) return false;
+    if (!this.objectWithKeys(v, "llm", ["enabled", "pathSuffixes", "protocols", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream"])) return false;
     const enabled = v.get("enabled");
     if (enabled !== null) {
       if (!this.boolean(enabled, "llm.enabled")) return false;
       llm.enabled = enabled.bool;
     }
+    // llm.pathSuffixes: the OpenAI-compatible paths, as before per-protocol matchers existed
+    // (llm.protocols.openai.pathSuffixes, read after it, wins when both are given).
     const suffixes = v.get("pathSuffixes");
     if (suffixes !== null) {
-      const list = this.stringList(suffixes, "llm.pathSuffixes", 256, true);
+      const list = this.stringList(suffixes, "llm.pathSuffixes", 256, true, 1);
       if (list === null) return false;
-      llm.pathSuffixes = list;
+      llm.paths[Protocol.OpenAi].setSuffixes(list);
+    }
+    const protocols = v.get("protocols");
+    if (protocols !== null) {
+      if (!this.objectWithKeys(protocols, "llm.protocols", PROTOCOL_NAMES)) return false;
+      for (let i = 0; i < Protocol.COUNT; i++) {
+        const name = PROTOCOL_NAMES[i];
+        const paths = protocols.get(name);
+        if (paths === null) continue;
+        const field = "llm.protocols." + name;
+        if (!this.objectWithKeys(paths, field, ["pathPrefixes", "pathSuffixes"])) return false;
+        const prefixes = paths.get("pathPrefixes");
+        if (prefixes !== null) {
+          const list = this.stringList(prefixes, field + ".pathPrefixes", 256, true, 1);
+          if (list === null) return false;
+          llm.paths[i].prefixes = list;
+        }
+        const own = paths.get("pathSuffixes");
+        if (own !== null) {
+          const list = this.stringList(own, field + ".pathSuffixes", 256, true, 0);
+          if (list === null) return false;
+          llm.paths[i].setSuffixes(list);
+        }
+      }
     }
     const types = v.get("contentTypes");
     if (types !== null) {
-      const list = this.stringList(types, "llm.contentTypes", 128, false);
+      const list = this.stringList(types, "llm.contentTypes", 128, false, 1);
       if (list === null) return false;
       llm.contentTypes = list;
     }

@@ -1,115 +1,28 @@
 // An incremental JSON scanner over raw bytes, fed chunk by chunk as a body passes. It keeps only
-// the few fields of OpenAI-compatible requests and responses that the filter measures (model,
-// stream, usage, finish reason) and, for text, only whether it was non-empty: prompt and
-// completion text is never stored. Kept strings are decoded (escapes, \uXXXX with surrogate
-// pairs, into UTF-8) as they are read. Pure logic: no host calls.
+// the few fields the filter measures (model, stream, usage, finish reason, request parameters);
+// which value is which is the protocol reader's call (filter/protocols/). Text is kept only
+// when the request's span captures content (a sink is set), and then only into that sink, which
+// redacts it before it leaves (content.ts); otherwise only whether it was non-empty. Kept strings
+// are decoded (escapes, \uXXXX with surrogate pairs, into UTF-8) as they are read. Pure logic: no host calls.
+import { Channel, ContentCapture, roleOf } from "./content";
 import { hexValue } from "./json";
-
-/** Keys the scanner recognises; any other key is Other. */
-export const enum Key {
-  Other, Model, Stream, StreamOptions, IncludeUsage, Usage, PromptTokens, CompletionTokens, Choices, FinishReason, Delta, Content, Text,
-  Id, PromptTokensDetails, CompletionTokensDetails, CachedTokens, ReasoningTokens, ResponseFormat, Type,
-  // Request parameters, in the order of Param.
-  MaxTokens, Temperature, TopP, TopK, FrequencyPenalty, PresencePenalty, Seed, N, Dimensions, EncodingFormat,
-}
-
-/** Request parameters a span reports (OpenTelemetry GenAI gen_ai.request.*), kept as their JSON text. */
-export const enum Param { MaxTokens, Temperature, TopP, TopK, FrequencyPenalty, PresencePenalty, Seed, ChoiceCount, Dimensions, EncodingFormat, OutputType, COUNT }
-
-const enum Field {
-  None, Model, Stream, IncludeUsage, FinishReason, Content, Id,
-  // Token counts, from PromptTokens to ReasoningTokens.
-  PromptTokens, CompletionTokens, CachedTokens, ReasoningTokens,
-  /** ParamBase + Param: a request parameter. */
-  ParamBase = 16,
-}
+import { Field, JsonPath, Key, keyOf, MAX_DEPTH, MAX_KEY, Param } from "./json-path";
+import { fieldOf, Protocol } from "./protocols";
 
 const enum State { Value, ArrayStart, Key, Colon, AfterValue, String, Number, Literal, Done, Error }
 
-const MAX_DEPTH: i32 = 64;
-/** Longest key recognised ("completion_tokens_details"); longer keys are Other. */
-const MAX_KEY: i32 = 25;
 /** Longest model / finish_reason value kept (bytes); longer values are cut. */
 export const MAX_CAPTURE: i32 = 128;
 /** A token count has at most 15 digits; a longer number is no count (2^64 would add 18 quintillion). */
 const MAX_COUNT_BEFORE_DIGIT: i64 = 99_999_999_999_999;
 const REPLACEMENT_CHARACTER: u32 = 0xfffd;
 
-/** Interns a key from its bytes: the short keys of every stream event by whole-word loads, the rest by length. */
-function keyOf(p: usize, n: i32): Key {
-  switch (n) {
-    case 1: return load<u8>(p) == 0x6e ? Key.N : Key.Other; // "n"
-    case 2: return load<u16>(p) == 0x6469 ? Key.Id : Key.Other; // "id"
-    case 4: {
-      const w = load<u32>(p);
-      if (w == 0x74786574) return Key.Text; // "text"
-      if (w == 0x65707974) return Key.Type; // "type"
-      if (w == 0x64656573) return Key.Seed; // "seed"
-      return Key.Other;
-    }
-    case 5: {
-      const w = load<u32>(p);
-      const last = load<u8>(p + 4);
-      if (w == 0x65646f6d && last == 0x6c) return Key.Model; // "model"
-      if (w == 0x67617375 && last == 0x65) return Key.Usage; // "usage"
-      if (w == 0x746c6564 && last == 0x61) return Key.Delta; // "delta"
-      if (w == 0x5f706f74) return last == 0x70 ? Key.TopP : last == 0x6b ? Key.TopK : Key.Other; // "top_p", "top_k"
-      return Key.Other;
-    }
-    case 6: return bytesAre4(p, 0x65727473) && load<u16>(p + 4) == 0x6d61 ? Key.Stream : Key.Other; // "stream"
-    case 7:
-      if (bytesAre4(p, 0x696f6863) && load<u16>(p + 4) == 0x6563 && load<u8>(p + 6) == 0x73) return Key.Choices; // "choices"
-      if (bytesAre4(p, 0x746e6f63) && load<u16>(p + 4) == 0x6e65 && load<u8>(p + 6) == 0x74) return Key.Content; // "content"
-      return Key.Other;
-  }
-  return n >= 10 ? keyOfLong(p, n) : Key.Other;
-}
+/** What an SSE event's own type says (Responses API, Anthropic). */
+export const enum EventKind { Other, TextDelta, Final }
 
-function keyOfLong(p: usize, n: i32): Key {
-  switch (n) {
-    case 10:
-      if (equalsAscii(p, n, "max_tokens")) return Key.MaxTokens;
-      if (equalsAscii(p, n, "dimensions")) return Key.Dimensions;
-      break;
-    case 11: if (equalsAscii(p, n, "temperature")) return Key.Temperature; break;
-    case 13:
-      if (equalsAscii(p, n, "finish_reason")) return Key.FinishReason;
-      if (equalsAscii(p, n, "include_usage")) return Key.IncludeUsage;
-      if (equalsAscii(p, n, "prompt_tokens")) return Key.PromptTokens;
-      if (equalsAscii(p, n, "cached_tokens")) return Key.CachedTokens;
-      break;
-    case 14: if (equalsAscii(p, n, "stream_options")) return Key.StreamOptions; break;
-    case 15:
-      if (equalsAscii(p, n, "encoding_format")) return Key.EncodingFormat;
-      if (equalsAscii(p, n, "response_format")) return Key.ResponseFormat;
-      break;
-    case 16:
-      if (equalsAscii(p, n, "presence_penalty")) return Key.PresencePenalty;
-      if (equalsAscii(p, n, "reasoning_tokens")) return Key.ReasoningTokens;
-      break;
-    case 17:
-      if (equalsAscii(p, n, "completion_tokens")) return Key.CompletionTokens;
-      if (equalsAscii(p, n, "frequency_penalty")) return Key.FrequencyPenalty;
-      break;
-    case 21:
-      if (equalsAscii(p, n, "max_completion_tokens")) return Key.MaxTokens;
-      if (equalsAscii(p, n, "prompt_tokens_details")) return Key.PromptTokensDetails;
-      break;
-    case 25: if (equalsAscii(p, n, "completion_tokens_details")) return Key.CompletionTokensDetails; break;
-  }
-  return Key.Other;
-}
-
-function bytesAre4(p: usize, littleEndian: u32): bool {
-  return load<u32>(p) == littleEndian;
-}
-
-function equalsAscii(p: usize, n: i32, s: string): bool {
-  // Key names are ASCII: compare each byte with the low byte of the UTF-16 unit.
-  const u = changetype<usize>(s);
-  for (let i = 0; i < n; i++) if (load<u8>(p + i) != load<u8>(u + (<usize>i << 1))) return false;
-  return true;
-}
+const TEXT_DELTA_EVENT = "response.output_text.delta";
+// Events after which a stream has ended whole (the Responses API's terminal events; Anthropic's message_stop).
+const FINAL_EVENTS: StaticArray<string> = ["response.completed", "response.incomplete", "response.failed", "message_stop"];
 
 // @ts-ignore: decorator
 @inline
@@ -144,15 +57,18 @@ function findStringStop(p: usize, i: i32, n: i32, lineMode: bool): i32 {
 }
 
 /** Scans one JSON document; `reset` makes it ready for the next (e.g. the next SSE event). */
-export class JsonScanner {
+export class JsonScanner extends JsonPath {
   private state: State = State.Value;
-  private depth: i32 = 0;
-  private isArray: StaticArray<bool> = new StaticArray<bool>(MAX_DEPTH + 1);
-  private keyAt: StaticArray<u8> = new StaticArray<u8>(MAX_DEPTH + 1);
+  /** Which protocol's fields are read. */
+  protocol: Protocol = Protocol.OpenAi;
+  /** Where text goes when the request's span captures content; null: text is never kept. */
+  sink: ContentCapture | null = null;
   // The string or scalar being read.
   private inKey: bool = false;
   /** Whether the string being read is kept (a key, the model, a finish reason). */
   private capturing: bool = false;
+  /** The sink channel the string being read goes to, or -1. */
+  private sinkChannel: i32 = -1;
   /** 0: none; 1: after a backslash; 2..5: reading the four hex digits of a \u escape. */
   private escape: u8 = 0;
   private escapeCode: u32 = 0;
@@ -170,12 +86,19 @@ export class JsonScanner {
   model: string = "";
   /** The response's `id` (gen_ai.response.id). */
   id: string = "";
-  /** usage.prompt_tokens_details.cached_tokens and usage.completion_tokens_details.reasoning_tokens. */
+  /** usage.prompt_tokens_details.cached_tokens and usage.completion_tokens_details.reasoning_tokens (and synonyms). */
   cachedTokens: i64 = -1;
   reasoningTokens: i64 = -1;
+  /** Anthropic's cache_creation_input_tokens. */
+  cacheCreationTokens: i64 = -1;
+  /** KServe's num_output_tokens: output tokens of this document alone. */
+  outputTokenDelta: i64 = -1;
   /** Request parameters by Param, as valid JSON text (a number, or a string's decoded value); null: absent. */
   params: StaticArray<string | null> | null = null;
   finishReason: string = "";
+  /** The Responses API's status and incomplete_details.reason. */
+  status: string = "";
+  incompleteReason: string = "";
   stream: i8 = -1;
   includeUsage: i8 = -1;
   hasStreamOptions: bool = false;
@@ -183,8 +106,16 @@ export class JsonScanner {
   completionTokens: i64 = -1;
   /** usage token counts that were no count (negative, fractional, more than 15 digits): dropped. */
   usageInvalid: i32 = 0;
-  /** Some choices[].delta.content or choices[].text string was non-empty. */
+  /** Some content string (choices[].delta.content, a text delta, a token's text, ...) was non-empty. */
   sawContent: bool = false;
+  /** Content strings begun (TGI: one per token event). */
+  contentStrings: i32 = 0;
+  /** choices[].index of a stream event (-1: none); TGI's token.special; the event's own type. */
+  choiceIndex: i64 = -1;
+  tokenSpecial: bool = false;
+  eventKind: EventKind = EventKind.Other;
+  /** Some value the protocol reader knows was found: a body of another shape is counted, never read wrong. */
+  recognized: bool = false;
   /** Bytes fed since the last reset. */
   bytes: i64 = 0;
   /** Whether to keep the model string (a stream needs it from its first event only). */
@@ -198,19 +129,30 @@ export class JsonScanner {
   reset(): void {
     this.state = State.Value;
     this.depth = 0;
+    this.element2 = -1;
     this.model = "";
     this.id = "";
     this.cachedTokens = -1;
     this.reasoningTokens = -1;
+    this.cacheCreationTokens = -1;
+    this.outputTokenDelta = -1;
     this.finishReason = "";
+    this.status = "";
+    this.incompleteReason = "";
     this.stream = -1;
     this.includeUsage = -1;
     this.hasStreamOptions = false;
     this.promptTokens = -1;
     this.completionTokens = -1;
     this.sawContent = false;
+    this.contentStrings = 0;
+    this.choiceIndex = -1;
+    this.tokenSpecial = false;
+    this.eventKind = EventKind.Other;
+    this.recognized = false;
     this.usageInvalid = 0;
     this.bytes = 0;
+    this.sinkChannel = -1;
   }
 
   /** The document is complete and well-formed so far. */
@@ -293,6 +235,7 @@ export class JsonScanner {
           if (isSpace(c)) break;
           if (c == 0x22) {
             this.inKey = true;
+            this.capturing = false;
             this.escape = 0;
             this.highSurrogate = 0;
             this.length = 0;
@@ -349,16 +292,19 @@ export class JsonScanner {
   }
 
   private value(c: u32): void {
+    const depth = this.depth;
+    if (depth == 2 && unchecked(this.isArray[2])) this.element2++;
     const field = this.fieldHere();
     if (c == 0x7b || c == 0x5b) {
-      if (this.depth == MAX_DEPTH) {
+      if (depth == MAX_DEPTH) {
         this.state = State.Error;
         return;
       }
-      this.depth++;
+      this.depth = depth + 1;
       const isArray = c == 0x5b;
-      unchecked((this.isArray[this.depth] = isArray));
-      unchecked((this.keyAt[this.depth] = <u8>Key.Other));
+      if (isArray && depth == 1) this.element2 = -1;
+      unchecked((this.isArray[depth + 1] = isArray));
+      unchecked((this.keyAt[depth + 1] = <u8>Key.Other));
       this.state = isArray ? State.ArrayStart : State.Key;
     } else if (c == 0x22) {
       this.inKey = false;
@@ -366,6 +312,22 @@ export class JsonScanner {
       this.highSurrogate = 0;
       this.length = 0;
       this.field = field;
+      this.capturing =
+        ((field == Field.Model || field == Field.Id) && this.captureModel) || field == Field.FinishReason || field >= Field.Role;
+      let channel = -1;
+      if (field == Field.Content) {
+        this.contentStrings++;
+        channel = Channel.Output;
+      } else if (field == Field.InputText) {
+        channel = Channel.Input;
+      } else if (field == Field.SystemText) {
+        channel = Channel.System;
+      }
+      const sink = this.sink;
+      if (channel >= 0 && sink !== null) {
+        sink.begin(channel, channel == Channel.Output || depth < 2 ? 0 : this.element2);
+        this.sinkChannel = channel;
+      }
       this.state = State.String;
     } else if (c - 0x30 < 10 || c == 0x2d) {
       this.field = field;
@@ -379,6 +341,7 @@ export class JsonScanner {
       // true / false / null: the first letter decides
       if (field == Field.Stream) this.stream = c == 0x74 ? 1 : 0;
       else if (field == Field.IncludeUsage) this.includeUsage = c == 0x74 ? 1 : 0;
+      else if (field == Field.TokenSpecial) this.tokenSpecial = c == 0x74;
       this.state = State.Literal;
     } else {
       this.state = State.Error;
@@ -388,13 +351,10 @@ export class JsonScanner {
   /** Reads string bytes from index i; returns the index after what it consumed. */
   private string(p: usize, i: i32, n: i32): i32 {
     const inKey = this.inKey;
-    const field = this.field;
-    const capture = !inKey && ((field == Field.Model && this.captureModel) || field == Field.FinishReason || (field == Field.Id && this.captureModel) || field >= Field.ParamBase);
-    this.capturing = capture;
     let length = this.length;
     if (this.escape == 0 && this.highSurrogate == 0) {
       // Fast path: up to the next quote or backslash, copying only what is kept (keys, model,
-      // finish reason), never the text of prompts and completions.
+      // finish reason, and text bound for a content sink).
       const j = findStringStop(p, i, n, this.lineMode);
       const run = j - i;
       if (inKey) {
@@ -404,8 +364,9 @@ export class JsonScanner {
           return j + 1;
         }
         this.keep(changetype<usize>(this.keyBytes), MAX_KEY, length, p + i, run);
-      } else if (capture) {
-        this.keep(changetype<usize>(this.captureBytes), MAX_CAPTURE, length, p + i, run);
+      } else {
+        if (this.capturing) this.keep(changetype<usize>(this.captureBytes), MAX_CAPTURE, length, p + i, run);
+        if (this.sinkChannel >= 0) this.sink!.append(p + i, run);
       }
       length += run;
       i = j;
@@ -463,8 +424,9 @@ export class JsonScanner {
   private put(b: u32, length: i32): i32 {
     if (this.inKey) {
       if (length < MAX_KEY) unchecked((this.keyBytes[length] = <u8>b));
-    } else if (this.capturing && length < MAX_CAPTURE) {
-      unchecked((this.captureBytes[length] = <u8>b));
+    } else {
+      if (this.capturing && length < MAX_CAPTURE) unchecked((this.captureBytes[length] = <u8>b));
+      if (this.sinkChannel >= 0) this.sink!.appendByte(<u8>b);
     }
     return length + 1;
   }
@@ -521,14 +483,28 @@ export class JsonScanner {
       return;
     }
     const field = this.field;
+    if (this.sinkChannel >= 0) {
+      this.sink!.end();
+      this.sinkChannel = -1;
+    }
     if (this.capturing) {
       // Only what was kept is decoded: a stream's later events repeat id and model, uncaptured.
       const n = this.length < MAX_CAPTURE ? this.length : MAX_CAPTURE;
-      const value = String.UTF8.decodeUnsafe(changetype<usize>(this.captureBytes), n);
-      if (field == Field.FinishReason) this.finishReason = value;
-      else if (field == Field.Model) this.model = value;
-      else if (field == Field.Id) this.id = value;
-      else if (isTextParam(<Param>(field - Field.ParamBase)) && this.length <= MAX_CAPTURE) this.setParam(<Param>(field - Field.ParamBase), value);
+      const raw = changetype<usize>(this.captureBytes);
+      if (field == Field.Role) {
+        const sink = this.sink;
+        if (sink !== null) sink.setRole(this.element2, roleOf(raw, n));
+      } else if (field == Field.EventType) {
+        this.eventKind = eventKindOf(raw, n);
+      } else {
+        const value = String.UTF8.decodeUnsafe(raw, n);
+        if (field == Field.FinishReason) this.finishReason = value;
+        else if (field == Field.Model) this.model = value;
+        else if (field == Field.Id) this.id = value;
+        else if (field == Field.Status) this.status = value;
+        else if (field == Field.IncompleteReason) this.incompleteReason = value;
+        else if (field >= Field.ParamBase && isTextParam(<Param>(field - Field.ParamBase)) && this.length <= MAX_CAPTURE) this.setParam(<Param>(field - Field.ParamBase), value);
+      }
     } else if (field == Field.Content && this.length > 0) {
       this.sawContent = true;
     }
@@ -537,12 +513,16 @@ export class JsonScanner {
 
   private endNumber(): void {
     const field = this.field;
-    if (field >= Field.PromptTokens && field <= Field.ReasoningTokens) {
+    if (field >= Field.PromptTokens && field <= Field.OutputTokenDelta) {
       if (!this.numberValid || this.numberOverflow) this.usageInvalid++;
       else if (field == Field.PromptTokens) this.promptTokens = this.number;
       else if (field == Field.CompletionTokens) this.completionTokens = this.number;
       else if (field == Field.CachedTokens) this.cachedTokens = this.number;
-      else this.reasoningTokens = this.number;
+      else if (field == Field.ReasoningTokens) this.reasoningTokens = this.number;
+      else if (field == Field.CacheCreationTokens) this.cacheCreationTokens = this.number;
+      else this.outputTokenDelta = this.number;
+    } else if (field == Field.ChoiceIndex) {
+      if (this.numberValid && !this.numberOverflow) this.choiceIndex = this.number;
     } else if (field >= Field.ParamBase) {
       const param = <Param>(field - Field.ParamBase);
       const n = this.length;
@@ -592,52 +572,28 @@ export class JsonScanner {
     this.endValue();
   }
 
-  /** Which measured field a value starting here is, from the keys on the path. */
+  /** Which measured field a value starting here is: the protocol reader's answer. */
   private fieldHere(): Field {
     const d = this.depth;
-    if (d == 0 || d > 4 || unchecked(this.isArray[1])) return Field.None;
-    const k1 = <Key>unchecked(this.keyAt[1]);
-    if (d == 1) {
-      if (k1 == Key.Model) return Field.Model;
-      if (k1 == Key.Stream) return Field.Stream;
-      if (k1 == Key.Id) return Field.Id;
-      if (k1 == Key.N) return Field.ParamBase + Param.ChoiceCount;
-      if (k1 >= Key.MaxTokens) return Field.ParamBase + (k1 - Key.MaxTokens);
-      return Field.None;
-    }
-    if (k1 == Key.Choices) {
-      // choices: [ { finish_reason, text, delta: { content } } ]
-      if (!unchecked(this.isArray[2]) || unchecked(this.isArray[3])) return Field.None;
-      const k3 = <Key>unchecked(this.keyAt[3]);
-      if (d == 3) {
-        if (k3 == Key.FinishReason) return Field.FinishReason;
-        if (k3 == Key.Text) return Field.Content;
-        return Field.None;
-      }
-      if (k3 == Key.Delta && !unchecked(this.isArray[4]) && <Key>unchecked(this.keyAt[4]) == Key.Content) return Field.Content;
-      return Field.None;
-    }
-    if (unchecked(this.isArray[2])) return Field.None;
-    const k2 = <Key>unchecked(this.keyAt[2]);
-    if (d == 3) {
-      // usage.prompt_tokens_details.cached_tokens, usage.completion_tokens_details.reasoning_tokens
-      if (k1 != Key.Usage || unchecked(this.isArray[3])) return Field.None;
-      const k3 = <Key>unchecked(this.keyAt[3]);
-      if (k2 == Key.PromptTokensDetails && k3 == Key.CachedTokens) return Field.CachedTokens;
-      if (k2 == Key.CompletionTokensDetails && k3 == Key.ReasoningTokens) return Field.ReasoningTokens;
-      return Field.None;
-    }
-    if (d != 2) return Field.None;
-    if (k1 == Key.Usage) {
-      if (k2 == Key.PromptTokens) return Field.PromptTokens;
-      if (k2 == Key.CompletionTokens) return Field.CompletionTokens;
-    } else if (k1 == Key.StreamOptions && k2 == Key.IncludeUsage) {
-      return Field.IncludeUsage;
-    } else if (k1 == Key.ResponseFormat && k2 == Key.Type) {
-      return Field.ParamBase + Param.OutputType;
-    }
-    return Field.None;
+    if (d == 0 || d > 5) return Field.None;
+    const field = fieldOf(this.protocol, this);
+    if (field != Field.None) this.recognized = true;
+    return field;
   }
+}
+
+/** What an SSE event's `type` says, from its bytes. */
+function eventKindOf(p: usize, n: i32): EventKind {
+  if (equalsString(p, n, TEXT_DELTA_EVENT)) return EventKind.TextDelta;
+  for (let i = 0; i < FINAL_EVENTS.length; i++) if (equalsString(p, n, unchecked(FINAL_EVENTS[i]))) return EventKind.Final;
+  return EventKind.Other;
+}
+
+/** `n` bytes at `p` equal the ASCII string `s`. */
+function equalsString(p: usize, n: i32, s: string): bool {
+  if (n != s.length) return false;
+  for (let i = 0; i < n; i++) if (<u32>load<u8>(p + i) != <u32>s.charCodeAt(i)) return false;
+  return true;
 }
 
 /** The byte a one-character escape stands for, 0x75 for "u" (four hex digits follow), -1 for none (RFC 8259). */

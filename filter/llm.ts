@@ -1,34 +1,20 @@
-// One LLM call (OpenAI-compatible) as it passes: the request's model and stream flag, the
-// response's usage, finish reason and content chunks, and the times of the first and last byte.
-// Bodies are observed chunk by chunk and never held back or stored.
-import { equalAsciiLowerCase, startsWith } from "./bytes";
-import { LlmConfig } from "./config";
+// One LLM call as it passes, in whichever protocol its path says (filter/protocols/): the
+// request's model and stream flag, the response's usage, finish reason and content chunks, and the
+// times of the first and last byte. Bodies are observed chunk by chunk and never held back; their
+// text is kept only when the request's span captures content (content.ts), for that span alone.
+import { equalAsciiLowerCase } from "./bytes";
+import { ContentConfig, LlmConfig } from "./config";
+import { ContentCapture } from "./content";
 import * as host from "./host";
 import { JsonScanner } from "./json-scan";
 import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "./metrics";
+import { finishReasonOf, Protocol } from "./protocols";
 import { SseScanner } from "./sse";
 import { RouteStats, Stats } from "./stats";
-import { CONTENT_ENCODING, CONTENT_TYPE, EVENT_STREAM, IDENTITY } from "./names";
+import { CONTENT_ENCODING, CONTENT_TYPE, EVENT_STREAM, IDENTITY, X_GENERATED_TOKENS, X_PROMPT_TOKENS } from "./names";
 
 const NS_PER_MS: i64 = 1_000_000;
 const NS_PER_US: i64 = 1_000;
-
-/** True when the :path (query ignored) ends with one of the configured suffixes. */
-export function isLlmPath(p: usize, length: i32, suffixes: Array<ArrayBuffer>): bool {
-  let end = length;
-  for (let i = 0; i < end; i++) {
-    if (load<u8>(p + i) == 0x3f) {
-      end = i;
-      break;
-    }
-  }
-  for (let i = 0; i < suffixes.length; i++) {
-    const suffix = suffixes[i];
-    const n = suffix.byteLength;
-    if (end >= n && startsWith(p + end - n, n, suffix)) return true;
-  }
-  return false;
-}
 
 const INCLUDE_USAGE = String.UTF8.encode("\"stream_options\":{\"include_usage\":true},");
 
@@ -71,11 +57,32 @@ const enum ResponseKind { NotRead, Encoded, Json, EventStream }
 // The response headers classifyResponse inspects, read in place (host.HostValue).
 const CONTENT_ENCODING_VALUE = new host.HostValue(memory.data(64), 64);
 const CONTENT_TYPE_VALUE = new host.HostValue(memory.data(128), 128);
+const TOKEN_COUNT_VALUE = new host.HostValue(memory.data(24), 24);
+
+/** A header's token count (1 to 15 decimal digits), else -1. */
+function readCount(name: ArrayBuffer): i64 {
+  if (!host.readHeader(host.HeaderMap.Response, name, TOKEN_COUNT_VALUE)) return -1;
+  const n = TOKEN_COUNT_VALUE.length;
+  if (n < 1 || n > 15) return -1;
+  let value: i64 = 0;
+  for (let i = 0; i < n; i++) {
+    const d = <u32>load<u8>(TOKEN_COUNT_VALUE.ptr + i) - 0x30;
+    if (d >= 10) return -1;
+    value = value * 10 + <i64>d;
+  }
+  return value;
+}
 
 export class LlmExchange {
   private config: LlmConfig;
   private stats: Stats;
   private route: RouteStats;
+  readonly protocol: Protocol;
+  /** The text of this call, when its span captures content (set before any body byte). */
+  capture: ContentCapture | null = null;
+  /** TGI's x-prompt-tokens / x-generated-tokens response headers (-1: absent). */
+  private headerPromptTokens: i64 = -1;
+  private headerCompletionTokens: i64 = -1;
   /** Created with the first request body byte: most of what a headers-only call never needs. */
   private requestScanner: JsonScanner | null = null;
   private requestBytes: i32 = 0;
@@ -99,10 +106,17 @@ export class LlmExchange {
   isStream: bool = false;
   params: StaticArray<string | null> | null = null;
 
-  constructor(config: LlmConfig, stats: Stats, route: RouteStats) {
+  constructor(config: LlmConfig, stats: Stats, route: RouteStats, protocol: Protocol, pathModel: string) {
     this.config = config;
     this.stats = stats;
     this.route = route;
+    this.protocol = protocol;
+    this.requestModel = pathModel;
+  }
+
+  /** This call's span carries its content: keep its text (bounded) from here on. */
+  startCapture(content: ContentConfig): void {
+    this.capture = new ContentCapture(content.maxBytes);
   }
 
   /**
@@ -127,7 +141,8 @@ export class LlmExchange {
   private request(): JsonScanner {
     let scanner = this.requestScanner;
     if (scanner === null) {
-      scanner = new JsonScanner();
+      scanner = this.scanner();
+      scanner.request = true;
       this.requestScanner = scanner;
     }
     return scanner;
@@ -180,7 +195,19 @@ export class LlmExchange {
     if (!endOfStream) this.classifyResponse();
   }
 
+  private scanner(): JsonScanner {
+    const json = new JsonScanner();
+    json.protocol = this.protocol;
+    json.sink = this.capture;
+    return json;
+  }
+
   private classifyResponse(): void {
+    if (this.protocol == Protocol.Tgi) {
+      // TGI's /generate answers its token counts in headers (router/src/server.rs, generate).
+      this.headerPromptTokens = readCount(X_PROMPT_TOKENS);
+      this.headerCompletionTokens = readCount(X_GENERATED_TOKENS);
+    }
     const encoding = CONTENT_ENCODING_VALUE;
     if (host.readHeader(host.HeaderMap.Response, CONTENT_ENCODING, encoding) && !equalAsciiLowerCase(encoding.ptr, encoding.length, IDENTITY)) {
       this.responseKind = ResponseKind.Encoded; // gzip etc.: counted at the first body byte, not decoded
@@ -194,10 +221,10 @@ export class LlmExchange {
       if (!equalAsciiLowerCase(contentType.ptr, n, types[i])) continue;
       if (equalAsciiLowerCase(contentType.ptr, n, EVENT_STREAM)) {
         this.responseKind = ResponseKind.EventStream;
-        this.sse = new SseScanner();
+        this.sse = new SseScanner(this.protocol, this.capture);
       } else {
         this.responseKind = ResponseKind.Json;
-        this.json = new JsonScanner();
+        this.json = this.scanner();
       }
       return;
     }
@@ -240,8 +267,11 @@ export class LlmExchange {
     if (json !== null) json.finish();
   }
 
-  /** Records the request's LLM stats; `startNs` and `endNs` are wall-clock request start and end. */
-  record(startNs: i64, endNs: i64): void {
+  /**
+   * Records the request's LLM stats; `startNs` and `endNs` are wall-clock request start and end,
+   * `statusCode` the response's (0: none).
+   */
+  record(startNs: i64, endNs: i64, statusCode: i64): void {
     this.endResponse();
     const request = this.requestScanner;
     if (request !== null) request.finish();
@@ -253,11 +283,19 @@ export class LlmExchange {
     let responseId = "";
     let cachedTokens: i64 = -1;
     let reasoningTokens: i64 = -1;
+    let cacheCreationTokens: i64 = -1;
+    let outputTokenSum: i64 = -1;
+    let status = "";
+    let incompleteReason = "";
+    let recognized = false;
+    let read = false;
     let chunks = 0;
     const sse = this.sse;
     const json = this.json;
     if (sse !== null) {
       stream = true;
+      read = sse.jsonEvents > 0;
+      recognized = sse.recognized;
       responseModel = sse.model;
       responseId = sse.id;
       cachedTokens = sse.cachedTokens;
@@ -265,12 +303,20 @@ export class LlmExchange {
       finishReason = sse.finishReason;
       promptTokens = sse.promptTokens;
       completionTokens = sse.completionTokens;
+      cacheCreationTokens = sse.cacheCreationTokens;
+      outputTokenSum = sse.outputTokenSum;
+      status = sse.status;
+      incompleteReason = sse.incompleteReason;
+      // TGI without details: one event per generated token.
+      if (this.protocol == Protocol.Tgi && completionTokens < 0 && sse.tokenEvents > 0) completionTokens = sse.tokenEvents;
       chunks = sse.contentChunks;
       if (sse.malformedEvents > 0) this.stats.error(ErrorReason.SseMalformed);
       if (sse.usageInvalid > 0) this.stats.error(ErrorReason.UsageInvalid);
     } else if (json !== null) {
       if (json.usageInvalid > 0) this.stats.error(ErrorReason.UsageInvalid);
       if (json.done) {
+        read = true;
+        recognized = json.recognized;
         responseModel = json.model;
         responseId = json.id;
         cachedTokens = json.cachedTokens;
@@ -278,11 +324,26 @@ export class LlmExchange {
         finishReason = json.finishReason;
         promptTokens = json.promptTokens;
         completionTokens = json.completionTokens;
+        cacheCreationTokens = json.cacheCreationTokens;
+        outputTokenSum = json.outputTokenDelta;
+        status = json.status;
+        incompleteReason = json.incompleteReason;
       } else if (json.failed) {
         this.stats.error(ErrorReason.BodyNotJson);
       }
     }
-    this.requestModel = request === null ? "" : request.model;
+    // A body of a shape the protocol reader does not know is counted, never guessed at (errors have their own shapes).
+    if (read && !recognized && statusCode >= 200 && statusCode < 300) this.stats.error(ErrorReason.UnknownShape);
+    if (promptTokens < 0) promptTokens = this.headerPromptTokens;
+    if (completionTokens < 0) completionTokens = outputTokenSum >= 0 ? outputTokenSum : this.headerCompletionTokens;
+    // Anthropic's input_tokens leaves out cached input: the GenAI total adds the cache reads and writes.
+    if (this.protocol == Protocol.Anthropic && promptTokens >= 0) {
+      if (cachedTokens > 0) promptTokens += cachedTokens;
+      if (cacheCreationTokens > 0) promptTokens += cacheCreationTokens;
+    }
+    finishReason = finishReasonOf(this.protocol, finishReason, status, incompleteReason);
+    // The path's model (KServe) stands unless the body names one.
+    if (request !== null && request.model.length > 0) this.requestModel = request.model;
     this.params = request === null ? null : request.params;
     this.isStream = stream;
     this.responseModel = responseModel;

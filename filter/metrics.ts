@@ -30,6 +30,9 @@ export const SPANS_DROPPED_TOTAL = "tokentrace_spans_dropped_total";
 export const SPAN_EXPORT_FAILURES_TOTAL = "tokentrace_span_export_failures_total";
 export const SPANS_KEPT_TOTAL = "tokentrace_spans_kept_total";
 
+export const CONTENT_CAPTURED_TOTAL = "tokentrace_content_captured_total";
+export const CONTENT_REDACTIONS_TOTAL = "tokentrace_content_redactions_total";
+
 export const POLICY_UPDATES_TOTAL = "tokentrace_policy_updates_total";
 export const POLICY_POLL_FAILURES_TOTAL = "tokentrace_policy_poll_failures_total";
 
@@ -39,6 +42,8 @@ export const TAG_STREAM = "stream";
 export const TAG_FINISH_REASON = "finish_reason";
 export const TAG_STATUS_CLASS = "status_class";
 export const TAG_ERROR = "error";
+/** The type of a value redacted from captured content (no tag ends with "redacted", and it ends with none). */
+export const TAG_REDACTED = "redacted";
 
 /** Label value for requests whose route name is empty (Istio's unnamed routes). */
 export const ROUTE_DEFAULT = "default";
@@ -59,6 +64,7 @@ export const enum ErrorReason {
   SseMalformed,
   ModelOverflow,
   UsageInvalid,
+  UnknownShape,
   COUNT,
 }
 
@@ -76,6 +82,7 @@ export function errorReasonName(reason: ErrorReason): string {
     case ErrorReason.SseMalformed: return "sse_malformed";
     case ErrorReason.ModelOverflow: return "model_overflow";
     case ErrorReason.UsageInvalid: return "usage_invalid";
+    case ErrorReason.UnknownShape: return "unknown_shape";
     default: return "unknown";
   }
 }

@@ -11,6 +11,8 @@ export const ACCEPT = String.UTF8.encode("accept");
 export const CONTENT_TYPE = String.UTF8.encode("content-type");
 export const CONTENT_LENGTH = String.UTF8.encode("content-length");
 export const CONTENT_ENCODING = String.UTF8.encode("content-encoding");
+export const X_PROMPT_TOKENS = String.UTF8.encode("x-prompt-tokens");
+export const X_GENERATED_TOKENS = String.UTF8.encode("x-generated-tokens");
 
 export const GET = String.UTF8.encode("GET");
 export const POST = String.UTF8.encode("POST");

@@ -2,12 +2,15 @@
 // with proxy_http_call. Export never blocks or fails traffic: a full buffer drops spans (counted),
 // a failed export drops its batch (counted), and at most one export is in flight.
 import { SpanConfig } from "./config";
-import { Param } from "./json-scan";
+import { ContentCapture } from "./content";
+import { Param } from "./json-path";
 import * as host from "./host";
+import { Protocol } from "./protocols";
+import { Redactor } from "./redact";
 import { Stats } from "./stats";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "./names";
 
-/** What a span says about one LLM request; never prompt or completion text. */
+/** What a span says about one LLM request; prompt and completion text only when it captures content (redacted). */
 export class SpanRecord {
   traceId: string = "";
   spanId: string = "";
@@ -37,6 +40,9 @@ export class SpanRecord {
   firstContentNs: i64 = 0;
   /** Tail keep: why an unsampled request's span was exported ("" for a sampled one). */
   keepReason: string = "";
+  /** Captured content and the redactor it goes through (content capture on, sampled requests only). */
+  capture: ContentCapture | null = null;
+  redactor: Redactor | null = null;
 }
 
 /** gen_ai.operation.name of an OpenAI-compatible endpoint. */
@@ -46,8 +52,14 @@ const CHAT_SUFFIX = String.UTF8.encode("/chat/completions");
 const COMPLETIONS_SUFFIX = String.UTF8.encode("/completions");
 const EMBEDDINGS_SUFFIX = String.UTF8.encode("/embeddings");
 
-/** The operation of an OpenAI-compatible path (`length` bytes; query ignored; -1: no path). */
-export function operationOf(path: usize, length: i32): Operation {
+/**
+ * The operation of a call: chat for the Responses API and Anthropic Messages, text completion for
+ * TGI's and KServe's generate (a prompt in, text out), else from the OpenAI-compatible path
+ * (`length` bytes; query ignored).
+ */
+export function operationOf(protocol: Protocol, path: usize, length: i32): Operation {
+  if (protocol == Protocol.Responses || protocol == Protocol.Anthropic) return Operation.Chat;
+  if (protocol == Protocol.Tgi || protocol == Protocol.KServe) return Operation.TextCompletion;
   let end = length;
   for (let i = 0; i < end; i++) {
     if (load<u8>(path + i) == 0x3f) {
@@ -186,6 +198,10 @@ export function encodeSpan(r: SpanRecord, providerName: string): string {
   attrs.push(stringAttr("tokentrace.token_trace_id", r.tokenTraceId));
   attrs.push(stringAttr("tokentrace.route", r.route));
   if (r.keepReason.length > 0) attrs.push(stringAttr("tokentrace.keep_reason", r.keepReason));
+  const capture = r.capture;
+  if (capture !== null && capture.writeAttributes(attrs, r.redactor!, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "")) {
+    attrs.push(attr("tokentrace.content.truncated", "\"boolValue\":true"));
+  }
   let span = "{\"traceId\":\"" + r.traceId + "\",\"spanId\":\"" + r.spanId + "\"";
   if (r.parentSpanId.length > 0) span += ",\"parentSpanId\":\"" + r.parentSpanId + "\"";
   // Span name: {gen_ai.operation.name} {gen_ai.request.model}, the operation alone without one.

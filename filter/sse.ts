@@ -1,8 +1,11 @@
 // A Server-Sent Events scanner over raw bytes, fed chunk by chunk as a streamed response passes:
 // events may be split anywhere, including inside a line ending. Each event's `data` is scanned
-// as JSON (OpenAI-compatible stream chunks) and folded into totals; `data: [DONE]` ends the
-// stream. Nothing is buffered beyond the scanner state. Pure logic: no host calls.
-import { JsonScanner } from "./json-scan";
+// as JSON (the protocol's stream events) and folded into totals; `data: [DONE]` ends the
+// stream. Nothing is buffered beyond the scanner state (and, when the span captures content,
+// the bounded text its sink keeps). Pure logic: no host calls.
+import { ContentCapture } from "./content";
+import { EventKind, JsonScanner } from "./json-scan";
+import { Protocol } from "./protocols";
 
 const enum Line { Start, Field, DataSpace, Data, Skip }
 
@@ -15,12 +18,19 @@ export class SseScanner {
   private lastWasCr: bool = false;
   private fieldLength: i32 = 0;
   private fieldBytes: u32 = 0;
-  private json: JsonScanner = SseScanner.lineScanner();
+  private json: JsonScanner;
+  private protocol: Protocol;
+  private sink: ContentCapture | null;
 
-  private static lineScanner(): JsonScanner {
+  constructor(protocol: Protocol, sink: ContentCapture | null) {
     const json = new JsonScanner();
     json.lineMode = true;
-    return json;
+    json.events = true;
+    json.protocol = protocol;
+    json.sink = sink;
+    this.json = json;
+    this.protocol = protocol;
+    this.sink = sink;
   }
   private eventHasData: bool = false;
   /** The first bytes of the event's data, to recognise [DONE]. */
@@ -39,6 +49,16 @@ export class SseScanner {
   reasoningTokens: i64 = -1;
   promptTokens: i64 = -1;
   completionTokens: i64 = -1;
+  cacheCreationTokens: i64 = -1;
+  /** KServe's per-event num_output_tokens, summed (-1: none came). */
+  outputTokenSum: i64 = -1;
+  /** Events that carried a token (TGI: one per generated token). */
+  tokenEvents: i32 = 0;
+  status: string = "";
+  incompleteReason: string = "";
+  /** Events whose data was a whole JSON document, and whether some had a shape the protocol reader knows. */
+  jsonEvents: i32 = 0;
+  recognized: bool = false;
   usageInvalid: i32 = 0;
 
   feed(p: usize, n: i32): void {
@@ -100,6 +120,8 @@ export class SseScanner {
       this.eventHasData = true;
       this.json.reset();
       this.json.captureModel = this.model.length == 0 || this.id.length == 0;
+      const sink = this.sink;
+      if (sink !== null) sink.mark();
       this.dataPrefix = 0;
       this.dataLength = 0;
     } else {
@@ -144,11 +166,31 @@ export class SseScanner {
     const json = this.json;
     json.finish();
     this.usageInvalid += json.usageInvalid;
+    const sink = this.sink;
     if (!json.done) {
       this.malformedEvents++;
+      if (sink !== null) sink.rollback();
       return;
     }
-    if (json.sawContent) this.contentChunks++;
+    this.jsonEvents++;
+    if (json.recognized) this.recognized = true;
+    // Which events' text is the output: the protocol's rule.
+    const protocol = this.protocol;
+    let content = json.sawContent;
+    let kept = true;
+    if (protocol == Protocol.Responses) {
+      kept = json.eventKind == EventKind.TextDelta; // other deltas are tool arguments, reasoning, refusals
+      content = content && kept;
+    } else if (protocol == Protocol.Tgi) {
+      if (json.contentStrings > 0) this.tokenEvents++;
+      kept = !json.tokenSpecial; // special tokens are no text (TGI Token.special)
+      content = content && kept;
+    } else if (protocol == Protocol.OpenAi) {
+      kept = json.choiceIndex <= 0; // one output message: the first choice's
+    }
+    if (!kept && sink !== null) sink.rollback();
+    if (json.eventKind == EventKind.Final) this.sawDone = true;
+    if (content) this.contentChunks++;
     if (this.model.length == 0 && json.model.length > 0) this.model = json.model;
     if (this.id.length == 0 && json.id.length > 0) this.id = json.id;
     if (json.cachedTokens >= 0) this.cachedTokens = json.cachedTokens;
@@ -156,5 +198,9 @@ export class SseScanner {
     if (json.finishReason.length > 0) this.finishReason = json.finishReason;
     if (json.promptTokens >= 0) this.promptTokens = json.promptTokens;
     if (json.completionTokens >= 0) this.completionTokens = json.completionTokens;
+    if (json.cacheCreationTokens >= 0) this.cacheCreationTokens = json.cacheCreationTokens;
+    if (json.outputTokenDelta >= 0) this.outputTokenSum = (this.outputTokenSum < 0 ? 0 : this.outputTokenSum) + json.outputTokenDelta;
+    if (json.status.length > 0) this.status = json.status;
+    if (json.incompleteReason.length > 0) this.incompleteReason = json.incompleteReason;
   }
 }

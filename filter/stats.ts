@@ -7,6 +7,7 @@ import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
   MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
+  CONTENT_CAPTURED_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL,
@@ -149,6 +150,9 @@ export class Stats {
   spanExportFailures: i32;
   policyUpdates: i32;
   policyPollFailures: i32;
+  /** Content capture: defined on first use (VMs that never capture export neither). */
+  private redactions: StaticArray<i32> | null = null;
+  private contentCaptured: i32 = NO_COUNTER;
 
   constructor(maxRoutes: i32, maxModels: i32) {
     this.maxRoutes = maxRoutes;
@@ -251,6 +255,28 @@ export class Stats {
   setBatching(batching: bool): void {
     if (!batching) this.counters.flush();
     this.counters.batching = batching;
+  }
+
+  /** Counts a span that carries captured content and the values redacted from it (`counts` by Pii type, named by `names`). */
+  contentExported(counts: StaticArray<i32>, names: StaticArray<string>): void {
+    if (this.contentCaptured == NO_COUNTER) this.contentCaptured = this.counters.define(CONTENT_CAPTURED_TOTAL);
+    this.count(this.contentCaptured, 1);
+    let slots = this.redactions;
+    for (let i = 0; i < counts.length; i++) {
+      const n = unchecked(counts[i]);
+      if (n == 0) continue;
+      if (slots === null) {
+        slots = new StaticArray<i32>(counts.length);
+        for (let k = 0; k < counts.length; k++) unchecked((slots[k] = NO_COUNTER));
+        this.redactions = slots;
+      }
+      let slot = unchecked(slots[i]);
+      if (slot == NO_COUNTER) {
+        slot = this.counters.define(tagSegment(TAG_REDACTED, unchecked(names[i])) + CONTENT_REDACTIONS_TOTAL);
+        unchecked((slots[i] = slot));
+      }
+      this.count(slot, n);
+    }
   }
 
   error(reason: ErrorReason): void {

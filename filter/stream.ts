@@ -5,7 +5,11 @@ import { Context, FilterDataStatusValues, FilterHeadersStatusValues, FilterTrail
 import { equalBytes, isAllZero, writeHex } from "./bytes";
 import { ActiveConfig, Config, SpanConfig } from "./config";
 import * as host from "./host";
-import { isLlmPath, LlmExchange } from "./llm";
+import { LlmExchange } from "./llm";
+import { matchedPrefixLength, protocolOf } from "./llm-paths";
+import { kserveModelOf } from "./protocols/kserve";
+import { Protocol } from "./protocols";
+import { PII_NAMES } from "./redact";
 import { codeClassIndex, ErrorReason } from "./metrics";
 import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
 import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./spans";
@@ -64,6 +68,7 @@ const TRACE_HEADERS = new TraceHeaders();
 /** Reused for every rate lookup (one stream runs at a time on a VM). */
 const REQUEST_MATCH = new RequestMatch();
 const NO_BYTES = new ArrayBuffer(0);
+const REDACTION_COUNTS = new StaticArray<i32>(PII_NAMES.length);
 const OT_THRESHOLD_PREFIX = "ot=th:";
 
 export class TokentraceStream extends Context {
@@ -114,8 +119,11 @@ export class TokentraceStream extends Context {
     const llmConfig = config.llm;
     PATH_VALUE.clear();
     if (llmConfig.enabled || config.rulesUsePath) host.readHeader(host.HeaderMap.Request, PATH, PATH_VALUE);
-    if (llmConfig.enabled && PATH_VALUE.present && isLlmPath(PATH_VALUE.ptr, PATH_VALUE.length, llmConfig.pathSuffixes)) {
-      this.llm = new LlmExchange(llmConfig, this.stats, route);
+    const protocol = llmConfig.enabled && PATH_VALUE.present ? protocolOf(PATH_VALUE.ptr, PATH_VALUE.length, llmConfig.paths) : -1;
+    if (protocol >= 0) {
+      // KServe names the model in the path: /v2/models/{model}/generate.
+      const pathModel = protocol == Protocol.KServe && matchedPrefixLength > 0 ? kserveModelOf(PATH_VALUE.ptr, PATH_VALUE.length, matchedPrefixLength) : "";
+      this.llm = new LlmExchange(llmConfig, this.stats, route, <Protocol>protocol, pathModel);
       // The body may grow by the include_usage member: its length is Envoy's to recompute.
       if (llmConfig.requestUsageInStream) host.removeHeader(host.HeaderMap.Request, CONTENT_LENGTH);
     }
@@ -177,6 +185,9 @@ export class TokentraceStream extends Context {
       }
     }
     this.spanSampled = sampled && ids !== null;
+    // Content capture: sampled LLM calls only (a tail-kept span has none), when the policy and route ask for it.
+    const content = spans !== null ? spans.content : null;
+    if (this.spanSampled && content !== null && content.enabledFor(ROUTE_NAME.ptr, ROUTE_NAME.length)) this.llm!.startCapture(content);
     // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) this.stats.count(route.tracesSampled, 1);
 
@@ -202,7 +213,7 @@ export class TokentraceStream extends Context {
     const ids = new ArrayBuffer(SPAN_IDS_BYTES);
     this.spanIds = ids;
     this.spanConfig = spans;
-    this.operation = operationOf(PATH_VALUE.ptr, PATH_VALUE.length);
+    this.operation = operationOf(this.llm!.protocol, PATH_VALUE.ptr, PATH_VALUE.length);
     if (spans.keeps) this.keepSlowerThanNs = keepThresholdNs(spans, ROUTE_NAME.ptr, ROUTE_NAME.length);
     return ids;
   }
@@ -447,12 +458,22 @@ export class TokentraceStream extends Context {
       durationNs = startNs > 0 && nowNs > startNs ? nowNs - startNs : 0;
     }
     if (llm !== null) {
-      llm.record(startNs, startNs + durationNs);
+      llm.record(startNs, startNs + durationNs, code);
       if (exportSpan) {
         const span = this.spanRecord(llm, route, code, startNs, durationNs);
         if (span !== null) {
           span.keepReason = keepReason;
+          const content = spans!.content;
+          const capture = llm.capture;
+          if (content !== null && capture !== null && !capture.isEmpty) {
+            span.capture = capture;
+            span.redactor = content.redactor;
+          }
           this.exporter.add(encodeSpan(span, spans!.providerName), spans!);
+          if (span.capture !== null) {
+            content!.redactor.takeCounts(REDACTION_COUNTS);
+            this.stats.contentExported(REDACTION_COUNTS, PII_NAMES);
+          }
           if (keepReason.length > 0) this.stats.count(this.stats.spansKept, 1);
         }
       }
