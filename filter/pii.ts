@@ -35,7 +35,7 @@ for (let c = 0; c < 256; c++) {
   if (digit || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)) f |= HEX;
   if (digit || alpha) f |= LOCAL | LABEL | KEY_BODY | TOKEN68;
   if (c == 0x2d) f |= LOCAL | LABEL | KEY_BODY | TOKEN68; // -
-  if (c == 0x5f) f |= LOCAL | KEY_BODY; // _
+  if (c == 0x5f) f |= LOCAL | KEY_BODY | TOKEN68; // _
   if (c == 0x2e || c == 0x7e || c == 0x2b || c == 0x2f || c == 0x3d) f |= LOCAL | TOKEN68; // . ~ + / =
   // the rest of atext: ! # $ % & ' * ? ^ ` { | }
   if (c == 0x21 || (c >= 0x23 && c <= 0x27) || c == 0x2a || c == 0x3f || c == 0x5e || c == 0x60 || (c >= 0x7b && c <= 0x7d)) f |= LOCAL;
@@ -69,8 +69,14 @@ function found(start: i32, end: i32, type: Pii): i32 {
  * Returns its Pii type with foundStart/foundEnd set, or -1.
  */
 export function find(p: usize, from: i32, n: i32, limit: i32, lowest: i32): i32 {
+  const t = scan(p, from, n, lowest);
+  return t >= 0 && foundStart < limit ? t : -1;
+}
+
+/** The first value found from `from` on (an e-mail address's "@" may lie past where it begins). */
+function scan(p: usize, from: i32, n: i32, lowest: i32): i32 {
   let i = from;
-  while (i < limit) {
+  while (i < n) {
     const c = load<u8>(p + i);
     const f = load<u8>(CLASS + <usize>c);
     if ((f & WORD) != 0) {
@@ -81,7 +87,7 @@ export function find(p: usize, from: i32, n: i32, limit: i32, lowest: i32): i32 
       }
       let k = i;
       while (k < n && (cls(p, k) & WORD) != 0) {
-        if ((cls(p, k) & DIGIT) != 0 && (k == 0 || (cls(p, k - 1) & DIGIT) == 0) && k < limit) {
+        if ((cls(p, k) & DIGIT) != 0 && (k == 0 || (cls(p, k - 1) & DIGIT) == 0)) {
           const t = numberAt(p, k, n);
           if (t >= 0) return t;
         }
@@ -143,7 +149,7 @@ function prcResidentIdAt(p: usize, s: i32, n: i32): bool {
   if (year < 1800 || year > 2099 || month < 1 || month > 12 || day < 1 || day > 31) return false;
   let sum = 0;
   for (let k = 0; k < 17; k++) sum += digitAt(p, s + k) * <i32>unchecked(PRC_WEIGHTS[k]);
-  return (12 - (sum % 11)) % 11 == check;
+  return (12 - (sum % 11)) % 11 == check && span(s, s + 18);
 }
 
 /** A US Social Security number written AAA-GG-SSSS, as the SSA assigns them (no area 000, 666 or 9xx, no group 00, no serial 0000). */
@@ -153,7 +159,7 @@ function ssnAt(p: usize, s: i32, n: i32): bool {
   const area = digitAt(p, s) * 100 + digitAt(p, s + 1) * 10 + digitAt(p, s + 2);
   const group = digitAt(p, s + 4) * 10 + digitAt(p, s + 5);
   const serial = digitAt(p, s + 7) * 1000 + digitAt(p, s + 8) * 100 + digitAt(p, s + 9) * 10 + digitAt(p, s + 10);
-  return area != 0 && area != 666 && area < 900 && group != 0 && serial != 0;
+  return area != 0 && area != 666 && area < 900 && group != 0 && serial != 0 && span(s, s + 11);
 }
 
 const CPF_DIGITS: usize = memory.data(11);
@@ -180,7 +186,7 @@ function cpfAt(p: usize, s: i32, n: i32): bool {
     for (let k = 0; k < check; k++) sum += <i32>load<u8>(CPF_DIGITS + k) * (check + 1 - k);
     if (((sum * 10) % 11) % 10 != <i32>load<u8>(CPF_DIGITS + check)) return false;
   }
-  return true;
+  return span(s, end);
 }
 
 const CARD_DIGITS: usize = memory.data(19);
@@ -198,7 +204,7 @@ function cardAt(p: usize, s: i32, n: i32): bool {
     // one group of digits
     const groupStart = k;
     while (k < n && (cls(p, k) & DIGIT) != 0) {
-      if (count == 19) return bestEnd >= 0 ? card(s, bestEnd) : false; // more digits than any card
+      if (count == 19) return bestEnd >= 0 && span(s, bestEnd); // more digits than any card
       store<u8>(CARD_DIGITS + count++, <u8>digitAt(p, k));
       k++;
     }
@@ -212,10 +218,11 @@ function cardAt(p: usize, s: i32, n: i32): bool {
     if ((cls(p, k + 1) & DIGIT) == 0) break;
     k++;
   }
-  return bestEnd >= 0 ? card(s, bestEnd) : false;
+  return bestEnd >= 0 && span(s, bestEnd);
 }
 
-function card(start: i32, end: i32): bool {
+/** Sets the value found; true. */
+function span(start: i32, end: i32): bool {
   foundStart = start;
   foundEnd = end;
   return true;
@@ -235,9 +242,9 @@ function luhn(count: i32): bool {
   return sum % 10 == 0;
 }
 
-/** A dotted-quad IPv4 address (each part 0-255), not part of a longer dotted number. */
+/** A dotted-quad IPv4 address (each part 0-255), not part of a longer dotted number or a word (v1.2.3.4). */
 function ipv4At(p: usize, s: i32, n: i32): bool {
-  if (s > 0 && load<u8>(p + s - 1) == 0x2e) return false;
+  if (s > 0 && (load<u8>(p + s - 1) == 0x2e || (cls(p, s - 1) & WORD) != 0)) return false;
   let k = s;
   for (let part = 0; part < 4; part++) {
     if (part > 0) {
@@ -262,6 +269,8 @@ function ipv4At(p: usize, s: i32, n: i32): bool {
  * more; a date (2024-01-15 ...) is no phone number. The longest such number wins.
  */
 function phoneAt(p: usize, s: i32, n: i32): bool {
+  // Not the middle of a longer run of numbers (000-12-3456: no phone number begins at 12).
+  if (s >= 2 && isPhoneSeparator(load<u8>(p + s - 1)) && (cls(p, s - 2) & DIGIT) != 0) return false;
   let k = s;
   const plus = load<u8>(p + k) == 0x2b;
   if (plus) k++;
@@ -278,6 +287,7 @@ function phoneAt(p: usize, s: i32, n: i32): bool {
     while (k < n && k - sepStart < 2 && isPhoneSeparator(load<u8>(p + k))) k++;
     if (groups == 0 && plus && k != sepStart) return false; // "+" is followed by a digit
     if (groups > 0 && k == sepStart) break;
+    const separator = k > sepStart ? load<u8>(p + k - 1) : <u8>0;
     const groupStart = k;
     while (k < n && (cls(p, k) & DIGIT) != 0) k++;
     const size = k - groupStart;
@@ -285,12 +295,15 @@ function phoneAt(p: usize, s: i32, n: i32): bool {
     if (groups == 0) firstGroup = size;
     else if (groups == 1) {
       secondGroup = size;
-      dateSeparator = load<u8>(p + groupStart - 1);
+      dateSeparator = separator;
     } else if (groups == 2) thirdGroup = size;
     digits += size;
     groups++;
     if (digits > 15) break;
     if (!boundary(p, k, n)) break;
+    // Dots do not mix with other separators: +1 415 555 2671 10.0.0.1 is a number and an address.
+    const next = k + 1 < n ? load<u8>(p + k) : 0;
+    if (groups > 1 && isPhoneSeparator(next) && (cls(p, k + 1) & DIGIT) != 0 && (next == 0x2e) != (separator == 0x2e)) break;
     if (plus ? digits >= 8 : (digits == 10 || digits == 11) && groups > 1) bestEnd = k;
     if (!plus && groups == 1 && size == 11 && digitAt(p, groupStart) == 1 && digitAt(p, groupStart + 1) >= 3) bestEnd = k; // PRC mobile
   }
@@ -386,7 +399,8 @@ function ipv6From(p: usize, colon: i32, n: i32, lowest: i32): bool {
     break;
   }
   if (groups == 0 || (compressed ? groups > 7 : groups != 8)) return false;
-  if (end < n && ((cls(p, end) & WORD) != 0 || load<u8>(p + end) == 0x3a)) return false;
+  // Not followed by more of an address (a letter or digit, or a colon and a hex digit): a colon ending a phrase is fine.
+  if (end < n && ((cls(p, end) & WORD) != 0 || (load<u8>(p + end) == 0x3a && is(p, end + 1, n, HEX)))) return false;
   foundStart = s;
   foundEnd = end;
   return true;
