@@ -66,6 +66,22 @@ const CASES: ProtocolCase[] = [
     chunks: 3, firstContentAt: eventEnd(anthropicStream, "\"text\":\"The capital\""),
   },
   {
+    // MessageDeltaUsage in the SDK at bfa9197 (messages.ts): input_tokens and the cache counts are
+    // cumulative too (or null): a message_delta that repeats them must not add them twice.
+    name: "Anthropic Messages, streamed, message_delta repeating the cumulative input counts",
+    path: "/v1/messages", request: fixture("anthropic/request.json"), responseType: "text/event-stream",
+    body: anthropicStream.replace("\"usage\":{\"output_tokens\":9}", "\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":2000,\"output_tokens\":9,\"output_tokens_details\":null,\"server_tool_use\":null}"),
+    model: "claude-sonnet-4-5", stream: true, finishReason: "stop", input: 25 + 2000 + 100, output: 9,
+    chunks: 3, firstContentAt: eventEnd(anthropicStream, "\"text\":\"The capital\""),
+  },
+  {
+    name: "Anthropic Messages, streamed, message_delta with null input counts",
+    path: "/v1/messages", request: fixture("anthropic/request.json"), responseType: "text/event-stream",
+    body: anthropicStream.replace("\"usage\":{\"output_tokens\":9}", "\"usage\":{\"input_tokens\":null,\"cache_creation_input_tokens\":null,\"cache_read_input_tokens\":null,\"output_tokens\":9}"),
+    model: "claude-sonnet-4-5", stream: true, finishReason: "stop", input: 25 + 2000 + 100, output: 9,
+    chunks: 3, firstContentAt: eventEnd(anthropicStream, "\"text\":\"The capital\""),
+  },
+  {
     name: "Anthropic Messages, whole message stopped by max_tokens",
     path: "/v1/messages", request: fixture("anthropic/request.json").replace("\"stream\":true", "\"stream\":false"), responseType: "application/json",
     body: fixture("anthropic/message.json"), model: "claude-sonnet-4-5", stream: false, finishReason: "length", input: 25, output: 9,
