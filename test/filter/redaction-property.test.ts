@@ -1,7 +1,7 @@
 // Property: whatever the text, wherever personal data sits in it, however the body is cut into
 // chunks and its JSON escaped, and wherever the size limit falls, no original value ever reaches an
-// exported span, a stat or a log. Generated e-mail addresses, phone numbers, Luhn-valid card
-// numbers, IPv4/IPv6 addresses, PRC resident IDs (ISO 7064 check), CPFs, SSNs and credentials,
+// exported span (whole, or its beginning where the size limit cuts), a stat or a log. Generated
+// e-mail addresses, phone numbers, Luhn-valid card numbers, IPv4/IPv6 addresses, PRC resident IDs (ISO 7064 check), CPFs, SSNs and credentials,
 // in prompts and streamed completions of every protocol, through the real filter.wasm (emulated
 // Envoy host) to a real OTLP/HTTP receiver on 127.0.0.1.
 import { after, before, describe, it } from "node:test";
@@ -217,6 +217,14 @@ describe("no original value reaches an exported span (property, emulated Envoy h
             for (const form of [v.text, ...v.forms]) {
               if (form.length < 4) continue;
               assert.ok(!all.includes(form), `${JSON.stringify(form)} reached the span (${protocol}, maxBytes ${maxBytes}): ${JSON.stringify(texts.filter((t) => t.includes(form)))}`);
+            }
+          }
+          // Nor a piece of one: where the size limit cut the text, no part ends in the beginning of a value.
+          for (const t of texts) {
+            for (const v of values) {
+              for (let k = 6; k < v.text.length; k++) {
+                assert.ok(!t.endsWith(v.text.slice(0, k)), `the start of ${JSON.stringify(v.text)} reached the span (${protocol}, maxBytes ${maxBytes}): ${JSON.stringify(t.slice(-40))}`);
+              }
             }
           }
           const stats = vm.stats.names().join("\n") + vm.logs.map((l) => l.message).join("\n");
