@@ -415,6 +415,10 @@ const PREFIXES: StaticArray<string> = [
   "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xapp-", "hf_", "npm_", "pypi-",
 ];
 const PREFIX_MIN_BODY: StaticArray<u8> = [20, 16, 16, 16, 16, 30, 30, 30, 30, 30, 30, 20, 10, 10, 10, 10, 10, 10, 30, 36, 50];
+/** The shortest prefix plus body ("xoxb-" and 10). */
+const MIN_PREFIXED: i32 = 15;
+/** The longest secret word or scheme ("client_secret"). */
+const MAX_SECRET_WORD: i32 = 13;
 /** Words (any case) after which ":" or "=" assigns a secret. */
 const SECRET_WORDS: StaticArray<string> = [
   "password", "passwd", "pwd", "private_key", "secret", "client_secret", "token", "api_key", "apikey", "api-key", "access_token", "auth_token",
@@ -425,19 +429,27 @@ const FIRST_LETTERS: u32 = 0b0000_0000_1000_1110_1010_0000_1101_0111; // x t s r
 /** A credential at the start of the word at `s`; returns Pii.Credential (foundStart/foundEnd: the secret itself) or -1. */
 function credentialAt(p: usize, s: i32, n: i32): i32 {
   const c = load<u8>(p + s);
+  const lower = <u32>(c | 0x20) - 0x61;
+  if (lower >= 26 || (FIRST_LETTERS & (1 << lower)) == 0) return -1; // "A" (AKIA, AIza) passes as "a"
+  // Every form below begins with a run of key characters of a known length (a prefix and its
+  // body, a JWT's first part, a scheme or a secret word followed by no key character): measured
+  // once, it rules out most words before any comparison.
+  let end = s;
+  while (end < n && (cls(p, end) & KEY_BODY) != 0) end++;
+  const run = end - s;
   // AWS access key ids (AKIA/ASIA + 16 upper-case letters or digits) and Google API keys (AIza + 35).
   if (c == 0x41) {
-    if (s + 20 <= n && (startsWithCase(p, s, n, "AKIA") || startsWithCase(p, s, n, "ASIA")) && upperAlnum(p, s + 4, 16) && boundary(p, s + 20, n)) return found(s, s + 20, Pii.Credential);
-    if (s + 39 <= n && startsWithCase(p, s, n, "AIza") && keyBody(p, s + 4, 35) && !is(p, s + 39, n, KEY_BODY)) return found(s, s + 39, Pii.Credential);
+    if (run >= 20 && (startsWithCase(p, s, n, "AKIA") || startsWithCase(p, s, n, "ASIA")) && upperAlnum(p, s + 4, 16) && boundary(p, s + 20, n)) return found(s, s + 20, Pii.Credential);
+    if (run == 39 && startsWithCase(p, s, n, "AIza")) return found(s, s + 39, Pii.Credential);
   }
-  const lower = <u32>(c | 0x20) - 0x61;
-  if (lower >= 26 || (FIRST_LETTERS & (1 << lower)) == 0) return -1;
-  for (let i = 0; i < PREFIXES.length; i++) {
-    const prefix = unchecked(PREFIXES[i]);
-    if (<u32>prefix.charCodeAt(0) == <u32>c && prefixed(p, s, n, prefix, unchecked(PREFIX_MIN_BODY[i]))) return Pii.Credential;
+  if (run >= MIN_PREFIXED) {
+    for (let i = 0; i < PREFIXES.length; i++) {
+      const prefix = unchecked(PREFIXES[i]);
+      if (<u32>prefix.charCodeAt(0) == <u32>c && prefixed(p, s, n, prefix, unchecked(PREFIX_MIN_BODY[i]))) return Pii.Credential;
+    }
   }
   // A JSON Web Token: three base64url parts, the first a JSON header ("eyJ" is base64 of '{"').
-  if (c == 0x65 && startsWithCase(p, s, n, "eyJ")) {
+  if (c == 0x65 && run >= 8 && startsWithCase(p, s, n, "eyJ")) {
     let k = s;
     let parts = 0;
     while (parts < 3) {
@@ -451,8 +463,9 @@ function credentialAt(p: usize, s: i32, n: i32): i32 {
     if (parts == 3) return found(s, k, Pii.Credential);
   }
   // Authorization schemes: the credentials after "Bearer " (RFC 6750) or "Basic " (RFC 7617).
-  const bearer = startsWithWord(p, s, n, "bearer ");
-  if (bearer || startsWithWord(p, s, n, "basic ")) {
+  if (run > MAX_SECRET_WORD) return -1;
+  const bearer = run == 6 && startsWithWord(p, s, n, "bearer ");
+  if (bearer || (run == 5 && startsWithWord(p, s, n, "basic "))) {
     let k = s + (bearer ? 6 : 5);
     while (k < n && load<u8>(p + k) == 0x20) k++;
     const start = k;
@@ -461,7 +474,7 @@ function credentialAt(p: usize, s: i32, n: i32): i32 {
   }
   for (let i = 0; i < SECRET_WORDS.length; i++) {
     const word = unchecked(SECRET_WORDS[i]);
-    if (<u32>word.charCodeAt(0) == lower + 0x61 && assigned(p, s, n, word)) return Pii.Credential;
+    if (word.length == run && <u32>word.charCodeAt(0) == lower + 0x61 && assigned(p, s, n, word)) return Pii.Credential;
   }
   return -1;
 }
@@ -524,10 +537,5 @@ function upperAlnum(p: usize, s: i32, count: i32): bool {
     const c = <u32>load<u8>(p + s + k);
     if (!(c - 0x30 < 10 || c - 0x41 < 26)) return false;
   }
-  return true;
-}
-
-function keyBody(p: usize, s: i32, count: i32): bool {
-  for (let k = 0; k < count; k++) if ((cls(p, s + k) & KEY_BODY) == 0) return false;
   return true;
 }
