@@ -34,7 +34,12 @@ build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json node_modules/.ins
 	@echo "==> compiling the no-op baseline filter for the benchmarks: $@"
 	@$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm $(ASC_QUIET)
 
-build: build/filter.wasm build/filter.debug.wasm build/noop.wasm ## compile the filter (release + debug) and the no-op baseline
+# The filter's redaction engine alone, with the release options, for the redaction throughput bench.
+build/redaction.wasm: test/bench/redaction-module/index.ts filter/redact.ts filter/pii.ts filter/sha256.ts filter/byte-writer.ts asconfig.json node_modules/.installed
+	@echo "==> compiling the redaction engine alone for the benchmarks: $@"
+	@$(ASC) test/bench/redaction-module/index.ts --target release -o build/redaction.wasm $(ASC_QUIET)
+
+build: build/filter.wasm build/filter.debug.wasm build/noop.wasm build/redaction.wasm ## compile the filter (release + debug), the no-op baseline and the redaction engine for the benchmarks
 
 typecheck: | node_modules/.installed ## TypeScript strict type-check
 	@echo "==> type-checking (tsc --noEmit)"
