@@ -11,12 +11,12 @@ const TRACEPARENT: [string, string] = ["traceparent", "00-4bf92f3577b34da6a3ce92
 const REQUEST: Array<[string, string]> = [[":authority", "llm.svc"], [":path", "/v1/chat/completions"], [":method", "POST"], [":scheme", "http"], ["content-type", "application/json"]];
 
 /** Mean host calls per request (random_get excluded: drawn 4 KiB at a time, it is not per request). */
-async function callsPerRequest(extra: Array<[string, string]>, config: unknown): Promise<number> {
+async function callsPerRequest(extra: Array<[string, string]>, config: unknown, path: string): Promise<number> {
   const clock = new ManualClock();
   const vm = await loadFilter({ clock, random: countingRandom(), config: { ...(config as object), sampling: { defaultRate: 0 }, stats: { flushIntervalMs: 1000 } } });
   const run = (): void => {
     const s = vm.newStream({ routeName: "chat" });
-    s.requestHeaders([...REQUEST, ...extra], true);
+    s.requestHeaders([...REQUEST.map(([k, v]): [string, string] => [k, k === ":path" ? path : v]), ...extra], true);
     clock.advanceMs(5);
     s.responseHeaders([[":status", "200"]], true);
     s.end();
@@ -33,7 +33,7 @@ async function callsPerRequest(extra: Array<[string, string]>, config: unknown):
 }
 
 describe("host calls on the headers-only path of an unsampled request (emulated Envoy host)", () => {
-  const cases: Array<[string, Array<[string, string]>, unknown, number]> = [
+  const cases: Array<[string, Array<[string, string]>, unknown, number, string?]> = [
     ["no trace headers", [], {}, 12],
     ["a traceparent", [TRACEPARENT], {}, 11],
     ["a traceparent, a tracestate and a token trace id", [TRACEPARENT, ["tracestate", "a=1"], ["x-token-trace-id", "t-1"]], {}, 10],
@@ -41,10 +41,15 @@ describe("host calls on the headers-only path of an unsampled request (emulated 
     ["a traceparent, two tracestate lines and a token trace id", [TRACEPARENT, ["tracestate", "a=1"], ["tracestate", "b=2"], ["x-token-trace-id", "t-1"]], {}, 11],
     ["a traceparent, span export with tail keep on", [TRACEPARENT], { spans: { cluster: "otel", keep: { errors: true, slowerThanMs: 1000 } } }, 11],
     ["no trace headers, span export with tail keep on", [], { spans: { cluster: "otel", keep: { errors: true, slowerThanMs: 1000 } } }, 12],
+    // Not an LLM call (issue 17: per-protocol path matchers and content capture add none; main at 5e2738a made these counts).
+    ["a path no protocol matches, no trace headers", [], {}, 11, "/v1/models"],
+    ["a path no protocol matches, a traceparent", [TRACEPARENT], {}, 10, "/v1/models"],
+    ["a path no protocol matches, content capture on", [], { spans: { cluster: "otel", content: { enabled: true, pseudonyms: { salt: "host-calls-test-salt-0123456789abcdef" } } } }, 11, "/healthz"],
+    ["an LLM call, content capture on", [], { spans: { cluster: "otel", content: { enabled: true } } }, 12, "/v1/chat/completions"],
   ];
-  for (const [name, extra, config, ceiling] of cases) {
+  for (const [name, extra, config, ceiling, path] of cases) {
     it(`${name}: at most ${ceiling} calls, as before`, async () => {
-      const calls = await callsPerRequest(extra, config);
+      const calls = await callsPerRequest(extra, config, path ?? "/v1/chat/completions");
       assert.ok(calls <= ceiling, `${calls} host calls per request, ceiling ${ceiling}`);
     });
   }
