@@ -108,9 +108,32 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
     collect(joiner.join(scrape(VLLM, advance(vllm, round, 0.25), at)));
     collect(joiner.join(scrape(ENVOY, text, at + 1000)));
   }
+  for (const [name, labels] of await contentCaptureSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);
   // Tokens per joule needs the pods' token rate first, then a dcgm energy delta.
   collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_104_000_000), t0 + 30000)));
   return { sidecar, joined };
+}
+
+/**
+ * The series of content capture (spans.content), which a VM defines only once it captures: the
+ * same pluginConfig with spans and capture on, one sampled chat call whose prompt holds an e-mail
+ * address.
+ */
+async function contentCaptureSeries(pluginConfig: unknown, statTags: string[]): Promise<SeriesCatalogue> {
+  const config = { ...(pluginConfig as object), sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true } } };
+  const vm = await loadFilter({ clock: new ManualClock(1_800_000_000_000_000_000n), random: countingRandom(), config, statTags });
+  if (!vm.configureAccepted) throw new Error("the filter rejected the pluginConfig with content capture");
+  const s = vm.newStream({ routeName: "chat" });
+  s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
+  s.requestBody(JSON.stringify({ model: "llama-3.1-8b", messages: [{ role: "user", content: "write to ana@example.org" }] }), true);
+  s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+  s.responseBody(JSON.stringify({ model: "llama-3.1-8b", choices: [{ index: 0, message: { role: "assistant", content: "done" }, finish_reason: "stop" }], usage: { prompt_tokens: 9, completion_tokens: 1 } }), true);
+  s.end();
+  const out: SeriesCatalogue = new Map();
+  for (const sample of parseText(vm.stats.prometheus()).samples) {
+    if (sample.name.startsWith("tokentrace_content_")) addSeries(out, sample.name, sample.labels.filter((_, i) => i % 2 === 0));
+  }
+  return out;
 }
 
 /** The control plane's /metrics: prom-client names with histogram suffixes, plus job and instance from the scrape. */
