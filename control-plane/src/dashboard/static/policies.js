@@ -107,6 +107,7 @@
     $("policy-editor").value = JSON.stringify(body.policy, null, 2);
     $("policy-version").textContent = `version ${body.version}, by ${body.updatedBy}`;
     showTailKeep(body.policy);
+    showContent(body.policy);
   }
 
   // Tail keep: the two common settings of pluginConfig.spans.keep as fields; routes stay in the JSON.
@@ -114,6 +115,21 @@
     const keep = (policy && policy.pluginConfig && policy.pluginConfig.spans && policy.pluginConfig.spans.keep) || {};
     $("keep-errors").checked = keep.errors === true;
     $("keep-slower-ms").value = keep.slowerThanMs === undefined ? "" : String(keep.slowerThanMs);
+  }
+
+  // Content capture: the policy-wide settings of pluginConfig.spans.content as fields; route rules stay in the JSON.
+  function showContent(policy) {
+    const content = (policy && policy.pluginConfig && policy.pluginConfig.spans && policy.pluginConfig.spans.content) || {};
+    $("content-enabled").checked = content.enabled === true;
+    $("content-max-bytes").value = content.maxBytes === undefined ? "" : String(content.maxBytes);
+    $("content-pseudonyms").checked = content.pseudonyms !== undefined;
+  }
+
+  /** A pseudonym salt: 32 random bytes as hex, from the browser's CSPRNG. */
+  function newSalt() {
+    const bytes = new Uint8Array(32);
+    window.crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
   /** The editor's policy document, or null (the parse error shown). */
@@ -144,6 +160,29 @@
     else spans.keep = keep;
     $("policy-editor").value = JSON.stringify(doc, null, 2);
     showResult("tail keep written into the policy: save to apply", [], false);
+  }
+
+  function applyContent() {
+    const doc = editedPolicy();
+    if (doc === null) return;
+    const spans = doc.pluginConfig && doc.pluginConfig.spans;
+    if (!spans) {
+      showResult("content capture needs span export", [{ field: "pluginConfig.spans", reason: "set spans.cluster first" }], true);
+      return;
+    }
+    const content = { ...(spans.content || {}) };
+    if ($("content-enabled").checked) content.enabled = true;
+    else delete content.enabled;
+    const max = $("content-max-bytes").value.trim();
+    if (max === "") delete content.maxBytes;
+    else content.maxBytes = Number(max);
+    // An existing salt is kept (changing it unlinks every pseudonym); a new one is drawn only when asked.
+    if (!$("content-pseudonyms").checked) delete content.pseudonyms;
+    else if (!content.pseudonyms) content.pseudonyms = { salt: newSalt() };
+    if (Object.keys(content).length === 0) delete spans.content;
+    else spans.content = content;
+    $("policy-editor").value = JSON.stringify(doc, null, 2);
+    showResult("content capture written into the policy: save to apply", [], false);
   }
 
   async function save(ifMatch) {
@@ -208,6 +247,7 @@
   });
   $("reload").addEventListener("click", () => void loadPolicy($("policy").value));
   $("keep-apply").addEventListener("click", applyTailKeep);
+  $("content-apply").addEventListener("click", applyContent);
   $("create-form").addEventListener("submit", (e) => void create(e));
 
   window.tokentracePolicies = {
