@@ -90,6 +90,36 @@ describe("policy API", () => {
     assert.deepEqual(app.audit, []);
   });
 
+  it("stores per-protocol path matchers and content capture; refuses bad ones naming the field, never echoing a pseudonym salt", async () => {
+    const salt = "policy-api-test-salt-0123456789abcdef";
+    const pluginConfig = {
+      llm: { protocols: { kserve: { pathPrefixes: ["/triton/v2/models/"] }, tgi: { pathSuffixes: [] }, anthropic: { pathSuffixes: ["/anthropic/v1/messages"] } } },
+      spans: { cluster: "otel", content: { enabled: true, maxBytes: 2048, routes: [{ routeName: "billing", enabled: false }], pseudonyms: { salt } } },
+    };
+    const created = await call(app.url, "POST", "/v1/policies", { body: samplePolicy("chat", { pluginConfig: pluginConfig as never }), token: adminToken });
+    assert.equal(created.status, 201);
+    assert.deepEqual((created.body as { policy: { pluginConfig: unknown } }).policy.pluginConfig, pluginConfig);
+    assert.ok(!JSON.stringify(app.audit).includes(salt), "the audit line holds no salt");
+    const bad = {
+      llm: { protocols: { vllm: {}, tgi: { pathSuffixes: ["generate"] } } },
+      spans: { cluster: "otel", content: { maxBytes: 100, routes: [{ routeName: "x" }], pseudonyms: { salt: "short-secret" } } },
+    };
+    const res = await call(app.url, "POST", "/v1/policies", { body: samplePolicy("other", { pluginConfig: bad as never }), token: adminToken });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body, {
+      error: "invalid policy",
+      details: [
+        { field: "pluginConfig.llm.protocols.vllm", reason: "unknown field" },
+        { field: "pluginConfig.llm.protocols.tgi.pathSuffixes[0]", reason: 'must match pattern "^/"' },
+        { field: "pluginConfig.spans.content.routes[0].enabled", reason: "required" },
+        { field: "pluginConfig.spans.content.maxBytes", reason: "must be >= 256" },
+        { field: "pluginConfig.spans.content.pseudonyms.salt", reason: "must NOT have fewer than 32 characters" },
+      ],
+    });
+    assert.ok(!JSON.stringify(res.body).includes("short-secret"), "the error names the salt, never shows it");
+    assert.deepEqual(app.store.list().map((r) => r.policy.name), ["chat"]);
+  });
+
   it("enforces the body limit (413), JSON content type (415) and JSON syntax (400)", async () => {
     const huge = samplePolicy("huge", { pluginConfig: { sampling: { routes: Array.from({ length: 400 }, (_, i) => ({ routeName: `route-${i}-${"x".repeat(40)}`, rate: 0.5 })) } } });
     const tooLarge = await call(app.url, "POST", "/v1/policies", { body: huge, token: adminToken });
