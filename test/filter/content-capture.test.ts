@@ -185,6 +185,19 @@ describe("content capture on sampled spans (emulated Envoy host, real OTLP recei
     assert.ok(!JSON.stringify(span).includes("hacker"), "no part of the address leaves");
   });
 
+  it("maxBytes defaults to 4096 (the schema's default): a 4096-byte message is shown whole, one byte more is cut", async () => {
+    const schema = JSON.parse(readFileSync(new URL("../../filter/config.schema.json", import.meta.url), "utf8")) as { properties: { spans: { properties: { content: { properties: { maxBytes: { default: number } } } } } } };
+    assert.equal(schema.properties.spans.properties.content.properties.maxBytes.default, 4096);
+    for (const [size, truncated] of [[4096, undefined], [4097, true]] as const) {
+      const { vm, clock } = await setup({ enabled: true });
+      const prompt = "y".repeat(size);
+      drive(vm, clock, { request: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: prompt }] }), body: chatStream });
+      const content = contentOf((await exported(vm))[0]!);
+      assert.deepEqual(content.input, [{ role: "user", parts: [text("y".repeat(4096))] }], `a ${size}-byte message`);
+      assert.equal(content.truncated, truncated);
+    }
+  });
+
   it("a multi-byte character the window ends in is left out whole (the text stays valid UTF-8)", async () => {
     const { vm, clock } = await setup({ enabled: true, maxBytes: 256 });
     const prompt = "x".repeat(255) + "\u20ac tail"; // the euro sign's 3 bytes straddle byte 256
