@@ -15,6 +15,7 @@ export { loadCrdFile, resourceTypesFromCrd } from "./crd.js";
 export { resourceKey, apiVersionOf, type KubeObject, type ResourceType } from "./store.js";
 export { parseLabelSelector, matchesSelector } from "./selector.js";
 export { mergePatch, jsonPatch, type Json } from "./patch.js";
+export { RbacAuthorizer, type RequestAttributes } from "./rbac.js";
 
 /** Path of the WasmPlugin CRD fixture the emulator validates against by default. */
 export const wasmPluginCrdPath = fileURLToPath(new URL("../../fixtures/control-plane/wasmplugin-crd.yaml", import.meta.url));
@@ -28,12 +29,12 @@ export async function startKubeEmulator(options: KubeEmulatorOptions = {}): Prom
   return new KubeEmulator({ ...options, resources }).listen();
 }
 
-/** A client-node KubeConfig whose only cluster is the emulator (plain HTTP, no credentials). */
-export function kubeConfigFor(url: string, namespace = "default"): KubeConfig {
+/** A client-node KubeConfig whose only cluster is the emulator (plain HTTP; a bearer token when given, for RBAC). */
+export function kubeConfigFor(url: string, namespace = "default", token?: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: "emulated", server: url, skipTLSVerify: true }],
-    users: [{ name: "emulated" }],
+    users: [token === undefined ? { name: "emulated" } : { name: "emulated", token }],
     contexts: [{ name: "emulated", cluster: "emulated", user: "emulated", namespace }],
     currentContext: "emulated",
   });

@@ -19,6 +19,7 @@ import { leaseType } from "./lease.js";
 import { controllerRevisionType } from "./controller-revision.js";
 import { crdType, establishedStatus, typesOfCrd } from "./crd-registration.js";
 import { toTable, wantsTable } from "./table.js";
+import { forbiddenMessage, verbOf, type RbacAuthorizer } from "./rbac.js";
 import * as status from "./status.js";
 import { apiVersionOf, ObjectStore, resourceKey, type KubeObject, type ResourceType, type StoredEvent } from "./store.js";
 
@@ -34,6 +35,12 @@ export interface KubeEmulatorOptions {
   bookmarkIntervalMs?: number;
   /** Request body limit; the real apiserver's is 3 MiB. */
   maxBodyBytes?: number;
+  /**
+   * RBAC: a request with `Authorization: Bearer <token>` acts as `users.get(token)` (401 for an
+   * unknown token) and gets 403 unless the authorizer allows it; requests without a token are the
+   * test's own and are not checked.
+   */
+  rbac?: { authorizer: RbacAuthorizer; users: ReadonlyMap<string, string> };
 }
 
 /** A request as the emulator saw it, for assertions. */
@@ -109,6 +116,7 @@ export class KubeEmulator extends EventEmitter {
   private readonly server: Server;
   private readonly now: () => Date;
   private readonly maxBodyBytes: number;
+  private readonly rbac: KubeEmulatorOptions["rbac"];
   /** Base URL, e.g. http://127.0.0.1:40123 (set once started). */
   url = "";
 
@@ -117,6 +125,7 @@ export class KubeEmulator extends EventEmitter {
     this.store = new ObjectStore(options.historyLimit ?? 1000);
     this.now = options.now ?? (() => new Date());
     this.maxBodyBytes = options.maxBodyBytes ?? 3 * 1024 * 1024;
+    this.rbac = options.rbac;
     for (const type of [...coreTypes, ...(options.resources ?? [])]) this.register(type);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
@@ -293,6 +302,19 @@ export class KubeEmulator extends EventEmitter {
       return;
     }
     const isWatch = query.watch === "true" || query.watch === "1";
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (this.rbac !== undefined && bearer !== undefined) {
+      const user = this.rbac.users.get(bearer);
+      if (user === undefined) {
+        this.send(res, status.failure(401, "Unauthorized", "Unauthorized"));
+        return;
+      }
+      const attributes = { user, verb: verbOf(method, parsed.name !== undefined, isWatch), apiGroup: parsed.type.group, resource: parsed.type.plural, subresource: parsed.status ? "status" : "", namespace: parsed.namespace ?? "", name: parsed.name ?? "" };
+      if (!this.rbac.authorizer.allows(attributes)) {
+        this.send(res, status.failure(403, "Forbidden", forbiddenMessage(attributes)));
+        return;
+      }
+    }
     const table = wantsTable(req.headers.accept);
     if (method === "GET" && parsed.name === undefined) {
       if (isWatch) this.watch(parsed, query, res);
