@@ -6,7 +6,7 @@ import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { defaultRateQuery } from "./adaptive/prometheus.js";
 import { leaderElectionProblems } from "./k8s/leader-election.js";
-import { validatePipelineConfig, withDefaults as pipelineWithDefaults, type PipelineConfig, type PipelineConfigInput } from "./pipeline/index.js";
+import { unshardedDiscovery, validatePipelineConfig, withDefaults as pipelineWithDefaults, type PipelineConfig, type PipelineConfigInput } from "./pipeline/index.js";
 
 /** The validated configuration. */
 export interface Config {
@@ -134,6 +134,8 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",
   TOKENTRACE_PROMETHEUS_URL: "adaptive.prometheus.url",
   TOKENTRACE_PIPELINE_ENABLED: "pipeline.enabled",
+  TOKENTRACE_SHARDING_NAMESPACE: "pipeline.sharding.namespace",
+  TOKENTRACE_SHARDING_IDENTITY: "pipeline.sharding.identity",
   TOKENTRACE_TRACES_ENABLED: "traces.enabled",
   TOKENTRACE_TRACES_MAX_SPANS: "traces.maxSpans",
   TOKENTRACE_TRACES_LINK_TEMPLATE: "traces.linkTemplate",
@@ -231,7 +233,7 @@ const configSchema = {
       type: "object",
       additionalProperties: false,
       required: ["enabled"],
-      properties: { enabled: { type: "boolean" }, scrape: { type: "object" }, join: { type: "object" }, remoteWrite: { type: "object" } },
+      properties: { enabled: { type: "boolean" }, scrape: { type: "object" }, join: { type: "object" }, remoteWrite: { type: "object" }, sharding: { type: "object" } },
     },
     traces: {
       type: "object",
@@ -370,6 +372,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Loa
   if (errors.length === 0) {
     const result = pipelineConfigOf(config);
     if (!result.ok) errors.push(...result.errors);
+    const refused = result.ok && config.pipeline.enabled ? unshardedDiscovery(result.config) : undefined;
+    if (refused !== undefined) errors.push(`pipeline.${refused.field}: ${refused.reason}`);
   }
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, config, source: path ?? "defaults" };

@@ -54,6 +54,8 @@ export interface RunningControlPlane {
     writeStatus(): Promise<void>;
     isLeader(): boolean;
   };
+  /** The metrics pipeline when enabled (its targets, queues and shard members, for tests and probes). */
+  pipeline?: RunningPipeline;
   /** Stops accepting requests, lets in-flight ones finish (up to the grace time), stops the sync. */
   stop(): Promise<void>;
 }
@@ -67,7 +69,7 @@ export interface ControlPlaneOptions {
   ticker?: Ticker;
   /** Milliseconds clock for adaptive sampling, Kubernetes timings and status times. */
   now?: () => number;
-  /** Waits of backoffs and leader election. */
+  /** Waits of backoffs and leader election; with `now`, also the metrics pipeline's clock. */
   delay?: Delay;
 }
 
@@ -228,6 +230,7 @@ export async function startControlPlane(
   if (pipelineConfig?.ok) {
     pipeline = await startPipeline(pipelineConfig.config, {
       registry: metrics.registry,
+      clock: { now: nowMs, sleep: delay },
       ...(pipelineConfig.config.scrape.kubernetes.enabled || pipelineConfig.config.sharding.enabled ? { kubeConfig: kubeConfig() } : {}),
       log: (message) => log({ msg: "pipeline", detail: message }),
       onBatch: (series, result) => {
@@ -272,14 +275,17 @@ export async function startControlPlane(
   const running = sync;
   return {
     url,
+    ...(pipeline === undefined ? {} : { pipeline }),
     ...(policies !== undefined && recorder !== undefined && writer !== undefined && running !== undefined
       ? { kubernetes: { store: policies, history: recorder, sync: running, writeStatus: () => writer.sync(), isLeader: leading } }
       : {}),
     async stop() {
       ticker.stop();
       history?.stop();
-      // Step down and release the Lease first, so a successor takes over while we drain.
+      // Step down and release the Lease first, so a successor takes over while we drain; likewise
+      // the pipeline stops scraping and releases its member Lease, so its shard moves at once.
       await elector?.stop();
+      await pipeline?.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections become idle when their in-flight response ends; close them then
       // rather than waiting for the keep-alive timeout. Past the grace time, close everything.
@@ -291,7 +297,6 @@ export async function startControlPlane(
       clearInterval(sweep);
       clearTimeout(grace);
       await sync?.stop();
-      await pipeline?.stop();
       await clusterStore?.stop();
       await fileStore?.close();
     },

@@ -95,6 +95,21 @@ describe("control-plane config", () => {
     assert.equal(ok.ok && ok.config.pipeline.enabled, true);
   });
 
+  it("refuses a running pipeline with Kubernetes discovery and no sharding (no replica can tell it is alone); sharding, or the pipeline off, loads", () => {
+    const discovery = "pipeline:\n  enabled: true\n  scrape:\n    kubernetes:\n      enabled: true\n";
+    const refused = loadConfig(["--config", file(discovery)], {});
+    assert.equal(refused.ok, false);
+    assert.match(refused.ok ? "" : refused.errors.join("\n"), /^pipeline\.sharding\.enabled: must be true when scrape\.kubernetes\.enabled is true: .*once per replica \(double counted by any sum\(\)\)/);
+    assert.equal(loadConfig(["--config", file(`${discovery}  sharding:\n    enabled: true\n`)], {}).ok, true);
+    const off = loadConfig(["--config", file(discovery.replace("enabled: true", "enabled: false"))], {});
+    assert.equal(off.ok, true, "a pipeline that does not run scrapes nothing twice");
+    // Static targets only: nothing is discovered, so nothing is refused.
+    assert.equal(loadConfig(["--config", file("pipeline:\n  enabled: true\n")], {}).ok, true);
+    // The identity and namespace of a member come from the environment (the Downward API).
+    const named = loadConfig(["--config", file(`${discovery}  sharding:\n    enabled: true\n`)], { TOKENTRACE_SHARDING_IDENTITY: "cp-7d9f-x2", TOKENTRACE_SHARDING_NAMESPACE: "observability" });
+    assert.deepEqual(named.ok && named.config.pipeline.sharding, { enabled: true, identity: "cp-7d9f-x2", namespace: "observability" });
+  });
+
   it("reports an unreadable or malformed file by path", () => {
     assert.deepEqual(loadConfig(["--config", "/nonexistent/tt.yaml"], {}), { ok: false, errors: ["config file /nonexistent/tt.yaml: cannot read (ENOENT)"] });
     const list = file("- a\n- b\n");

@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { call, samplePolicy } from "./helpers.js";
@@ -78,6 +78,16 @@ describe("control plane process", { concurrency: true }, () => {
     // Idle keep-alive connections are closed as soon as their response ends, not after the 5 s keep-alive timeout.
     const at = (msg: string) => Date.parse((proc.lines.map((l) => JSON.parse(l) as { msg: string; time: string }).find((r) => r.msg === msg) as { time: string }).time);
     assert.ok(at("stopped") - at("shutting down") < 4000, `shutdown took ${at("stopped") - at("shutting down")} ms`);
+  });
+
+  it("refuses to start a pipeline that discovers pods without sharding, saying why", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tt-unsharded-"));
+    const config = join(dir, "config.yaml");
+    writeFileSync(config, "pipeline:\n  enabled: true\n  scrape:\n    kubernetes:\n      enabled: true\n");
+    const proc = spawnControlPlane({ TOKENTRACE_LISTEN_PORT: "0" }, ["--config", config]);
+    assert.equal(await proc.exited, 2);
+    assert.match(proc.stderr.join(""), /^config error: pipeline\.sharding\.enabled: must be true when scrape\.kubernetes\.enabled is true: /);
+    assert.deepEqual(proc.lines, [], "nothing started");
   });
 
   it("exits with code 2 and names the key when the config is invalid", async () => {

@@ -364,6 +364,33 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     assert.equal(env.find((e) => e.name === "TOKENTRACE_LEADER_ELECTION_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
   });
 
+  it("pipeline sharding is on, each replica named by its pod, and a Role grants exactly the member-Lease calls membership.ts makes, in the control plane's namespace", () => {
+    const result = deployedConfig();
+    assert.ok(result.ok, result.ok ? "" : result.errors.join("; "));
+    const sharding = result.config.pipeline.sharding;
+    assert.equal(result.config.pipeline.scrape?.kubernetes?.enabled, true);
+    assert.equal(sharding?.enabled, true, "Kubernetes discovery with two replicas needs sharding");
+    const env = container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath, "metadata.namespace");
+    const role = one(all, "Role", "tokentrace-control-plane-pipeline-members");
+    const binding = one(all, "RoleBinding", "tokentrace-control-plane-pipeline-members");
+    assert.equal(role.metadata.namespace, deployment.metadata.namespace);
+    assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
+    assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
+    const grants = new Set<string>();
+    for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>) {
+      // Member Lease names follow the pods' generated names: no resourceNames can name them.
+      assert.equal(rule.resourceNames, undefined);
+      for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+    }
+    const client = readFileSync(join(REPO, "control-plane/src/pipeline/membership.ts"), "utf8");
+    const verbsOf: Record<string, string> = { list: "list", read: "get", create: "create", replace: "update", delete: "delete" };
+    const used = new Set([...client.matchAll(/this\.api\.(list|read|create|replace|delete)NamespacedLease\(/g)].map((m) => `coordination.k8s.io/leases:${verbsOf[m[1]!]!}`));
+    assert.ok(used.size >= 4, `membership.ts makes ${[...used].join(", ")}`);
+    assert.deepEqual([...grants].sort(), [...used].sort());
+  });
+
   it("the ConfigMap's config.yaml loads with the control plane's own loader, with the Deployment's env and args", () => {
     const result = deployedConfig();
     assert.equal(result.ok, true, result.ok ? "" : result.errors.join("; "));

@@ -111,12 +111,14 @@ describe("pipeline sharding over Leases (emulated: kube-apiserver; 3 replicas, 3
     // A node's sidecars and its dcgm-exporter stay together (the join is per node).
     for (const s of shares) for (const id of s) if (id.includes("/envoy/")) assert.ok(s.has(`dcgm|${base}/dcgm/${/envoy\/(n\d+)/.exec(id)![1]}|/`), id);
 
-    // Two scrape rounds, then replica-c is lost: it stops renewing its Lease.
+    // Two scrape rounds, then replica-c is lost: it stops renewing its Lease, and (as a process
+    // killed outright) never deletes it, so the others count it out only when it runs out.
     await clock.advance(2 * INTERVAL_MS);
     const lost = replicas[2]!;
     const lostTargets = owned(lost);
     const kept = [owned(replicas[0]!), owned(replicas[1]!)];
     const lostAt = clock.now();
+    emulator.failNext(1, 500, "DELETE");
     const stopping = lost.pipeline.stop();
     await clock.advance(6000); // its bounded flush on stop
     await stopping;

@@ -224,3 +224,17 @@ export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
   }
   return errors;
 }
+
+/**
+ * The start-up refusal for a pipeline that runs: Kubernetes discovery without sharding. A replica
+ * cannot tell that it is alone (a rolling update surges a second pod, an HPA adds more), and
+ * without sharding every replica scrapes every discovered pod and ships each sample once per
+ * replica, which any sum() counts twice. Sharded, a lone replica owns every target.
+ */
+export function unshardedDiscovery(c: PipelineConfig): ConfigError | undefined {
+  if (c.scrape.kubernetes.enabled !== true || c.sharding.enabled !== false) return undefined;
+  return {
+    field: "sharding.enabled",
+    reason: "must be true when scrape.kubernetes.enabled is true: every control-plane replica (and the surge pod of a rolling update) discovers every pod, and without sharding each one scrapes all of them and remote-writes every sample once per replica (double counted by any sum()); sharding splits the targets over the live replicas, and a lone replica scrapes them all",
+  };
+}

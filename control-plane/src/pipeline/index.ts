@@ -18,9 +18,9 @@ import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { ShardAssignment } from "./sharding.js";
 import { ClientNodeMemberLeaseApi, LeaseMembership, type MemberLeaseApi } from "./membership.js";
 import { SeriesGate } from "./series-gate.js";
-import { validatePipelineConfig, type PipelineConfig } from "./config.js";
+import { unshardedDiscovery, validatePipelineConfig, type PipelineConfig } from "./config.js";
 
-export { DEFAULT_PIPELINE_CONFIG, REMOTE_WRITE_TARGET_DEFAULTS, withDefaults, validatePipelineConfig, type PipelineConfig, type PipelineConfigInput, type ConfigError, type RemoteWriteTarget } from "./config.js";
+export { DEFAULT_PIPELINE_CONFIG, REMOTE_WRITE_TARGET_DEFAULTS, withDefaults, validatePipelineConfig, unshardedDiscovery, type PipelineConfig, type PipelineConfigInput, type ConfigError, type RemoteWriteTarget } from "./config.js";
 
 /** What the pipeline takes from its host process. */
 export interface PipelineDeps {
@@ -59,6 +59,8 @@ export interface RunningPipeline {
 /** Validates `config` (throws with every {field, reason} when invalid) and starts the pipeline. */
 export async function startPipeline(config: PipelineConfig, deps: PipelineDeps): Promise<RunningPipeline> {
   const errors = validatePipelineConfig(config);
+  const unsharded = errors.length === 0 ? unshardedDiscovery(config) : undefined;
+  if (unsharded !== undefined) errors.push(unsharded);
   if (errors.length > 0) throw new Error(`invalid pipeline config: ${errors.map((e) => `${e.field}: ${e.reason}`).join("; ")}`);
   const clock = deps.clock ?? systemClock;
   const metrics = createPipelineMetrics(deps.registry);
@@ -107,7 +109,9 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   // Sharding: this replica scrapes only its share; until the first membership answer, nothing.
   let assignment: ShardAssignment | undefined;
   const identity = config.sharding.identity || process.env.POD_NAME || hostname();
+  let stopping = false;
   const apply = (options: { immediate?: boolean } = {}): void => {
+    if (stopping) return;
     const now = clock.now();
     const all = [...fixed, ...discovered].filter((t) => !config.sharding.enabled || (assignment?.owns(t, now) ?? false));
     for (const removed of scraper.setTargets(all, options)) {
@@ -190,10 +194,13 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     targets: () => scraper.targets,
     members: () => (assignment ? [...assignment.members] : undefined),
     async stop(): Promise<void> {
+      stopping = true;
       stopHandover();
+      // Scraping ends before the member Lease is released: from then on a survivor may scrape
+      // this replica's targets, and two replicas must never scrape one target at once.
+      await scraper.stop();
       await membership?.stop();
       await podSource?.stop();
-      await scraper.stop();
       await writer.stop();
     },
   };

@@ -5,6 +5,9 @@
 // judged by when this replica last *observed* a change, not by the renew time written in the record,
 // so clocks need not agree. A replica that has not renewed its own Lease for `renewDeadlineMs` counts
 // itself out (it owns nothing) before the others may count it out and take its targets over.
+// Stopping deletes this replica's Lease (as client-go's ReleaseOnCancel gives its Lease up,
+// leaderelection.go release/tryRelease at 32ce75a7), so the others take its targets over at their
+// next listing instead of after the lease duration.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import { toFailure, type KubeResult } from "../k8s/client.js";
 import type { Clock } from "../remote-write/retry.js";
@@ -27,6 +30,8 @@ export interface MemberLeaseApi {
   get(namespace: string, name: string): Promise<KubeResult<MemberLease>>;
   create(namespace: string, lease: Omit<MemberLease, "resourceVersion">): Promise<KubeResult<MemberLease>>;
   update(namespace: string, lease: MemberLease): Promise<KubeResult<MemberLease>>;
+  /** Deletes, only while the Lease still has `resourceVersion` (409 otherwise). */
+  delete(namespace: string, name: string, resourceVersion: string): Promise<KubeResult<void>>;
 }
 
 function toLease(namespace: string, l: Omit<MemberLease, "resourceVersion"> & { resourceVersion?: string }): V1Lease {
@@ -75,6 +80,11 @@ export class ClientNodeMemberLeaseApi implements MemberLeaseApi {
   update(namespace: string, lease: MemberLease): Promise<KubeResult<MemberLease>> {
     return attempt(async () => fromLease(await this.api.replaceNamespacedLease({ namespace, name: lease.name, body: toLease(namespace, lease) })));
   }
+  delete(namespace: string, name: string, resourceVersion: string): Promise<KubeResult<void>> {
+    return attempt(async () => {
+      await this.api.deleteNamespacedLease({ namespace, name, body: { preconditions: { resourceVersion } } });
+    });
+  }
 }
 
 /** Membership settings. */
@@ -117,11 +127,37 @@ export class LeaseMembership {
     this.loopDone = this.loop();
   }
 
-  /** Stops renewing (the Lease runs out and the others take this replica's targets over). */
+  /**
+   * Stops renewing and deletes this replica's Lease, so the others take its targets over at their
+   * next listing. The caller stops scraping first: once the Lease is gone, another replica may
+   * scrape what this one did.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.stopSignal.abort();
     await this.loopDone;
+    await this.release();
+  }
+
+  /**
+   * tryRelease's shape (client-go leaderelection.go at 32ce75a7): read the Lease, give it up only
+   * while this replica holds it, and read again when a write raced with it (409). The Lease is
+   * deleted rather than emptied: its name is this replica's own and no one else takes it over, so
+   * deleting leaves nothing behind for every pod that ever ran.
+   */
+  private async release(attempts = 3): Promise<void> {
+    const { api, namespace, identity } = this.opts;
+    const name = memberLeaseName(identity);
+    const current = await api.get(namespace, name);
+    if (!current.ok) {
+      if (current.code !== 404) this.opts.onError?.(`releasing lease ${name}: ${current.code} ${current.message}`);
+      return;
+    }
+    if (current.value.holderIdentity !== identity) return;
+    const deleted = await api.delete(namespace, name, current.value.resourceVersion);
+    if (deleted.ok || deleted.code === 404) return;
+    if (deleted.code === 409 && attempts > 1) return this.release(attempts - 1);
+    this.opts.onError?.(`releasing lease ${name}: ${deleted.code} ${deleted.message}`);
   }
 
   private async loop(): Promise<void> {
