@@ -156,6 +156,8 @@ export async function startControlPlane(
       if (leading()) void statusWriter?.sync();
     },
     onError: (name, error) => log({ level: "warn", msg: "adaptive sampling could not read rates", policy: name, error: String(error) }),
+    // A new leader continues from the rates the previous one published (status.adaptive).
+    seed: (record) => clusterStore?.publishedOverrides(record.policy.name),
   });
   // With leader election only the leader adapts rates (and writes them); the others follow.
   let elector: LeaderElector | undefined;
@@ -185,7 +187,11 @@ export async function startControlPlane(
         },
         now: nowMs,
         delay,
-        onStartedLeading: () => sync?.leadershipChanged(),
+        onStartedLeading: () => {
+          // What this replica adapted in an earlier term may since have been replaced by another leader's.
+          sampler.reset();
+          sync?.leadershipChanged();
+        },
         onStoppedLeading: () => sync?.leadershipChanged(),
         onNewLeader: (identity) => log({ msg: "leader", lease: `${election.namespace}/${election.leaseName}`, holder: identity === "" ? "none" : identity }),
         log,

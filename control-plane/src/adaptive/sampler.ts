@@ -21,6 +21,12 @@ export interface AdaptiveSamplerOptions {
   onChange?: (policyName: string) => void;
   /** Called when a policy's rates could not be read (the step skips that policy). */
   onError?: (policyName: string, error: unknown) => void;
+  /**
+   * The rates in force for a policy this sampler has no state for: the previous leader's, as it
+   * published them for this version (status.adaptive). A new leader continues from them instead
+   * of starting over from the configured rates.
+   */
+  seed?: (record: PolicyRecord) => RateOverrides | undefined;
 }
 
 interface PolicyState {
@@ -57,6 +63,15 @@ export class AdaptiveSampler {
     return this.states.get(policyName)?.overrides;
   }
 
+  /** When this sampler last started over (a new leadership term); no publish of another leader is later. */
+  private resetAtMs = Number.NEGATIVE_INFINITY;
+
+  /** Forgets every policy's state (leadership moved: another replica's rates may have replaced ours). */
+  reset(): void {
+    this.states.clear();
+    this.resetAtMs = this.options.now();
+  }
+
   /** One recompute for every adaptive policy; returns the names whose overrides changed. */
   async step(): Promise<string[]> {
     const changed: string[] = [];
@@ -80,9 +95,20 @@ export class AdaptiveSampler {
     let state = this.states.get(name);
     let reset = false;
     if (state === undefined || state.policyVersion !== record.version) {
-      // A new policy version starts from its own configured rates.
+      // A new policy version starts from its own configured rates; a policy new to this sampler
+      // from the rates published for its version, when there are any.
       reset = state?.overrides !== undefined;
+      const seeded = state === undefined ? this.options.seed?.(record) : undefined;
       state = { policyVersion: record.version, lastPublishMs: Number.NEGATIVE_INFINITY, rates: new Map(), observed: new Map(), overrides: undefined };
+      if (seeded !== undefined) {
+        for (const [key, { index }] of adjustable(record)) {
+          const rate = index === "default" ? seeded.defaultRate : seeded.routeRates.get(index);
+          if (rate !== undefined) state.rates.set(key, rate);
+        }
+        state.overrides = seeded;
+        // The previous leader published before this term began: the push limit holds across leaders.
+        state.lastPublishMs = this.resetAtMs;
+      }
       this.states.set(name, state);
     }
     let observations;
