@@ -140,8 +140,11 @@ export class KubernetesPolicyStore implements PolicyRepository {
   /** Overrides read from each served object's status, by object (identity changes when the status does). */
   private readonly statusOverrides = new WeakMap<SamplingPolicyObject, RateOverrides | undefined>();
   private sorted: readonly PolicyRecord[] | undefined;
-  /** When each resourceVersion was first seen, for changes made outside the REST API. */
-  private readonly seenAt = new Map<string, string>();
+  /**
+   * When the record of each object (namespace/name) was first seen at its version, for changes
+   * made outside the REST API; one entry per object in the cache, dropped with the object.
+   */
+  private readonly seenAt = new Map<string, { version: string; at: string }>();
   /** Versions of objects this replica deleted: a late watch event carrying one must not bring it back. */
   private readonly tombstones = new Map<string, Set<string>>();
 
@@ -197,6 +200,11 @@ export class KubernetesPolicyStore implements PolicyRepository {
   onChange(listener: (change: PolicyChange) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Objects whose first-seen time is remembered (at most one per object in the cache). */
+  get rememberedVersions(): number {
+    return this.seenAt.size;
   }
 
   /** Subscribes to every object the cache learns of (namespace/name), status-only changes included. */
@@ -273,8 +281,10 @@ export class KubernetesPolicyStore implements PolicyRepository {
     const ours = annotations[specHashAnnotation] === specHash(object.spec);
     let at = ours ? annotations[updatedAtAnnotation] : undefined;
     if (at === undefined) {
-      at = this.seenAt.get(version) ?? this.options.now().toISOString();
-      this.seenAt.set(version, at);
+      const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+      const seen = this.seenAt.get(key);
+      at = seen?.version === version ? seen.at : this.options.now().toISOString();
+      this.seenAt.set(key, { version, at });
     }
     return { record: deepFreeze({ policy: admitted.policy, version, updatedAt: at, updatedBy: (ours ? annotations[updatedByAnnotation] : undefined) ?? outsidePrincipal }) };
   }
@@ -322,7 +332,10 @@ export class KubernetesPolicyStore implements PolicyRepository {
     const previousEntry = this.byKey.get(key);
     const name = object?.metadata.name ?? previousEntry?.object.metadata.name;
     if (name === undefined) return;
-    if (object === undefined) this.byKey.delete(key);
+    if (object === undefined) {
+      this.byKey.delete(key);
+      this.seenAt.delete(key);
+    }
     else if (previousEntry === undefined || previousEntry.object.metadata.resourceVersion !== object.metadata.resourceVersion) this.byKey.set(key, this.entryFor(key, object, previousEntry));
     const before = this.served.get(name)?.record ?? null;
     // The oldest valid object of the name wins (then namespace order), as a first-come reservation.
