@@ -55,6 +55,8 @@ function adjustable(record: PolicyRecord): Map<string, { index: number | "defaul
 /** Keeps per-policy adaptive state and publishes overrides. */
 export class AdaptiveSampler {
   private readonly states = new Map<string, PolicyState>();
+  /** When this sampler last started over (a new leadership term); no publish of another leader is later. */
+  private resetAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: AdaptiveSamplerOptions) {}
 
@@ -62,9 +64,6 @@ export class AdaptiveSampler {
   overrides(policyName: string): RateOverrides | undefined {
     return this.states.get(policyName)?.overrides;
   }
-
-  /** When this sampler last started over (a new leadership term); no publish of another leader is later. */
-  private resetAtMs = Number.NEGATIVE_INFINITY;
 
   /** Forgets every policy's state (leadership moved: another replica's rates may have replaced ours). */
   reset(): void {

@@ -335,8 +335,7 @@ export class KubernetesPolicyStore implements PolicyRepository {
     if (object === undefined) {
       this.byKey.delete(key);
       this.seenAt.delete(key);
-    }
-    else if (previousEntry === undefined || previousEntry.object.metadata.resourceVersion !== object.metadata.resourceVersion) this.byKey.set(key, this.entryFor(key, object, previousEntry));
+    } else if (previousEntry === undefined || previousEntry.object.metadata.resourceVersion !== object.metadata.resourceVersion) this.byKey.set(key, this.entryFor(key, object, previousEntry));
     const before = this.served.get(name)?.record ?? null;
     // The oldest valid object of the name wins (then namespace order), as a first-come reservation.
     const candidates = [...this.byKey.values()].filter((e) => e.object.metadata.name === name && e.record !== undefined);
