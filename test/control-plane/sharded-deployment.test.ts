@@ -6,7 +6,8 @@
 // exactly the values 1..n of each pod, one per scrape interval: a sample lost, written twice or
 // scraped by both replicas breaks the sequence. The replicas are two instances in this process
 // (as kubernetes-replicas.ts), every timer of theirs on one fake clock; scrapes, the API server and
-// Prometheus are real HTTP on 127.0.0.1.
+// Prometheus are real HTTP on 127.0.0.1. Under the same RBAC, a policy written through the REST API
+// becomes a SamplingPolicy, the leader's WasmPlugin and status, and history, and a deletion undoes it.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
@@ -20,14 +21,16 @@ import { startControlPlane, type RunningControlPlane } from "../../control-plane
 import { memberLeaseName } from "../../control-plane/src/pipeline/membership.js";
 import { VLLM_PORT_ANNOTATION } from "../../control-plane/src/scrape/targets.js";
 import { manifests, one, type Manifest } from "../istio/support.js";
-import { kubeConfigFor, RbacAuthorizer, startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { kubeConfigFor, RbacAuthorizer, startKubeEmulator, wasmPluginsResource, type KubeEmulator } from "../support/kube-emulator/index.js";
 import { ManualTicker } from "../support/manual-ticker.js";
 import { PrometheusInstance } from "../support/prometheus.js";
 import { FakeClock, until } from "../pipeline/fake-clock.js";
 import { applyCrd, kube } from "./kubernetes-replicas.js";
+import { call, samplePolicy } from "./helpers.js";
 
 const NAMESPACE = "tokentrace-system";
 const SERVICE_ACCOUNT_TOKEN = "tokentrace-control-plane-sa-token";
+const ADMIN_TOKEN = "0123456789abcdef0123";
 const NODES = 6;
 const PODS_PER_NODE = 2;
 const METRIC = "vllm:num_requests_running";
@@ -107,7 +110,7 @@ function podEnv(podName: string): Record<string, string> {
     const field = e.valueFrom?.fieldRef?.fieldPath;
     if (field === "metadata.name") env[e.name] = podName;
     else if (field === "metadata.namespace") env[e.name] = NAMESPACE;
-    else if (e.valueFrom?.secretKeyRef !== undefined) env[e.name] = "admin:0123456789abcdef0123";
+    else if (e.valueFrom?.secretKeyRef !== undefined) env[e.name] = `admin:${ADMIN_TOKEN}`;
     else assert.fail(`${e.name}: no value this test knows how to fill in`);
   }
   return env;
@@ -176,7 +179,7 @@ async function assertExactlyOnce(intervalMs: number): Promise<void> {
 }
 
 describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBAC; real Prometheus)", () => {
-  it("emulated: the replicas split the pods, every sample reaches Prometheus exactly once, and a replica stopped by SIGTERM hands its pods over at once by deleting its member Lease", async () => {
+  it("emulated: the replicas split the pods, every sample reaches Prometheus exactly once, policies work under the shipped RBAC, and a replica stopped by SIGTERM hands its pods over at once by deleting its member Lease", async () => {
     const a = await startReplica("tokentrace-control-plane-5d8c7b9f4-a1b2c");
     const b = await startReplica("tokentrace-control-plane-5d8c7b9f4-x9y8z");
     const replicas = [a, b];
@@ -192,6 +195,31 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     assert.ok(shares.every((s) => s.size > 0), `both replicas scrape: ${shares.map((s) => s.size).join(", ")}`);
     assert.deepEqual(new Set([...shares[0]!, ...shares[1]!]), new Set(pods.map((p) => p.name)));
     assert.equal(shares[0]!.size + shares[1]!.size, pods.length, "no pod scraped by both");
+
+    // The rest of the control plane under the same RBAC: a REST write on the follower is a
+    // SamplingPolicy, the leader makes its WasmPlugin and status, both record history, a deletion undoes it.
+    const leader = a.running.kubernetes!.isLeader() ? a : b;
+    const follower = leader === a ? b : a;
+    const created = await call(follower.running.url, "POST", "/v1/policies", { token: ADMIN_TOKEN, body: samplePolicy("chat") });
+    assert.equal(created.status, 201, created.text);
+    const plugins = (): string[] => emulator.objects(wasmPluginsResource).map((o) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`);
+    await until(async () => {
+      await run(500);
+      return plugins().includes("llm/tokentrace-chat");
+    }, "the leader's WasmPlugin", 30_000);
+    await leader.running.kubernetes!.writeStatus();
+    const object = await kube(emulator, "GET", "/apis/tokentrace.dev/v1alpha1/namespaces/llm/samplingpolicies/chat");
+    const conditions = (object.json.status?.conditions ?? []) as { type: string; status: string }[];
+    assert.deepEqual(conditions.map((c) => `${c.type}=${c.status}`).sort(), ["Accepted=True", "Programmed=True"], "the leader's status patch is allowed");
+    const deleted = await call(follower.running.url, "DELETE", "/v1/policies/chat", { token: ADMIN_TOKEN });
+    assert.equal(deleted.status, 204, deleted.text);
+    await until(async () => {
+      await run(500);
+      return !plugins().includes("llm/tokentrace-chat");
+    }, "the WasmPlugin removed", 30_000);
+    for (const r of replicas) await r.running.kubernetes!.history.idle();
+    const revisions = emulator.objects("apps/v1/controllerrevisions").filter((o) => o.metadata?.labels?.["tokentrace.dev/policy"] === "chat");
+    assert.equal(revisions.length, 2, "a revision for the creation and one for the deletion");
 
     await run(6 * intervalMs);
     // SIGTERM: what main.ts's handler calls. b's member Lease is deleted, so a counts b out at its
