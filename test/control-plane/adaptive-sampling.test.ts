@@ -192,4 +192,35 @@ describe("adaptive sampling", () => {
     await h.sampler.step();
     assert.ok(Math.abs((h.routeRate() as number) - 0.006) < 1e-12);
   });
+
+  it("a new term starts from the published rates (seed), not from its own earlier state, and pushes no sooner than minPushInterval after the term began", async () => {
+    const current = record({ targetTracesPerSecond: 10 });
+    const traffic = new Traffic();
+    const clock = { ms: 0 };
+    const published: { rates?: { defaultRate?: number; routeRates: Map<number, number> } } = {};
+    const sampler = new AdaptiveSampler({ source: traffic, policies: () => [current], now: () => clock.ms, minPushIntervalMs: 60_000, seed: () => published.rates });
+    const routeRate = () => sampler.overrides("chat")?.routeRates.get(0);
+    // First term: 1000 requests/s on completions moves its rate (up from 0.001, by at most the increase factor).
+    traffic.rates = [{ route: "completions", requestsPerSecond: 1000 }];
+    clock.ms = 60_000;
+    sampler.reset();
+    clock.ms += 60_000;
+    await sampler.step();
+    const own = routeRate() as number;
+    assert.ok(own > 0.001, `adapted to ${own}`);
+    // Another leader held the term meanwhile and published 0.002; this replica leads again.
+    published.rates = { defaultRate: 0.01, routeRates: new Map([[0, 0.002]]) };
+    clock.ms += 600_000;
+    sampler.reset();
+    traffic.rates = [{ route: "completions", requestsPerSecond: 100 }];
+    clock.ms += 30_000;
+    assert.deepEqual(await sampler.step(), [], "within minPushInterval of the term's start: nothing pushed");
+    assert.equal(routeRate(), 0.002, "serves the published rates meanwhile");
+    clock.ms += 30_000;
+    await sampler.step();
+    const params = withDefaults({ targetTracesPerSecond: 10 });
+    // From the published 0.002 at 100 requests/s, not from its own earlier rate.
+    assert.equal(routeRate(), nextRate(0.002, 100, params));
+    assert.notEqual(nextRate(own, 100, params), nextRate(0.002, 100, params));
+  });
 });
