@@ -49,8 +49,8 @@ lint: | node_modules/.installed ## ESLint, zero warnings
 	@echo "==> linting (eslint, zero warnings)"
 	@$(BIN)/eslint --max-warnings 0 .
 
-test-deps: ## install the Debian packages the tests run (prometheus, chromium)
-	@echo "==> checking the Debian packages the tests run (prometheus, chromium)"
+test-deps: ## install the Debian packages the tests run (prometheus, chromium, jq)
+	@echo "==> checking the Debian packages the tests run (prometheus, chromium, jq)"
 	@bash test/support/install-system-deps.sh
 
 test: build build/oci/index.json typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)

@@ -1,10 +1,12 @@
 // The demo's stories, end to end: each scenario runs the whole stack (real filter.wasm on the emulated
 // Envoy host, the simulated engine and dcgm-exporter, the real pipeline) with real Prometheus
 // evaluating istio/observability/prometheus-rules.yaml, and within a minute the dashboard's series
-// show the story and the matching alert fires, and only that one of the pair.
+// show the story and the matching alert fires, and only that one of the pair; on kv-cache-pressure
+// the README's walk-through runs as written against the stack, and on normal no engine alert fires.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
+import { promisify } from "node:util";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -86,13 +88,23 @@ for (const [scenario, alert, gpuText, gpu] of [
   });
 }
 
+/** The sh block of the README's "Why is P99 slow?" walk-through that queries the running demo. */
+function readmeWalkthrough(): string {
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  const at = readme.indexOf("### Why is P99 slow? A walk-through on the demo");
+  assert.ok(at >= 0, "README has the walk-through");
+  const block = [...readme.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith("PROM="));
+  assert.ok(block, "its block of queries");
+  return block;
+}
+
 /** The three-signal alert's expression as the rule file has it, evaluated by the demo's Prometheus. */
 const threeSignalExpr = (): string => {
   const groups = (parse(readFileSync(RULES_FILE, "utf8")) as { spec: { groups: { rules: { alert?: string; expr: string }[] }[] } }).spec.groups;
   return groups.flatMap((g) => g.rules).find((r) => r.alert === "TokentraceGPUBusyKVCacheMissSpecRejected")!.expr;
 };
 
-test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives", { timeout: 150_000 }, async () => {
+test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the README walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU and a sampled trace", { timeout: 180_000 }, async () => {
   assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
   const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "kv-cache-pressure", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto" });
   try {
@@ -113,6 +125,22 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     // Queue and prefill percentiles come from finished requests (answers of 240 tokens take seconds).
     await until("the route's P99 TTFT split inside and outside the engine", async () => (await query(stack.prometheus!.url, 'tokentrace_route_latency_quantile_seconds{route="chat",phase="outside_ttft",quantile="0.99"}')).length > 0, 60_000);
     await until("preemptions in Prometheus", async () => ((await query(stack.prometheus!.url, "tokentrace_model_preemptions_per_second"))[0] ?? 0) > 0, 60_000);
+    await until("a sampled streaming chat call slower than 2 s at the span receiver", async () => stack.traces.recent({ route: "chat", limit: 50, minDurationMs: 2000 }).some((c) => c.ttftMs !== null), 60_000);
+
+    // The README's walk-through, run as written with bash, curl and jq against this stack.
+    const { stdout } = await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", readmeWalkthrough()], { env: { PATH: process.env.PATH ?? "", PROM: stack.prometheus!.url, CP: stack.controlPlaneUrl } });
+    const lines = stdout.trim().split("\n");
+    const num = "(\\d+(\\.\\d+)?(e-?\\d+)?)";
+    assert.ok(lines.some((l) => /^TokentraceGPUBusyKVCacheMissSpecRejected: tokentrace-sim-1 on demo\/llm-sim-0: GPUs [\d.]+% busy, prefix-cache hits [\d.]+%, speculative acceptance [\d.]+%$/.test(l)), `1. the alert:\n${stdout}`);
+    for (const phase of ["ttft", "outside_ttft"]) assert.ok(lines.some((l) => new RegExp(`^route chat ${phase} P99 -?${num} s$`).test(l)), `2. the route's ${phase}:\n${stdout}`);
+    for (const phase of ["queue", "prefill", "decode"]) assert.ok(lines.some((l) => new RegExp(`^tokentrace-sim-1 ${phase} P99 ${num} s$`).test(l)), `3. the engine's ${phase}:\n${stdout}`);
+    for (const name of ["gpu_utilization_percent", "prefix_cache_hit_ratio", "spec_decode_acceptance_ratio", "kv_cache_usage_ratio", "preemptions_per_second"]) assert.ok(lines.some((l) => new RegExp(`^tokentrace_model_${name} ${num}$`).test(l)), `4. ${name}:\n${stdout}`);
+    assert.ok(lines.some((l) => /^trace [0-9a-f]{32} x-token-trace-id \S+: \d+(\.\d+)? ms, TTFT \d+(\.\d+)? ms, tokens \d+ in \/ \d+ out$/.test(l)), `5. a sampled trace:\n${stdout}`);
+    // What the README reads from them: the slow part is decode, not the first token nor the queue.
+    const p99 = (re: RegExp): number => Number(re.exec(stdout)![1]);
+    const decode = p99(/^tokentrace-sim-1 decode P99 (\S+) s$/m);
+    assert.ok(decode > 2 && decode > p99(/^tokentrace-sim-1 queue P99 (\S+) s$/m) + p99(/^tokentrace-sim-1 prefill P99 (\S+) s$/m), `3. decode is where the time goes:\n${stdout}`);
+    assert.ok(p99(/^route chat ttft P99 (\S+) s$/m) < decode, `2. TTFT is small next to the call:\n${stdout}`);
   } finally {
     await stack.close();
   }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run for real (not mocked): Prometheus as the remote-write
-# receiver, Chromium for the dashboard's browser test (driven by playwright-core). Idempotent: does
+# receiver, Chromium for the dashboard's browser test (driven by playwright-core), jq for the README's
+# "Why is P99 slow?" walk-through (run as written by test/demo/scenarios.test.ts). Idempotent: does
 # nothing when everything is present.
 set -euo pipefail
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
