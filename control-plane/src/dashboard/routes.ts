@@ -112,6 +112,15 @@ function queryString(req: Request, name: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
+/** The `range` query (seconds, default 900), or undefined after passing a 400 to `next`. */
+function rangeOf(req: Request, next: NextFunction): number | undefined {
+  const rangeText = queryString(req, "range") ?? "900";
+  const rangeSeconds = Number(rangeText);
+  if ((RANGES_SECONDS as readonly number[]).includes(rangeSeconds)) return rangeSeconds;
+  next(new ApiError(400, "invalid query", [{ field: "range", reason: `must be one of ${RANGES_SECONDS.join(", ")} (seconds), got ${JSON.stringify(rangeText)}` }]));
+  return undefined;
+}
+
 /** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route) and GET /v1/dashboard/models (engine signals per model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
@@ -142,12 +151,8 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const askedRoute = queryString(req, "route");
     const askedNamespace = queryString(req, "namespace");
     const model = queryString(req, "model");
-    const rangeText = queryString(req, "range") ?? "900";
-    const rangeSeconds = Number(rangeText);
-    if (!(RANGES_SECONDS as readonly number[]).includes(rangeSeconds)) {
-      next(new ApiError(400, "invalid query", [{ field: "range", reason: `must be one of ${RANGES_SECONDS.join(", ")} (seconds), got ${JSON.stringify(rangeText)}` }]));
-      return;
-    }
+    const rangeSeconds = rangeOf(req, next);
+    if (rangeSeconds === undefined) return;
     const matches = routes.filter((r) => (askedRoute === undefined || r.route === askedRoute) && (askedNamespace === undefined || r.namespace === askedNamespace));
     if (askedRoute !== undefined && matches.length === 0) {
       const known = routes.map((r) => `${r.namespace}/${r.route}`).join(", ") || "none yet";
@@ -195,12 +200,8 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
 
   router.get("/v1/dashboard/models", read, (req: Request, res: Response, next: NextFunction) => {
     const namespace = queryString(req, "namespace");
-    const rangeText = queryString(req, "range") ?? "900";
-    const rangeSeconds = Number(rangeText);
-    if (!(RANGES_SECONDS as readonly number[]).includes(rangeSeconds)) {
-      next(new ApiError(400, "invalid query", [{ field: "range", reason: `must be one of ${RANGES_SECONDS.join(", ")} (seconds), got ${JSON.stringify(rangeText)}` }]));
-      return;
-    }
+    const rangeSeconds = rangeOf(req, next);
+    if (rangeSeconds === undefined) return;
     const engine = deps.dashboard?.engine;
     const keys = engine?.models(namespace) ?? [];
     const scrapeMs = engine && keys.length > 0 ? modelScrapeIntervalOf(engine.points(keys[0]!)) : 2000;
