@@ -29,7 +29,7 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
     "normal",
     {
       name: "normal",
-      story: "a healthy server: TTFT about 50 ms, the GPU about a third busy, no queue; the tenants' system prompts stay in the prefix cache (hits near 98%) and the draft model's tokens are mostly accepted (near 90%)",
+      story: "a healthy server: TTFT about 50 ms, the GPU about a third busy, no queue; the tenants' system prompts stay in the prefix cache (hits near 97%) and the draft model's tokens are mostly accepted (near 90%)",
       alert: null,
       engine: {},
       loadRps: 5,
