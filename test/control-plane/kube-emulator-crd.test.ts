@@ -1,11 +1,14 @@
 // Contract tests of CustomResourceDefinitions written through the emulated kube-apiserver, as
 // `kubectl apply -f crd.yaml` writes them: what the API server refuses (non-structural schemas,
 // unsupported JSON-Schema, CEL that does not compile, bad printer columns), what it serves once
-// Established, CEL rules (transition rules with oldSelf, ints versus doubles), and the Table
+// Established (upstream's own CRDs included), CEL rules (transition rules with oldSelf, ints versus
+// doubles), and the Table
 // `kubectl get` prints from additionalPrinterColumns.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
+import { KubeEmulator, startKubeEmulator } from "../support/kube-emulator/index.js";
 import { humanDuration, jsonPath } from "../support/kube-emulator/table.js";
 
 const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -77,6 +80,8 @@ describe("kube emulator: CustomResourceDefinitions through the API", () => {
     ["a $ref", (c) => { c.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.size = { $ref: "#/x" }; }, /\$ref: Forbidden: \$ref is not supported/],
     ["propertyNames, which JSONSchemaProps does not have", (c) => { c.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.labels = { type: "object", propertyNames: { pattern: "^a" }, additionalProperties: { type: "string" } }; }, /propertyNames: Forbidden: unknown field/],
     ["a type inside anyOf", (c) => { c.spec.versions[0].schema.openAPIV3Schema.properties.spec.anyOf = [{ type: "object", required: ["size"] }]; }, /anyOf\[0\]\.type: Forbidden: must be empty to be structural/],
+    ["a type deeper inside anyOf", (c) => { c.spec.versions[0].schema.openAPIV3Schema.properties.spec.anyOf = [{ properties: { size: { type: "integer" } } }]; }, /anyOf\[0\]\.properties\[size\]\.type: Forbidden: must be empty to be structural/],
+    ["metadata named inside anyOf", (c) => { c.spec.versions[0].schema.openAPIV3Schema.properties.spec.anyOf = [{ properties: { metadata: { required: ["x"] } } }]; }, /anyOf\[0\]\.properties\[metadata\]: Forbidden: must not be specified in a nested context/],
     ["a CEL rule naming an undefined field", (c) => { c.spec.versions[0].schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"] = [{ rule: "self.sise <= 10" }]; }, /undefined field 'sise'/],
     ["a printer column of an unknown type", (c) => { c.spec.versions[0].additionalPrinterColumns[0].type = "int"; }, /additionalPrinterColumns\[0\]\.type: Invalid value: "int": must be one of boolean,date,integer,number,string/],
     ["no storage version", (c) => { c.spec.versions[0].storage = false; }, /must have exactly one version marked as storage version/],
@@ -91,6 +96,47 @@ describe("kube emulator: CustomResourceDefinitions through the API", () => {
       assert.equal((await call(emulator, "GET", gadgets())).status, 404);
     });
   }
+
+  it("accepts the CRDs upstream ships (Istio's WasmPlugin and EnvoyFilter, prometheus-operator's PrometheusRule): int-or-string anyOf, a field named metadata below the root, CEL with the URL library", async () => {
+    const fresh = await new KubeEmulator({}).listen();
+    try {
+      for (const file of ["istio-crds.yaml", "prometheusrule-crd.yaml"]) {
+        for (const doc of parseAllDocuments(readFileSync(new URL(`../fixtures/schemas/${file}`, import.meta.url), "utf8"))) {
+          const crd = doc.toJS() as Loose;
+          const created = await call(fresh, "POST", `${crdPath}?fieldValidation=Strict`, crd);
+          assert.equal(created.status, 201, `${crd.metadata.name}: ${created.json.message ?? ""}`);
+        }
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("decides oneOf, allOf and not as kube-openapi's schemaPropsValidator does (Istio's EnvoyFilter match: at most one of listener, routeConfiguration, cluster, waypoint)", async () => {
+    const fresh = await new KubeEmulator({}).listen();
+    try {
+      const crd = parseAllDocuments(readFileSync(new URL("../fixtures/schemas/istio-crds.yaml", import.meta.url), "utf8")).map((d) => d.toJS() as Loose).find((c) => c.spec.names.kind === "EnvoyFilter")!;
+      const served = crd.spec.versions.find((v: Loose) => v.name === "v1alpha3");
+      // The same shape again on a field of our own, with allOf and not at the top.
+      served.schema.openAPIV3Schema.properties.spec.properties.probe = { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, allOf: [{ required: ["a"] }, { not: { required: ["b"] } }] };
+      assert.equal((await call(fresh, "POST", crdPath, crd)).status, 201);
+      const envoyFilter = (name: string, spec: Loose) => call(fresh, "POST", "/apis/networking.istio.io/v1alpha3/namespaces/lab/envoyfilters", { apiVersion: "networking.istio.io/v1alpha3", kind: "EnvoyFilter", metadata: { name }, spec });
+      const patch = (match: Loose) => ({ configPatches: [{ applyTo: "HTTP_FILTER", match, patch: { operation: "MERGE", value: {} } }] });
+      assert.equal((await envoyFilter("none", patch({ context: "SIDECAR_INBOUND" }))).status, 201);
+      assert.equal((await envoyFilter("one", patch({ listener: { portNumber: 8000 } }))).status, 201);
+      const two = await envoyFilter("two", patch({ listener: { portNumber: 8000 }, cluster: { name: "x" } }));
+      assert.equal(two.status, 422);
+      assert.match(two.json.message ?? "", /spec\.configPatches\[0\]\.match in body must validate one and only one schema \(oneOf\)\. Found 2 valid alternatives/);
+      assert.equal((await envoyFilter("probe-ok", { probe: { a: 1 } })).status, 201);
+      const notA = await envoyFilter("probe-no-a", { probe: { b: 1 } });
+      assert.match(notA.json.message ?? "", /spec\.probe in body must validate all the schemas \(allOf\)\. None validated/);
+      const both = await envoyFilter("probe-both", { probe: { a: 1, b: 1 } });
+      assert.match(both.json.message ?? "", /spec\.probe in body must validate all the schemas \(allOf\)/);
+      assert.doesNotMatch(both.json.message ?? "", /None validated/);
+    } finally {
+      await fresh.close();
+    }
+  });
 
   it("serves a valid CRD once created, reports it Established, and stops serving it when deleted", async () => {
     const created = await call(emulator, "POST", crdPath, gadgetCrd());

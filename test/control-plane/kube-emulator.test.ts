@@ -294,10 +294,10 @@ describe("kube emulator (emulated kube-apiserver)", () => {
         group: "example.dev",
         scope: "Namespaced",
         names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
-        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { url: { type: "string" } }, "x-kubernetes-validations": [{ rule: "isURL(self.url)" }] } } } } }],
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { url: { type: "string" } }, "x-kubernetes-validations": [{ rule: "isQuantity(self.url)" }] } } } } }],
       },
     };
-    assert.throws(() => resourceTypesFromCrd(crd), { message: 'kube-emulator: CustomResourceDefinition gadgets.example.dev is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "isURL(self.url)": kube-emulator: CEL function isURL() is not implemented in the emulator' });
+    assert.throws(() => resourceTypesFromCrd(crd), { message: 'kube-emulator: CustomResourceDefinition gadgets.example.dev is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "isQuantity(self.url)": kube-emulator: CEL function isQuantity() is not implemented in the emulator' });
     const withRule = (rule: string) => structuredClone({ ...crd, spec: { ...crd.spec, versions: [{ ...crd.spec.versions[0]!, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { url: { type: "string" } }, "x-kubernetes-validations": [{ rule }] } } } } }] } });
     assert.throws(() => resourceTypesFromCrd(withRule("self.url &&")), /compilation failed/);
     assert.throws(() => resourceTypesFromCrd(withRule("self.uri.size() > 0")), /undefined field 'uri'/);

@@ -4,8 +4,10 @@
 // `self` is the value at the node that declares the rule, `oldSelf` its previous value (a rule
 // using oldSelf is a transition rule, evaluated only on updates that had an old value), integers
 // are CEL ints and numbers doubles, an object is a map. Evaluation is the real CEL language
-// (@bufbuild/cel); what the emulator cannot check it refuses at registration, never skips.
+// (@bufbuild/cel) with Kubernetes' URL library (cel-urls.ts); what the emulator cannot check it
+// refuses at registration, never skips.
 import { celEnv, parse, plan, type CelInput } from "@bufbuild/cel";
+import { urlFunctionNames, urlFunctions, urlMethodNames } from "./cel-urls.js";
 import type { Json } from "./patch.js";
 import type { StructuralSchema } from "./schema.js";
 
@@ -29,15 +31,19 @@ export interface CompiledRule {
   usesOldSelf: boolean;
 }
 
-// The CEL standard library @bufbuild/cel implements; Kubernetes' own libraries (isURL, url(),
-// quantity, format, the lists and regex extensions, ...) are not here, so rules using them are
-// refused by the emulator rather than evaluated wrongly.
-const standardFunctions = new Set([
+// The CEL standard library @bufbuild/cel implements, and Kubernetes' URL library; Kubernetes'
+// other libraries (quantity, format, the lists and regex extensions, ...) are not here, so rules
+// using them are refused by the emulator rather than evaluated wrongly.
+const knownFunctions = new Set<string>([
   "size", "has", "all", "exists", "exists_one", "map", "filter", "matches", "startsWith", "endsWith", "contains",
   "int", "uint", "double", "string", "bool", "bytes", "type", "dyn", "duration", "timestamp",
+  ...urlFunctionNames,
 ]);
 
-const env = celEnv();
+const env = celEnv({ funcs: urlFunctions });
+
+// True for `url(...)`, the only expression of type URL the emulator knows.
+const isUrlCall = (expr: Expr | undefined): boolean => expr?.exprKind.case === "callExpr" && expr.exprKind.value.function === "url" && expr.exprKind.value.target === undefined;
 const compiled = new Map<string, { program: Program; usesOldSelf: boolean; error?: string }>();
 
 /** Why a rule cannot be compiled against `schema` (the API server's compile errors), or undefined. */
@@ -59,6 +65,8 @@ function visit(expr: Expr | undefined, schema: StructuralSchema, problems: strin
   const kind = expr.exprKind;
   switch (kind.case) {
     case "selectExpr": {
+      // A URL has no fields (checker: type 'kubernetes.URL' does not support field selection).
+      if (isUrlCall(kind.value.operand)) problems.push(`compilation failed: ERROR: <input>: type 'kubernetes.URL' does not support field selection`);
       const chain = selfChain(expr);
       // At a resource's root only metadata.name and metadata.generateName are visible (schema/cel/model).
       if (chain !== undefined && chain[0] === "metadata" && schema.properties?.apiVersion !== undefined) {
@@ -82,19 +90,30 @@ function visit(expr: Expr | undefined, schema: StructuralSchema, problems: strin
     }
     case "callExpr": {
       const name = kind.value.function;
-      if (!/^[_@!]/.test(name) && !standardFunctions.has(name)) problems.push(`kube-emulator: CEL function ${name}() is not implemented in the emulator`);
+      if (!/^[_@!]/.test(name) && !knownFunctions.has(name)) problems.push(`kube-emulator: CEL function ${name}() is not implemented in the emulator`);
+      // urls.go declares the getters as URL members only, and a URL has no index operator.
+      if (urlMethodNames.has(name) && (kind.value.target === undefined || !isUrlCall(kind.value.target))) problems.push(`compilation failed: ERROR: <input>: found no matching overload for '${name}'`);
+      if (name === "_[_]" && isUrlCall(kind.value.args[0])) problems.push(`compilation failed: ERROR: <input>: found no matching overload for '_[_]' applied to '(kubernetes.URL, string)'`);
+      // A URL's other uses: ==/!= between two URLs (URL.Equal) is the only one the emulator types;
+      // the rest (size(), +, string(), a URL in a list, ...) it refuses rather than evaluate a map.
+      const urlOperands = [kind.value.target, ...kind.value.args].filter(isUrlCall).length;
+      const typedUse = (urlMethodNames.has(name) && urlOperands === 1 && isUrlCall(kind.value.target)) || ((name === "_==_" || name === "_!=_") && urlOperands === 2) || name === "_[_]";
+      if (urlOperands > 0 && !typedUse) problems.push(`kube-emulator: url(...) as an operand of ${name} is not type-checked by the emulator`);
       visit(kind.value.target, schema, problems);
       for (const arg of kind.value.args) visit(arg, schema, problems);
       return;
     }
     case "comprehensionExpr":
+      if (isUrlCall(kind.value.iterRange)) problems.push("kube-emulator: url(...) as the range of a comprehension is not type-checked by the emulator");
       for (const part of [kind.value.iterRange, kind.value.accuInit, kind.value.loopCondition, kind.value.loopStep, kind.value.result]) visit(part, schema, problems);
       return;
     case "listExpr":
+      if (kind.value.elements.some(isUrlCall)) problems.push("kube-emulator: url(...) in a list literal is not type-checked by the emulator");
       for (const element of kind.value.elements) visit(element, schema, problems);
       return;
     case "structExpr":
       for (const entry of kind.value.entries) {
+        if ((entry.keyKind.case === "mapKey" && isUrlCall(entry.keyKind.value)) || isUrlCall(entry.value)) problems.push("kube-emulator: url(...) in a map literal is not type-checked by the emulator");
         if (entry.keyKind.case === "mapKey") visit(entry.keyKind.value, schema, problems);
         visit(entry.value, schema, problems);
       }

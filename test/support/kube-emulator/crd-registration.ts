@@ -85,7 +85,8 @@ function checkSchema(schema: StructuralSchema & Record<string, unknown>, path: s
     if (typeof schema.additionalProperties === "object") checkSchema(schema.additionalProperties as StructuralSchema & Record<string, unknown>, `${path}.additionalProperties`, "field", causes);
   }
   for (const [name, sub] of Object.entries(schema.properties ?? {})) {
-    if (name === "metadata" && level !== "root") add("FieldValueForbidden", `properties[metadata]`, "Forbidden: must not be specified in a nested context");
+    // validateStructuralMetadataInvariants: only the root's metadata is restricted (a field named
+    // metadata deeper down, as EnvoyFilter's match.proxy.metadata, is an ordinary field).
     if (name === "metadata" && level === "root") {
       const extra = Object.keys(sub.properties ?? {}).filter((k) => k !== "name" && k !== "generateName");
       if (extra.length > 0 || (sub.type !== undefined && sub.type !== "object")) add("FieldValueForbidden", "properties[metadata]", "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified");
@@ -96,14 +97,15 @@ function checkSchema(schema: StructuralSchema & Record<string, unknown>, path: s
     if (Array.isArray(schema.items)) add("FieldValueForbidden", "items", "Forbidden: items must be a schema object and not an array");
     else checkSchema(schema.items as StructuralSchema & Record<string, unknown>, `${path}.items`, "item", causes);
   }
-  // Inside anyOf/allOf/oneOf/not only value validations may appear (validateNestedValueValidation).
+  // Inside anyOf/allOf/oneOf/not only value validations may appear (validateNestedValueValidation),
+  // except the IntOrString pattern: an anyOf (or allOf's first anyOf) of exactly
+  // [{type: integer}, {type: string}] (isIntOrStringAnyOfPattern, isIntOrStringAllOfPattern).
+  const intOrString = (list: unknown): boolean => Array.isArray(list) && list.length === 2 && JSON.stringify(list) === JSON.stringify([{ type: "integer" }, { type: "string" }]);
   for (const key of ["anyOf", "allOf", "oneOf"] as const) {
     const list = (schema as Record<string, unknown>)[key];
-    if (!Array.isArray(list)) continue;
+    if (!Array.isArray(list) || (key === "anyOf" && intOrString(list))) continue;
     list.forEach((nested: Record<string, unknown>, i: number) => {
-      for (const forbidden of ["type", "additionalProperties", "default", "description", "nullable", "x-kubernetes-validations"]) {
-        if (Object.hasOwn(nested, forbidden)) add("FieldValueForbidden", `${key}[${i}].${forbidden}`, `Forbidden: must be ${forbidden === "nullable" ? "false" : forbidden === "additionalProperties" ? "undefined" : "empty"} to be structural`);
-      }
+      checkNested(nested, `${key}[${i}]`, key === "allOf" && i === 0 && intOrString(nested.anyOf), add);
     });
   }
   if (schema["x-kubernetes-list-type"] !== undefined && schema.type !== "array") add("FieldValueInvalid", "type", "Invalid value: must be array if x-kubernetes-list-type is specified");
@@ -119,6 +121,23 @@ function checkSchema(schema: StructuralSchema & Record<string, unknown>, path: s
     const error = compileError(rule.rule, schema);
     if (error !== undefined) add("FieldValueInvalid", `${at}.rule`, `Invalid value: ${JSON.stringify(rule.rule)}: ${error}`);
   });
+}
+
+// schema/validation.go validateNestedValueValidation: value validations only, at any depth of the
+// nested schema; a property named metadata is refused there.
+function checkNested(nested: Record<string, unknown>, at: string, skipAnyOf: boolean, add: (reason: string, field: string, message: string) => void): void {
+  for (const forbidden of ["type", "additionalProperties", "default", "title", "description", "nullable", "x-kubernetes-validations"]) {
+    if (Object.hasOwn(nested, forbidden)) add("FieldValueForbidden", `${at}.${forbidden}`, `Forbidden: must be ${forbidden === "nullable" ? "false" : forbidden === "additionalProperties" ? "undefined" : "empty"} to be structural`);
+  }
+  const properties = (nested.properties ?? {}) as Record<string, Record<string, unknown>>;
+  if (Object.hasOwn(properties, "metadata")) add("FieldValueForbidden", `${at}.properties[metadata]`, "Forbidden: must not be specified in a nested context");
+  for (const [name, sub] of Object.entries(properties)) checkNested(sub, `${at}.properties[${name}]`, false, add);
+  if (typeof nested.items === "object" && nested.items !== null) checkNested(nested.items as Record<string, unknown>, `${at}.items`, false, add);
+  for (const key of ["anyOf", "allOf", "oneOf"] as const) {
+    const list = nested[key];
+    if (!Array.isArray(list) || (key === "anyOf" && skipAnyOf)) continue;
+    list.forEach((inner: Record<string, unknown>, i: number) => checkNested(inner, `${at}.${key}[${i}]`, false, add));
+  }
 }
 
 // validation.go validateSimpleJSONPath (printer columns): a dot path, optionally with [..] parts.

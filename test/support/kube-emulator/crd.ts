@@ -1,8 +1,6 @@
-// Turns a CustomResourceDefinition (apiextensions.k8s.io/v1, YAML or JSON) into the resource
+// Turns a CustomResourceDefinition object (apiextensions.k8s.io/v1) into the resource
 // types the emulator serves, one per served version, after the checks the API server would make
 // when the CRD is created (crd-registration.ts). Tests may also create CRDs through the API.
-import { readFileSync } from "node:fs";
-import { parse } from "yaml";
 import { typesOfCrd, validateCrd } from "./crd-registration.js";
 import type { KubeObject, ResourceType } from "./store.js";
 
@@ -15,9 +13,4 @@ export function resourceTypesFromCrd(crd: unknown): ResourceType[] {
   const { causes } = validateCrd(doc);
   if (causes.length > 0) throw new Error(`kube-emulator: CustomResourceDefinition ${doc.metadata?.name ?? ""} is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join("; ")}`);
   return typesOfCrd(doc);
-}
-
-/** Reads a CRD file (YAML or JSON). */
-export function loadCrdFile(path: string): ResourceType[] {
-  return resourceTypesFromCrd(parse(readFileSync(path, "utf8")));
 }

@@ -31,6 +31,9 @@ export interface StructuralSchema {
   nullable?: boolean;
   format?: string;
   anyOf?: StructuralSchema[];
+  allOf?: StructuralSchema[];
+  oneOf?: StructuralSchema[];
+  not?: StructuralSchema;
   "x-kubernetes-preserve-unknown-fields"?: boolean;
   "x-kubernetes-int-or-string"?: boolean;
   "x-kubernetes-validations"?: ValidationRule[];
@@ -51,7 +54,7 @@ export function assertRulesKnown(schema: StructuralSchema, path = "<root>"): voi
   for (const [name, sub] of Object.entries(schema.properties ?? {})) assertRulesKnown(sub, `${path}.${name}`);
   if (schema.items) assertRulesKnown(schema.items, `${path}[]`);
   if (typeof schema.additionalProperties === "object") assertRulesKnown(schema.additionalProperties, `${path}{}`);
-  for (const sub of schema.anyOf ?? []) assertRulesKnown(sub, path);
+  for (const sub of [...(schema.anyOf ?? []), ...(schema.allOf ?? []), ...(schema.oneOf ?? []), ...(schema.not === undefined ? [] : [schema.not])]) assertRulesKnown(sub, path);
 }
 
 /** Outcome of validation: causes (empty when valid) and the pruned unknown field paths. */
@@ -72,6 +75,19 @@ function show(value: Json): string {
   if (isObject(value)) return '"object"';
   if (Array.isArray(value)) return '"array"';
   return String(value);
+}
+
+// String formats the API server checks: kube-openapi strfmt for CRDs (pkg/validation/strfmt:
+// date-time as RFC 3339, byte as standard base64), and the same rules when it decodes built-in
+// kinds (metav1.Time.UnmarshalJSON parses time.RFC3339; a []byte is base64.StdEncoding).
+const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Why `value` is not of string format `format`, or undefined (unknown formats are not checked, as strfmt does). */
+export function formatProblem(format: string, value: string): string | undefined {
+  if (format === "date-time") return rfc3339.test(value) && !Number.isNaN(Date.parse(value)) ? undefined : "not an RFC 3339 date-time";
+  if (format === "byte") return base64.test(value) ? undefined : "not base64";
+  return undefined;
 }
 
 function typeMatches(expected: string, value: Json): boolean {
@@ -124,9 +140,17 @@ export function validateValue(schema: StructuralSchema, value: Json, path: strin
       out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body should match '${schema.pattern}'` });
     }
   }
+  if (typeof value === "string" && schema.format !== undefined) {
+    const problem = formatProblem(schema.format, value);
+    if (problem !== undefined) out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must be of type ${schema.format}: ${show(value)}` });
+  }
   if (typeof value === "number") {
     if (schema.format === "int32" && (value > 2147483647 || value < -2147483648)) {
       out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body must be of type int32` });
+    }
+    // 2^63 is the first double past int64 (JSON decoding into an int64 overflows there).
+    if (schema.format === "int64" && (value >= 2 ** 63 || value < -(2 ** 63))) {
+      out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body must be of type int64` });
     }
     if (schema.minimum !== undefined && (schema.exclusiveMinimum === true ? value <= schema.minimum : value < schema.minimum)) {
       out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${value}: ${path} in body should be greater than ${schema.exclusiveMinimum === true ? "" : "or equal to "}${schema.minimum}` });
@@ -182,13 +206,26 @@ export function validateValue(schema: StructuralSchema, value: Json, path: strin
       }
     }
   }
-  if (schema.anyOf !== undefined) {
-    const matched = schema.anyOf.some((alt) => {
-      const trial: ValidationOutcome = { causes: [], unknownFields: [] };
-      validateValue(alt, structuredClone(value), path, trial);
-      return trial.causes.length === 0;
-    });
-    if (!matched) out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must match at least one schema in anyOf` });
+  // kube-openapi pkg/validation/validate/schema_props.go schemaPropsValidator.Validate: the value
+  // against each nested schema (value validations only, so nothing is pruned by them).
+  const holds = (alt: StructuralSchema): boolean => {
+    const trial: ValidationOutcome = { causes: [], unknownFields: [] };
+    validateValue(alt, structuredClone(value), path, trial);
+    return trial.causes.length === 0;
+  };
+  if (schema.anyOf !== undefined && !schema.anyOf.some(holds)) {
+    out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must match at least one schema in anyOf` });
+  }
+  if (schema.oneOf !== undefined) {
+    const valid = schema.oneOf.filter(holds).length;
+    if (valid !== 1) out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must validate one and only one schema (oneOf). ${valid === 0 ? "Found none valid" : `Found ${valid} valid alternatives`}` });
+  }
+  if (schema.allOf !== undefined) {
+    const valid = schema.allOf.filter(holds).length;
+    if (valid !== schema.allOf.length) out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must validate all the schemas (allOf)${valid === 0 ? ". None validated" : ""}` });
+  }
+  if (schema.not !== undefined && holds(schema.not)) {
+    out.causes.push({ reason: "FieldValueInvalid", field: path, message: `Invalid value: ${show(value)}: ${path} in body must not validate the schema (not)` });
   }
 }
 
