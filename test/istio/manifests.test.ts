@@ -1,116 +1,29 @@
-// istio/ manifests: every object valid against its real schema (Istio's CRDs and Kubernetes' own,
-// through the maintained kubernetes-models packages), and the files agreeing with each other and
-// with the code they deploy (the filter's root id, schema and stat tags, the control plane's config
-// loader, routes and Kubernetes calls).
+// istio/ manifests: every object valid against its real schema (Kubernetes' OpenAPI definitions,
+// Istio's and prometheus-operator's CRDs with their CEL rules, IstioOperator as istioctl decodes
+// it: test/support/kube-schemas.ts, fixtures from upstream), no field that a schema does not
+// declare, and the files agreeing with each other and with the code they deploy (the filter's
+// root id, schema and stat tags, the control plane's config loader, routes and Kubernetes calls).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
-import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter";
-import { WasmPlugin } from "@kubernetes-models/istio/extensions.istio.io/v1alpha1/WasmPlugin";
-import { IstioOperator } from "@kubernetes-models/istio/install.istio.io/v1alpha1/IstioOperator";
-import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
-import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
-import { Namespace } from "kubernetes-models/v1/Namespace";
-import { Service } from "kubernetes-models/v1/Service";
-import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
-import { Deployment } from "kubernetes-models/apps/v1/Deployment";
-import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole";
-import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
-import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
-import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
-import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition";
-import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { envOverrides, loadConfig, type Config } from "../../control-plane/src/config.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { desiredWasmPlugin, managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { FILTER_WASM, loadFilter, requireArtifact } from "../filter/support.js";
 import { startTestApp } from "../control-plane/helpers.js";
+import { schemaErrors } from "../support/kube-schemas.js";
 import { ISTIO_DIR, REPO, isPatch, manifests, one, readYaml, yamlFiles, type Manifest } from "./support.js";
 
-/** The model class that validates each apiVersion/kind; a kind missing here fails the test. */
-const MODELS: Record<string, new (data: never) => { validate(): void }> = {
-  "v1/Namespace": Namespace,
-  "v1/ServiceAccount": ServiceAccount,
-  "v1/ConfigMap": ConfigMap,
-  "v1/Service": Service,
-  "apps/v1/Deployment": Deployment,
-  "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
-  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
-  "rbac.authorization.k8s.io/v1/Role": Role,
-  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
-  "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
-  "apiextensions.k8s.io/v1/CustomResourceDefinition": CustomResourceDefinition,
-  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
-  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
-  "install.istio.io/v1alpha1/IstioOperator": IstioOperator,
-  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
-};
-
-function validateObject(m: unknown): void {
-  const { apiVersion, kind } = m as Manifest;
-  const Model = MODELS[`${apiVersion}/${kind}`];
-  if (!Model) throw new Error(`no schema for ${apiVersion}/${kind}`);
+/** The schema's verdict on a manifest (its `file` is ours, not the object's). */
+function errorsOf(m: Manifest | Record<string, unknown>): string[] {
   const { file: _file, ...object } = m as Manifest;
-  new Model(object as never).validate();
+  return schemaErrors(object);
 }
-
-/**
- * Field names a model's schema knows: the property names its compiled validator (and the schema
- * modules it imports from the same package) descends into. The API server prunes, and kubectl's
- * strict field validation rejects, a field its CRD schema does not declare, while the compiled
- * validators accept it silently; this catches a misspelt field before a cluster does.
- */
-function schemaVocabulary(modelSpecifier: string): Set<string> {
-  const modelFile = fileURLToPath(import.meta.resolve(modelSpecifier));
-  const source = readFileSync(modelFile, "utf8");
-  const schemaRef = /_schemas\/(\w+)/.exec(source)?.[1];
-  if (!schemaRef) throw new Error(`${modelSpecifier}: no schema module`);
-  let root = dirname(modelFile);
-  while (!existsSync(join(root, "_schemas"))) root = dirname(root);
-  const vocabulary = new Set<string>();
-  const seen = new Set<string>();
-  const visit = (file: string): void => {
-    if (seen.has(file)) return;
-    seen.add(file);
-    const text = readFileSync(file, "utf8");
-    for (const m of text.matchAll(/instancePath\+"\/([^"/]+)"/g)) vocabulary.add(m[1]!.replace(/~1/g, "/").replace(/~0/g, "~"));
-    for (const m of text.matchAll(/from"\.\/(\w+)\.js"/g)) visit(join(root, "_schemas", `${m[1]}.js`));
-  };
-  visit(join(root, "_schemas", `${schemaRef}.js`));
-  return vocabulary;
-}
-
-/** Keys the schema does not know, skipping free-form subtrees and ObjectMeta (validated by the model). */
-function unknownFields(object: unknown, vocabulary: Set<string>, freeForm: RegExp, path = ""): string[] {
-  if (freeForm.test(path) || /(^|\.)metadata$/.test(path) || object === null || typeof object !== "object") return [];
-  if (Array.isArray(object)) return object.flatMap((item, i) => unknownFields(item, vocabulary, freeForm, `${path}[${i}]`));
-  return Object.entries(object).flatMap(([key, value]) => {
-    const at = path === "" ? key : `${path}.${key}`;
-    return [...(vocabulary.has(key) ? [] : [at]), ...unknownFields(value, vocabulary, freeForm, at)];
-  });
-}
-
-/** Kinds checked field by field, and the subtrees that are free-form by design. */
-const STRICT_KINDS: Record<string, { model: string; freeForm: RegExp }> = {
-  // selector is apimachinery's LabelSelector (another package); requests and limits are maps.
-  Deployment: { model: "kubernetes-models/apps/v1/Deployment", freeForm: /^spec\.selector$|\.resources\.(requests|limits)$|\.labelSelector$/ },
-  Service: { model: "kubernetes-models/v1/Service", freeForm: /^spec\.selector$/ },
-  ServiceAccount: { model: "kubernetes-models/v1/ServiceAccount", freeForm: /^$/ },
-  ConfigMap: { model: "kubernetes-models/v1/ConfigMap", freeForm: /^data$/ },
-  Namespace: { model: "kubernetes-models/v1/Namespace", freeForm: /^$/ },
-  ClusterRole: { model: "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole", freeForm: /^$/ },
-  ClusterRoleBinding: { model: "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding", freeForm: /^$/ },
-  WasmPlugin: { model: "@kubernetes-models/istio/extensions.istio.io/v1alpha1/WasmPlugin", freeForm: /^spec\.pluginConfig$|\.matchLabels$/ },
-  // patch.value is Envoy configuration (a protobuf Struct), checked by the EnvoyFilter tests below.
-  EnvoyFilter: { model: "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter", freeForm: /\.patch\.value$|^spec\.workloadSelector\.labels$/ },
-  PrometheusRule: { model: "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule", freeForm: /\.rules\[\d+\]\.(labels|annotations)$/ },
-};
 
 const all = manifests();
 const plugin = one(all, "WasmPlugin", "tokentrace");
@@ -140,38 +53,62 @@ function deployedConfig(mutateFile: (text: string) => string = (t) => t): Return
 
 describe("istio/ manifests against the real schemas", () => {
   for (const m of all) {
-    it(`${m.file}: ${m.kind} ${m.metadata.name} is valid`, () => {
-      validateObject(m);
+    it(`${m.file}: ${m.kind} ${m.metadata.name} is valid, every field one its schema declares (nothing pruned)`, () => {
+      assert.deepEqual(errorsOf(m), []);
     });
   }
 
-  for (const m of all.filter((x) => x.kind in STRICT_KINDS)) {
-    it(`${m.file}: every field of ${m.kind} ${m.metadata.name} is one its schema declares (nothing pruned)`, () => {
-      const { model, freeForm } = STRICT_KINDS[m.kind]!;
-      const { file: _file, ...object } = m;
-      assert.deepEqual(unknownFields(object, schemaVocabulary(model), freeForm), []);
+  // A misspelt field in every kind istio/ ships, at a depth where a schema that checked only the
+  // top level would miss it: the API server (strict field validation) or istioctl refuses it.
+  const misspelt: Array<[string, string, (o: Manifest) => void, string]> = [
+    ["Namespace", "tokentrace-system", (o) => { (o.metadata as Record<string, unknown>).lables = {}; }, "metadata.lables"],
+    ["ServiceAccount", "tokentrace-control-plane", (o) => { o.automountServiceAccountTokn = false; }, "automountServiceAccountTokn"],
+    ["ConfigMap", "tokentrace-control-plane", (o) => { o.binarydata = {}; }, "binarydata"],
+    ["Service", "tokentrace-control-plane", (o) => { o.spec.ports[0].targetport = "http"; }, "spec.ports[0].targetport"],
+    ["Deployment", "tokentrace-control-plane", (o) => { o.spec.template.spec.containers[0].readinessProbe.httpGet.paht = "/readyz"; }, "spec.template.spec.containers[0].readinessProbe.httpGet.paht"],
+    ["PodDisruptionBudget", "tokentrace-control-plane", (o) => { o.spec.minAvailble = 1; }, "spec.minAvailble"],
+    ["ClusterRole", "tokentrace-control-plane", (o) => { o.rules[0].resourcenames = ["x"]; }, "rules[0].resourcenames"],
+    ["ClusterRoleBinding", "tokentrace-control-plane", (o) => { o.subjects[0].namspace = "x"; }, "subjects[0].namspace"],
+    ["Role", "tokentrace-control-plane-leader-election", (o) => { o.rules[0].verb = ["get"]; }, "rules[0].verb"],
+    ["RoleBinding", "tokentrace-control-plane-leader-election", (o) => { o.roleRef.apigroup = "x"; }, "roleRef.apigroup"],
+    ["CustomResourceDefinition", "samplingpolicies.tokentrace.dev", (o) => { o.spec.versions[0].subresources.stauts = {}; }, "spec.versions[0].subresources.stauts"],
+    ["WasmPlugin", "tokentrace", (o) => { o.spec.failStratgy = "FAIL_OPEN"; }, "spec.failStratgy"],
+    ["EnvoyFilter", "tokentrace", (o) => { o.spec.configPatches[1].match.listener.filterChain.filter.subfilter = {}; }, "spec.configPatches[1].match.listener.filterChain.filter.subfilter"],
+    ["IstioOperator", "tokentrace", (o) => { o.spec.meshConfig.defaultConfig.extraStatTag = ["route"]; }, "spec.meshConfig.defaultConfig.extraStatTag"],
+    ["PrometheusRule", "tokentrace", (o) => { o.spec.groups[0].rules[0].exp = "up"; }, "spec.groups[0].rules[0].exp"],
+  ];
+  for (const [kind, name, misspell, field] of misspelt) {
+    it(`reports a misspelt field of ${kind} ${name} (${field})`, () => {
+      const copy = structuredClone(one(all, kind, name));
+      misspell(copy);
+      assert.deepEqual(errorsOf(copy), [`${field}: unknown field`]);
     });
   }
 
-  it("the field check finds a misspelt WasmPlugin field", () => {
-    const { model, freeForm } = STRICT_KINDS.WasmPlugin!;
-    const spec = { ...structuredClone(plugin.spec), failStratgy: "FAIL_OPEN" };
-    assert.deepEqual(unknownFields({ spec }, schemaVocabulary(model), freeForm), ["spec.failStratgy"]);
+  it("every kind istio/ ships has a misspelt-field test", () => {
+    assert.deepEqual([...new Set(all.map((m) => m.kind))].sort(), [...new Set(misspelt.map(([kind]) => kind))].sort());
   });
 
-  // Negative controls: the validators are not vacuous for the kinds that matter most.
+  // Negative controls: types, enums, formats and CEL rules are checked, not only field names.
   const broken: Array<[string, Manifest, (o: Manifest) => void, RegExp]> = [
-    ["WasmPlugin with an unknown failStrategy", plugin, (o) => { o.spec.failStrategy = "FAIL_SOMETIMES"; }, /failStrategy/],
-    ["WasmPlugin with an unknown phase", plugin, (o) => { o.spec.phase = "LOGGING"; }, /phase/],
-    ["EnvoyFilter with an unknown patch operation", envoyFilter, (o) => { o.spec.configPatches[0].patch.operation = "APPEND"; }, /operation/],
-    ["Deployment with a string container port", deployment, (o) => { o.spec.template.spec.containers[0].ports[0].containerPort = "http"; }, /containerPort/],
-    ["Service with a named port number", service, (o) => { o.spec.ports[0].port = "http"; }, /port/],
+    ["WasmPlugin with an unknown failStrategy", plugin, (o) => { o.spec.failStrategy = "FAIL_SOMETIMES"; }, /^spec\.failStrategy: Unsupported value/],
+    ["WasmPlugin with an unknown phase", plugin, (o) => { o.spec.phase = "LOGGING"; }, /^spec\.phase: Unsupported value/],
+    ["WasmPlugin with an ftp:// url (its CEL rule, Kubernetes' URL library)", plugin, (o) => { o.spec.url = "ftp://ghcr.io/tokentrace/filter:0.1.0"; }, /^spec\.url: .*url must have schema one of \[http, https, file, oci\]/],
+    ["WasmPlugin with both selector and targetRefs (its CEL rule)", plugin, (o) => { o.spec.targetRefs = [{ kind: "Service", name: "vllm" }]; }, /^spec: .*only one of targetRefs or selector can be set/],
+    ["EnvoyFilter whose match names a listener and a cluster (its oneOf)", envoyFilter, (o) => { o.spec.configPatches[1].match.cluster = { name: "outbound|8000||vllm" }; }, /^spec\.configPatches\[1\]\.match: .*must validate one and only one schema \(oneOf\)/],
+    ["EnvoyFilter with an unknown patch operation", envoyFilter, (o) => { o.spec.configPatches[0].patch.operation = "APPEND"; }, /^spec\.configPatches\[0\]\.patch\.operation: Unsupported value/],
+    ["Deployment with a string container port", deployment, (o) => { o.spec.template.spec.containers[0].ports[0].containerPort = "http"; }, /^spec\.template\.spec\.containers\[0\]\.ports\[0\]\.containerPort: .*must be of type integer/],
+    ["Deployment with a memory request that is no quantity", deployment, (o) => { o.spec.template.spec.containers[0].resources.requests.memory = "128 MB"; }, /^spec\.template\.spec\.containers\[0\]\.resources\.requests\.memory: .*anyOf/],
+    ["Service with a named port number", service, (o) => { o.spec.ports[0].port = "http"; }, /^spec\.ports\[0\]\.port: .*must be of type integer/],
+    ["IstioOperator whose extraStatTags is not a list", one(all, "IstioOperator", "tokentrace"), (o) => { o.spec.meshConfig.defaultConfig.extraStatTags = "route"; }, /^spec\.meshConfig\.defaultConfig\.extraStatTags: .*must be of type array/],
+    ["IstioOperator with a status (istioctl's IstioOperator has none)", one(all, "IstioOperator", "tokentrace"), (o) => { o.status = {}; }, /^status: unknown field/],
   ];
   for (const [what, original, breakIt, message] of broken) {
     it(`rejects a ${what}`, () => {
       const copy = structuredClone(original);
       breakIt(copy);
-      assert.throws(() => validateObject(copy), message);
+      const errors = errorsOf(copy);
+      assert.ok(errors.some((e) => message.test(e)), errors.join("; "));
     });
   }
 
@@ -265,7 +202,9 @@ describe("mesh settings", () => {
       apiVersion: "apps/v1", kind: "Deployment", metadata: { name: patch!.metadata.name },
       spec: { selector: { matchLabels: { app: "vllm" } }, template: { metadata: { labels: { app: "vllm", ...template.labels }, annotations: template.annotations }, spec: { containers: [{ name: "vllm", image: "vllm/vllm-openai:v0.11.0" }] } } },
     };
-    validateObject(target);
+    assert.deepEqual(schemaErrors(target), []);
+    // Control: the patch's annotations are checked too (a number is not a string).
+    assert.ok(schemaErrors({ ...target, spec: { ...target.spec, template: { ...target.spec.template, metadata: { ...target.spec.template.metadata, annotations: { a: 1 } } } } }).length > 0);
   });
 });
 
@@ -418,8 +357,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     for (const target of targets) {
       const policy: Policy = { name: "chat", target, pluginConfig: plugin.spec.pluginConfig };
       const created = desiredWasmPlugin({ policy, version: "1", updatedAt: "2026-12-02T12:00:00Z", updatedBy: "admin" }, policy.pluginConfig, "1", settings);
-      validateObject(created);
-      assert.deepEqual(unknownFields({ spec: created.spec }, schemaVocabulary(STRICT_KINDS.WasmPlugin!.model), STRICT_KINDS.WasmPlugin!.freeForm), []);
+      assert.deepEqual(schemaErrors(created as unknown as Record<string, unknown>), []);
       for (const key of ["url", "sha256", "pluginName", "phase", "failStrategy"]) assert.equal(created.spec[key], plugin.spec[key], key);
       assert.deepEqual(created.spec.match, plugin.spec.match);
     }

@@ -7,11 +7,11 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition";
 import { validatePolicy } from "../../control-plane/src/policy/validate.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { CRD_FILE, crdFileText } from "../../scripts/manifests.js";
 import { startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { schemaErrors } from "../support/kube-schemas.js";
 import { samplePolicy } from "../control-plane/helpers.js";
 import { REPO, readYaml } from "./support.js";
 
@@ -70,8 +70,12 @@ describe("SamplingPolicy CRD", () => {
     assert.equal(readFileSync(join(REPO, CRD_FILE), "utf8"), crdFileText());
   });
 
-  it("is a valid CustomResourceDefinition (kubernetes-models) that the emulated API server accepts as structural and Establishes", async () => {
-    new CustomResourceDefinition(crd as never).validate();
+  it("is a valid CustomResourceDefinition (Kubernetes' OpenAPI definition, no unknown field) that the emulated API server accepts as structural and Establishes", async () => {
+    assert.deepEqual(schemaErrors(crd), []);
+    // Control: a JSON-Schema keyword JSONSchemaProps does not have is an unknown field.
+    const misspelt = structuredClone(crd) as { spec: { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] } };
+    misspelt.spec.versions[0]!.schema.openAPIV3Schema.propertyNames = {};
+    assert.deepEqual(schemaErrors(misspelt as unknown as Record<string, unknown>), ["spec.versions[0].schema.openAPIV3Schema.propertyNames: unknown field"]);
     const res = await fetch(`${emulator.url}${crdPath}?fieldValidation=Strict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(crd) });
     const body = (await res.json()) as { status?: { conditions?: { type: string; status: string }[] }; message?: string };
     assert.equal(res.status, 201, body.message);
