@@ -121,14 +121,22 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     assert.ok((await one('tokentrace_model_gpu_utilization_percent{model="tokentrace-sim-1"}')) > 85);
     assert.ok((await one("tokentrace_model_prefix_cache_hit_ratio")) < 0.92);
     assert.ok((await one("tokentrace_model_spec_decode_acceptance_ratio")) < 0.8);
-    assert.ok((await one("tokentrace_model_kv_cache_usage_ratio")) > 0.5, "the KV cache is mostly in use");
+    // The gauge fills as the batch grows (the alert can fire on the cold cache's misses before).
+    await until("the KV cache mostly in use", async () => (await one("tokentrace_model_kv_cache_usage_ratio")) > 0.5, 30_000);
     // Queue and prefill percentiles come from finished requests (answers of 240 tokens take seconds).
     await until("the route's P99 TTFT split inside and outside the engine", async () => (await query(stack.prometheus!.url, 'tokentrace_route_latency_quantile_seconds{route="chat",phase="outside_ttft",quantile="0.99"}')).length > 0, 60_000);
     await until("preemptions in Prometheus", async () => ((await query(stack.prometheus!.url, "tokentrace_model_preemptions_per_second"))[0] ?? 0) > 0, 60_000);
     await until("a sampled streaming chat call slower than 2 s at the span receiver", async () => stack.traces.recent({ route: "chat", limit: 50, minDurationMs: 2000 }).some((c) => c.ttftMs !== null), 60_000);
 
     // The README's walk-through, run as written with bash, curl and jq against this stack.
-    const { stdout } = await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", readmeWalkthrough()], { env: { PATH: process.env.PATH ?? "", PROM: stack.prometheus!.url, CP: stack.controlPlaneUrl } });
+    // The demo drops `for`, so on a loaded machine (the engine's timers late, the GPU a little less
+    // busy) one 5 s evaluation can show a two-signal relative instead: run it again, as a reader would.
+    const run = async (): Promise<string> => (await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", readmeWalkthrough()], { env: { PATH: process.env.PATH ?? "", PROM: stack.prometheus!.url, CP: stack.controlPlaneUrl } })).stdout;
+    let stdout = await run();
+    for (let tries = 1; tries < 5 && !stdout.startsWith(`${stack.scenario.alert}: `); tries++) {
+      await new Promise((r) => setTimeout(r, 5000));
+      stdout = await run();
+    }
     const lines = stdout.trim().split("\n");
     const num = "(\\d+(\\.\\d+)?(e-?\\d+)?)";
     assert.ok(lines.some((l) => /^TokentraceGPUBusyKVCacheMissSpecRejected: tokentrace-sim-1 on demo\/llm-sim-0: GPUs [\d.]+% busy, prefix-cache hits [\d.]+%, speculative acceptance [\d.]+%$/.test(l)), `1. the alert:\n${stdout}`);

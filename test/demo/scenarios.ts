@@ -73,7 +73,7 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
       name: "kv-cache-pressure",
       story: "KV-cache pressure on a bigger model: 32 tenants' system prompts and long answers do not fit its KV cache beside the batch, so cached prompts are evicted and computed again (prefix-cache hits under 50%) and requests are preempted, while the draft model's tokens on these long answers are mostly rejected (acceptance near 50%) and the GPU runs over 85%",
       alert: "TokentraceGPUBusyKVCacheMissSpecRejected",
-      engine: { kvCacheTokens: 36_000, maxNumSeqs: 64, stepBaseMs: 30, decodeMsPerSeq: 1.5, draftAcceptance: 0.7 },
+      engine: { kvCacheTokens: 36_000, maxNumSeqs: 64, hostOverheadMs: 4, stepBaseMs: 40, decodeMsPerSeq: 1.5, draftAcceptance: 0.7 },
       loadRps: 3,
       maxInFlight: 64,
       systemPromptTokens: 1500,
