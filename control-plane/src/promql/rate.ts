@@ -7,20 +7,26 @@
 
 import { avgOf } from "./aggregate.js";
 
-/** One sample of a series, ms since the epoch. */
-export interface Point {
-  t: number;
-  v: number;
+/**
+ * A time-sorted series packed as [t0, v0, t1, v1, ...] (ms since the epoch, value): one array of
+ * doubles rather than an object per sample, since a window holds minutes of samples per series.
+ */
+export type PackedPoints = readonly number[];
+
+/** Packs `{t, v}` samples (for callers that have them as objects). */
+export function pack(points: readonly { t: number; v: number }[]): number[] {
+  return points.flatMap((p) => [p.t, p.v]);
 }
 
-/** The points of a time-sorted series inside (endMs - rangeMs, endMs]. */
-export function inRange(points: readonly Point[], endMs: number, rangeMs: number): Point[] {
+/** The sample indexes [lo, hi) of a packed series inside (endMs - rangeMs, endMs]. */
+export function rangeOf(points: PackedPoints, endMs: number, rangeMs: number): [number, number] {
   const start = endMs - rangeMs;
+  const n = points.length / 2;
   let lo = 0;
-  while (lo < points.length && points[lo]!.t <= start) lo++;
+  while (lo < n && points[2 * lo]! <= start) lo++;
   let hi = lo;
-  while (hi < points.length && points[hi]!.t <= endMs) hi++;
-  return points.slice(lo, hi);
+  while (hi < n && points[2 * hi]! <= endMs) hi++;
+  return [lo, hi];
 }
 
 /**
@@ -29,16 +35,16 @@ export function inRange(points: readonly Point[], endMs: number, rangeMs: number
  * the value before the drop; the result is extrapolated towards the range's ends by up to half an
  * average sample gap, and towards the start no further than where the counter would reach zero.
  */
-export function extrapolatedRate(points: readonly Point[], endMs: number, rangeMs: number, isRate = true): number | undefined {
-  const samples = inRange(points, endMs, rangeMs);
-  if (samples.length < 2) return undefined;
+export function extrapolatedRate(points: PackedPoints, endMs: number, rangeMs: number, isRate = true): number | undefined {
+  const [lo, hi] = rangeOf(points, endMs, rangeMs);
+  if (hi - lo < 2) return undefined;
   const rangeStart = endMs - rangeMs;
-  const numSamplesMinusOne = samples.length - 1;
-  const first = samples[0]!;
-  const last = samples[numSamplesMinusOne]!;
+  const numSamplesMinusOne = hi - lo - 1;
+  const first = { t: points[2 * lo]!, v: points[2 * lo + 1]! };
+  const last = { t: points[2 * (hi - 1)]!, v: points[2 * (hi - 1) + 1]! };
   let resultFloat = last.v - first.v;
-  for (let i = 1; i < samples.length; i++) {
-    if (samples[i]!.v < samples[i - 1]!.v) resultFloat += samples[i - 1]!.v;
+  for (let i = lo + 1; i < hi; i++) {
+    if (points[2 * i + 1]! < points[2 * i - 1]!) resultFloat += points[2 * i - 1]!;
   }
   let durationToStart = (first.t - rangeStart) / 1000;
   let durationToEnd = (endMs - last.t) / 1000;
@@ -61,15 +67,22 @@ export function extrapolatedRate(points: readonly Point[], endMs: number, rangeM
  * avg_over_time(x[range]) at `endMs`; undefined for no points. funcAvgOverTime's float path is
  * avg()'s (a compensated sum over the count, a running mean past overflow).
  */
-export function avgOverTime(points: readonly Point[], endMs: number, rangeMs: number): number | undefined {
-  return avgOf(inRange(points, endMs, rangeMs).map((p) => p.v));
+export function avgOverTime(points: PackedPoints, endMs: number, rangeMs: number): number | undefined {
+  return avgOf(valuesIn(points, endMs, rangeMs));
 }
 
 /** max_over_time(x[range]) at `endMs` (NaN loses to any number, as funcMaxOverTime); undefined for no points. */
-export function maxOverTime(points: readonly Point[], endMs: number, rangeMs: number): number | undefined {
-  const samples = inRange(points, endMs, rangeMs);
-  if (samples.length === 0) return undefined;
-  let max = samples[0]!.v;
-  for (const s of samples) if (s.v > max || Number.isNaN(max)) max = s.v;
+export function maxOverTime(points: PackedPoints, endMs: number, rangeMs: number): number | undefined {
+  const values = valuesIn(points, endMs, rangeMs);
+  if (values.length === 0) return undefined;
+  let max = values[0]!;
+  for (const v of values) if (v > max || Number.isNaN(max)) max = v;
   return max;
+}
+
+function valuesIn(points: PackedPoints, endMs: number, rangeMs: number): number[] {
+  const [lo, hi] = rangeOf(points, endMs, rangeMs);
+  const values: number[] = [];
+  for (let i = lo; i < hi; i++) values.push(points[2 * i + 1]!);
+  return values;
 }

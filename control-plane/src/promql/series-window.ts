@@ -4,7 +4,6 @@
 // that lacks it (or that failed), as Prometheus's scrape loop writes a staleness marker then
 // (scrape/scrape.go, scrapeLoop); an instant selector looks back at most `LOOKBACK_MS` for the
 // newest point (promql/engine.go, defaultLookbackDelta) and sees nothing past a staleness marker.
-import type { Point } from "./rate.js";
 
 /** Prometheus's default lookback delta for instant selectors (5 minutes). */
 export const LOOKBACK_MS = 300_000;
@@ -13,7 +12,8 @@ export const LOOKBACK_MS = 300_000;
 export interface WindowSeries<I> {
   info: I;
   targetId: string;
-  points: Point[];
+  /** Packed [t0, v0, t1, v1, ...]: see PackedPoints. */
+  points: number[];
   /** Times of staleness markers, ascending. */
   staleAt: number[];
 }
@@ -41,9 +41,8 @@ export class SeriesWindow<I> {
         this.series.set(e.key, (s = { info: e.info, targetId, points: [], staleAt: [] }));
         keys.add(e.key);
       }
-      const last = s.points[s.points.length - 1];
-      if (last && last.t >= ts) continue;
-      s.points.push({ t: ts, v: e.value });
+      if (s.points.length > 0 && s.points[s.points.length - 2]! >= ts) continue;
+      s.points.push(ts, e.value);
     }
     for (const key of keys) if (!seen.has(key)) this.markStale(key, ts);
     this.prune(ts);
@@ -73,7 +72,7 @@ export class SeriesWindow<I> {
   private markStale(key: string, ts: number): void {
     const s = this.series.get(key);
     if (!s) return;
-    const lastPoint = s.points[s.points.length - 1]?.t ?? -Infinity;
+    const lastPoint = s.points[s.points.length - 2] ?? -Infinity;
     const lastStale = s.staleAt[s.staleAt.length - 1] ?? -Infinity;
     if (lastStale < lastPoint) s.staleAt.push(ts);
   }
@@ -83,10 +82,11 @@ export class SeriesWindow<I> {
     for (const [key, s] of this.series) {
       let drop = 0;
       // Keep the newest point before the horizon too: an instant selector may still need it.
-      while (drop < s.points.length - 1 && s.points[drop + 1]!.t <= horizon) drop++;
-      if (drop > 0) s.points.splice(0, drop);
+      const n = s.points.length / 2;
+      while (drop < n - 1 && s.points[2 * (drop + 1)]! <= horizon) drop++;
+      if (drop > 0) s.points.splice(0, 2 * drop);
       while (s.staleAt.length > 1 && s.staleAt[1]! <= horizon) s.staleAt.shift();
-      const newest = Math.max(s.points[s.points.length - 1]?.t ?? -Infinity, s.staleAt[s.staleAt.length - 1] ?? -Infinity);
+      const newest = Math.max(s.points[s.points.length - 2] ?? -Infinity, s.staleAt[s.staleAt.length - 1] ?? -Infinity);
       if (newest <= horizon) {
         this.series.delete(key);
         this.byTarget.get(s.targetId)?.delete(key);
@@ -97,10 +97,10 @@ export class SeriesWindow<I> {
 
 /** The instant value of a series at `t`: its newest point within the lookback, unless a staleness marker follows it. */
 export function instantValue(s: WindowSeries<unknown>, t: number): number | undefined {
-  let i = s.points.length - 1;
-  while (i >= 0 && s.points[i]!.t > t) i--;
+  let i = s.points.length / 2 - 1;
+  while (i >= 0 && s.points[2 * i]! > t) i--;
   if (i < 0) return undefined;
-  const p = s.points[i]!;
+  const p = { t: s.points[2 * i]!, v: s.points[2 * i + 1]! };
   if (p.t <= t - LOOKBACK_MS) return undefined;
   if (s.staleAt.some((st) => st > p.t && st <= t)) return undefined;
   return p.v;
