@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { Wasm, type WasmMemory } from "../host/wasm-api.js";
 import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
+import { luhnComplete } from "../support/luhn.js";
 
 const TEXT_BYTES = 4 << 20;
 const PART_BYTES = 4096 + 320;
@@ -33,19 +34,6 @@ function generator(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-function luhnComplete(body: string): string {
-  let sum = 0;
-  for (let i = 0; i < body.length; i++) {
-    let d = Number(body[body.length - 1 - i]);
-    if (i % 2 === 0) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return body + String((10 - (sum % 10)) % 10);
 }
 
 const PRC_WEIGHTS = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2];

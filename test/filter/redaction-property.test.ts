@@ -11,6 +11,7 @@ import { ManualClock } from "../host/index.js";
 import { anyValue } from "../support/otlp-any-value.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
 import { countingRandom, loadFilter } from "./support.js";
+import { luhnComplete } from "../support/luhn.js";
 
 interface Value {
   /** As written in the text. */
@@ -33,18 +34,6 @@ const email = fc
     return { text: upper ? text.toUpperCase() : text, forms: [text.toLowerCase()] };
   });
 
-function luhnComplete(body: string): string {
-  let sum = 0;
-  for (let i = 0; i < body.length; i++) {
-    let d = Number(body[body.length - 1 - i]);
-    if (i % 2 === 0) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return body + String((10 - (sum % 10)) % 10);
-}
 const card = fc.tuple(fc.integer({ min: 12, max: 18 }), fc.constantFrom("", " ", "-"), fc.integer({ min: 2, max: 6 })).chain(([n, sep, first]) =>
   digits(n).map((d) => {
     const number = luhnComplete(String(first) + d.slice(1));
