@@ -9,6 +9,7 @@ import { Wasm, type WasmMemory } from "../host/wasm-api.js";
 import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
 import { luhnComplete } from "../support/luhn.js";
+import { mulberry32 } from "../support/mulberry32.js";
 
 const TEXT_BYTES = 4 << 20;
 const PART_BYTES = 4096 + 320;
@@ -24,23 +25,11 @@ interface RedactionModule {
   replaced(type: number): number;
 }
 
-/** A small deterministic generator (mulberry32), so every run redacts the same text. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const PRC_WEIGHTS = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2];
 
 /** Prompt-like text: words, numbers that are no personal data, and one value of each type in turn. */
 export function corpus(bytes: number): Buffer {
-  const rnd = generator(17);
+  const rnd = mulberry32(17);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const digits = (n: number): string => Array.from({ length: n }, () => Math.floor(rnd() * 10)).join("");
   const words = ["the", "model", "answered", "please", "summarise", "this", "report", "for", "version", "über", "naïve", "数据", "请帮我", "résumé", "order", "at", "on", "with", "and", "tokens"];

@@ -8,6 +8,7 @@ import type { RouteRate } from "../../control-plane/src/adaptive/rates.js";
 import { AdaptiveSampler } from "../../control-plane/src/adaptive/sampler.js";
 import { effectiveConfig } from "../../control-plane/src/policy/effective.js";
 import type { AdaptiveSettings, Policy, PolicyRecord } from "../../control-plane/src/policy/model.js";
+import { mulberry32 } from "../support/mulberry32.js";
 
 function record(adaptive: AdaptiveSettings, rates: { defaultRate?: number; completions?: number; health?: number } = {}, version = "1"): PolicyRecord {
   const policy: Policy = {
@@ -56,17 +57,6 @@ function harness(current: () => PolicyRecord, minPushIntervalMs = 0) {
   return { traffic, clock, changes, errors, sampler, routeRate };
 }
 
-// Deterministic PRNG (mulberry32) so the noisy run is the same every time.
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe("adaptive sampling", () => {
   it("raises a low rate by at most 50% per step and converges to the target in 6 steps", async () => {
     const h = harness(() => record({ targetTracesPerSecond: 10 }));
@@ -92,7 +82,7 @@ describe("adaptive sampling", () => {
 
   it("stays within 20% of the target under ±15% noise without flapping", async () => {
     const h = harness(() => record({ targetTracesPerSecond: 5 }, { completions: 0.002 }));
-    const random = prng(42);
+    const random = mulberry32(42);
     const step = async () => {
       h.traffic.rates = [{ route: "completions", requestsPerSecond: 1000 * (1 + (random() * 0.3 - 0.15)) }];
       h.clock.ms += 60_000;

@@ -10,17 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { histogramQuantile } from "../../control-plane/src/promql/quantile.js";
-
-/** A small deterministic random source (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from "../support/mulberry32.js";
 
 const BOUNDS = [10, 25, 50, 100, 250, 500, 1000, 2500];
 
@@ -38,7 +28,7 @@ function randomBuckets(r: () => number, monotone: boolean): Map<number, number> 
 test("histogramQuantile agrees with Prometheus (promtool's PromQL engine) on 60 random bucket sets (240 quantiles), monotone or not", () => {
   const check = spawnSync("promtool", ["--version"], { stdio: "ignore" });
   assert.equal(check.status, 0, "promtool is missing: run `make test-deps` (installs Debian prometheus)");
-  const r = random(15);
+  const r = mulberry32(15);
   const qs = [0.5, 0.9, 0.95, 0.99];
   const inputSeries: { series: string; values: string }[] = [];
   const exprTests: { expr: string; eval_time: string; exp_samples: { labels: string; value: number }[] }[] = [];

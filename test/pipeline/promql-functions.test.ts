@@ -12,25 +12,15 @@ import { stringify } from "yaml";
 import { avgOf, sumOf } from "../../control-plane/src/promql/aggregate.js";
 import { avgOverTime, extrapolatedRate, maxOverTime, pack, rangeOf } from "../../control-plane/src/promql/rate.js";
 import { instantValue, SeriesWindow } from "../../control-plane/src/promql/series-window.js";
+import { mulberry32 } from "../support/mulberry32.js";
 
 interface Point {
   t: number;
   v: number;
 }
 
-/** mulberry32: a small deterministic random source. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test("rate(x[5m]) equals Prometheus's for 40 random counters with resets, gaps and irregular scrapes (promtool, exact)", () => {
-  const r = random(7);
+  const r = mulberry32(7);
   const series: { name: string; points: Point[] }[] = [];
   for (let i = 0; i < 40; i++) {
     const points: Point[] = [];
