@@ -10,13 +10,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { avgOf, sumOf } from "../../control-plane/src/promql/aggregate.js";
-import { avgOverTime, extrapolatedRate, maxOverTime, pack, rangeOf } from "../../control-plane/src/promql/rate.js";
+import { avgOverTime, extrapolatedRate, maxOverTime, rangeOf } from "../../control-plane/src/promql/rate.js";
 import { instantValue, SeriesWindow } from "../../control-plane/src/promql/series-window.js";
 import { mulberry32 } from "../support/mulberry32.js";
 
 interface Point {
   t: number;
   v: number;
+}
+
+/** The packed [t, v, ...] form the window keeps (PackedPoints). */
+function pack(points: readonly Point[]): number[] {
+  return points.flatMap((p) => [p.t, p.v]);
 }
 
 test("rate(x[5m]) equals Prometheus's for 40 random counters with resets, gaps and irregular scrapes (promtool, exact)", () => {

@@ -13,11 +13,6 @@ import { avgOf } from "./aggregate.js";
  */
 export type PackedPoints = readonly number[];
 
-/** Packs `{t, v}` samples (for callers that have them as objects). */
-export function pack(points: readonly { t: number; v: number }[]): number[] {
-  return points.flatMap((p) => [p.t, p.v]);
-}
-
 /** The sample indexes [lo, hi) of a packed series inside (endMs - rangeMs, endMs]. */
 export function rangeOf(points: PackedPoints, endMs: number, rangeMs: number): [number, number] {
   const start = endMs - rangeMs;
