@@ -3,6 +3,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RbacAuthorizer, startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { verbOf } from "../support/kube-emulator/rbac.js";
 
 const user = "system:serviceaccount:ops:agent";
 const rbac = [
@@ -14,6 +15,24 @@ const rbac = [
 ];
 
 describe("kube emulator RBAC (emulated: kube-apiserver's RBAC authorizer)", () => {
+  it("derives each request's verb as requestinfo.go does (a named GET stays get under ?watch, HEAD is get, unknown methods have none)", () => {
+    const cases: [string, boolean, boolean, string][] = [
+      ["GET", true, false, "get"],
+      ["GET", true, true, "get"],
+      ["HEAD", true, false, "get"],
+      ["GET", false, false, "list"],
+      ["HEAD", false, false, "list"],
+      ["GET", false, true, "watch"],
+      ["POST", false, false, "create"],
+      ["PUT", true, false, "update"],
+      ["PATCH", true, false, "patch"],
+      ["DELETE", true, false, "delete"],
+      ["DELETE", false, false, "deletecollection"],
+      ["OPTIONS", false, false, ""],
+    ];
+    for (const [method, named, watch, verb] of cases) assert.equal(verbOf(method, named, watch), verb, `${method} named=${named} watch=${watch}`);
+  });
+
   let emulator: KubeEmulator;
   before(async () => {
     emulator = await startKubeEmulator({ rbac: { authorizer: new RbacAuthorizer(rbac), users: new Map([["t0ken", user]]) } });

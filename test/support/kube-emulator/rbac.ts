@@ -33,14 +33,19 @@ interface RbacObject {
   subjects?: { kind?: string; name?: string; namespace?: string }[];
 }
 
-/** The verb of a request (apiserver's requestinfo.go: GET of a collection is list, ?watch is watch, DELETE of one is delete). */
+/**
+ * The verb of a request, as RequestInfoFactory.NewRequestInfo (kubernetes/apiserver 24a394e5,
+ * pkg/endpoints/request/requestinfo.go) derives it: GET/HEAD of a name is get (?watch does not
+ * change it), of a collection watch or list; DELETE of a collection is deletecollection; other
+ * methods have no verb.
+ */
 export function verbOf(method: string, named: boolean, watch: boolean): string {
-  if (method === "GET") return watch ? "watch" : named ? "get" : "list";
+  if (method === "GET" || method === "HEAD") return named ? "get" : watch ? "watch" : "list";
   if (method === "POST") return "create";
   if (method === "PUT") return "update";
   if (method === "PATCH") return "patch";
   if (method === "DELETE") return named ? "delete" : "deletecollection";
-  return method.toLowerCase();
+  return "";
 }
 
 const matches = (list: readonly string[] | undefined, wanted: string): boolean => (list ?? []).some((x) => x === "*" || x === wanted);
