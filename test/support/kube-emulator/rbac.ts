@@ -92,7 +92,7 @@ export class RbacAuthorizer {
   }
 }
 
-/** apiserver's Forbidden message (responsewriters.forbiddenMessage). */
+/** The Forbidden status message: apimachinery errors.NewForbidden around responsewriters.forbiddenMessage (apiserver 24a394e5). */
 export function forbiddenMessage(a: RequestAttributes): string {
   const resource = a.apiGroup === "" ? a.resource : `${a.resource}.${a.apiGroup}`;
   const what = a.name === "" ? resource : `${resource} "${a.name}"`;
