@@ -35,7 +35,7 @@ build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json node_modules/.ins
 	@$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm $(ASC_QUIET)
 
 # The filter's redaction engine alone, with the release options, for the redaction throughput bench.
-build/redaction.wasm: test/bench/redaction-module/index.ts filter/redact.ts filter/pii.ts filter/sha256.ts filter/byte-writer.ts asconfig.json node_modules/.installed
+build/redaction.wasm: test/bench/redaction-module/index.ts filter/content/redact.ts filter/content/pii.ts filter/content/sha256.ts filter/content/byte-writer.ts asconfig.json node_modules/.installed
 	@echo "==> compiling the redaction engine alone for the benchmarks: $@"
 	@$(ASC) test/bench/redaction-module/index.ts --target release -o build/redaction.wasm $(ASC_QUIET)
 

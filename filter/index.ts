@@ -1,7 +1,7 @@
 // Wiring only: the proxy-wasm ABI exports and the root context registration.
 // The root id must equal the WasmPlugin's pluginName (REFERENCE section 1).
 export * from "@solo-io/proxy-runtime/assembly/exports";
-export { malloc, free } from "./host-memory";
+export { malloc, free } from "./host/host-memory";
 import { RootContext, registerRootContext } from "@solo-io/proxy-runtime/assembly";
 import { TokentraceRoot } from "./root";
 

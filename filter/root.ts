@@ -3,12 +3,12 @@
 // is parsed and validated completely before it replaces the old one, so a rejected update leaves
 // the last good configuration in force.
 import { Context, RootContext } from "@solo-io/proxy-runtime/assembly";
-import { ActiveConfig, Config, parseConfig } from "./config";
-import * as host from "./host";
-import { ErrorReason } from "./metrics";
-import { PollOutcome, PolicyPoller } from "./policy-source";
-import { SpanExporter } from "./spans";
-import { Stats } from "./stats";
+import { ActiveConfig, Config, parseConfig } from "./config/config";
+import * as host from "./host/host";
+import { ErrorReason } from "./telemetry/metrics";
+import { PollOutcome, PolicyPoller } from "./config/policy-source";
+import { SpanExporter } from "./telemetry/spans";
+import { Stats } from "./telemetry/stats";
 import { TokentraceStream } from "./stream";
 
 export class TokentraceRoot extends RootContext {

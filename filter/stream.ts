@@ -3,24 +3,24 @@
 // are handled as bytes, because this code runs on every request.
 import { Context, FilterDataStatusValues, FilterHeadersStatusValues, FilterTrailersStatusValues, RootContext } from "@solo-io/proxy-runtime/assembly";
 import { equalBytes, isAllZero, writeHex } from "./bytes";
-import { ActiveConfig, Config, SpanConfig } from "./config";
-import * as host from "./host";
-import { LlmExchange } from "./llm";
-import { matchedPrefixLength, protocolOf } from "./llm-paths";
+import { ActiveConfig, Config, SpanConfig } from "./config/config";
+import * as host from "./host/host";
+import { LlmExchange } from "./llm/llm";
+import { matchedPrefixLength, protocolOf } from "./protocols/llm-paths";
 import { kserveModelOf } from "./protocols/kserve";
 import { Protocol } from "./protocols";
-import { PII_NAMES } from "./redact";
-import { codeClassIndex, ErrorReason } from "./metrics";
-import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./sampler";
-import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./spans";
-import { RouteStats, Stats } from "./stats";
-import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./token-trace-id";
-import { TraceHeaders } from "./trace-headers";
+import { PII_NAMES } from "./content/redact";
+import { codeClassIndex, ErrorReason } from "./telemetry/metrics";
+import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./trace/sampler";
+import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
+import { RouteStats, Stats } from "./telemetry/stats";
+import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./trace/token-trace-id";
+import { TraceHeaders } from "./trace/trace-headers";
 import {
   FLAG_RANDOM, FLAG_SAMPLED, PARENT_ID_OFFSET, parseTraceParent, TRACE_ID_OFFSET, TRACEPARENT_INVALID,
   TRACEPARENT_LENGTH, TRACEPARENT_REWRITE, writeFlags, writeTraceParent,
-} from "./traceparent";
-import { AUTHORITY, CONTENT_LENGTH, PATH, TRACEPARENT, TRACESTATE } from "./names";
+} from "./trace/traceparent";
+import { AUTHORITY, CONTENT_LENGTH, PATH, TRACEPARENT, TRACESTATE } from "./host/names";
 
 const ROUTE_NAME_PROPERTY = host.utf8("xds\0route_name");
 const RESPONSE_CODE_PROPERTY = host.utf8("response\0code");

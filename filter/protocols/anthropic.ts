@@ -2,7 +2,7 @@
 // Shapes: anthropics/anthropic-sdk-typescript src/resources/messages/messages.ts at bfa9197
 // (MessageCreateParams, Message, Usage, RawMessageStreamEvent: message_start, content_block_delta,
 // message_delta with cumulative usage, message_stop).
-import { Field, JsonPath, Key, paramField, usageField } from "../json-path";
+import { Field, JsonPath, Key, paramField, usageField } from "./json-path";
 import { messageField } from "./openai";
 
 export function anthropicField(s: JsonPath): Field {

@@ -1,6 +1,6 @@
 // The LLM protocols the filter reads, each in its own file: which value of a request, a response or
 // a stream event is what (the JSON and SSE scanners are shared), and how its finish reasons read.
-import { Field, JsonPath } from "../json-path";
+import { Field, JsonPath } from "./json-path";
 import { anthropicField, anthropicFinishReason } from "./anthropic";
 import { kserveField } from "./kserve";
 import { openAiField } from "./openai";

@@ -5,7 +5,7 @@
 // (GenerateRequestClass::ExactMappingOutput: one-element outputs as scalars) at e1db8a6; token
 // counts are the vLLM backend's optional num_input_tokens / num_output_tokens outputs
 // (triton-inference-server/vllm_backend docs/additional_outputs.md: per response, so summed).
-import { Field, JsonPath, Key, paramField } from "../json-path";
+import { Field, JsonPath, Key, paramField } from "./json-path";
 
 export function kserveField(s: JsonPath): Field {
   const d = s.depth;

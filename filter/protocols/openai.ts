@@ -1,7 +1,7 @@
 // OpenAI-compatible chat completions, completions and embeddings (what vLLM, TGI's Messages API and
 // most gateways serve): which value of a request, a response or a stream chunk is what.
 // Shapes: openai/openai-openapi (CreateChatCompletionRequest/Response, ...StreamResponse).
-import { Field, JsonPath, Key, Param, paramField, usageField } from "../json-path";
+import { Field, JsonPath, Key, Param, paramField, usageField } from "./json-path";
 
 export function openAiField(s: JsonPath): Field {
   const d = s.depth;

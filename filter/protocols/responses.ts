@@ -1,7 +1,7 @@
 // The OpenAI Responses API (POST /v1/responses, also served by vLLM): which value is what.
 // Shapes: openai/openai-openapi CreateResponse, Response, ResponseUsage and the streaming events
 // (response.created ... response.output_text.delta ... response.completed), read at f85dbe2.
-import { Field, JsonPath, Key, paramField, usageField } from "../json-path";
+import { Field, JsonPath, Key, paramField, usageField } from "./json-path";
 import { messageField } from "./openai";
 
 export function responsesField(s: JsonPath): Field {

@@ -2,7 +2,7 @@
 // is what. Shapes: huggingface/text-generation-inference router/src/lib.rs at db931fc
 // (GenerateRequest, GenerateParameters, GenerateResponse, Details, StreamResponse, StreamDetails,
 // Token) and router/src/server.rs (x-prompt-tokens, x-generated-tokens response headers).
-import { Field, JsonPath, Key, paramField } from "../json-path";
+import { Field, JsonPath, Key, paramField } from "./json-path";
 
 export function tgiField(s: JsonPath): Field {
   const d = s.depth;

@@ -1,4 +1,4 @@
-// Redaction throughput of the filter's engine in wasm (build/redaction.wasm: filter/redact.ts,
+// Redaction throughput of the filter's engine in wasm (build/redaction.wasm: filter/content/redact.ts,
 // pii.ts and byte-writer.ts compiled with the release target's options), over 4 MiB of generated
 // prompt-like text in several scripts with a value to replace every ~150 bytes (e-mail, phone,
 // Luhn-valid card, IPv4, IPv6, PRC resident ID, credential), redacted one part at a time as the

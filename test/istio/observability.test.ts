@@ -45,10 +45,10 @@ before(async () => {
 });
 
 describe("the produced-series catalogue the checks rely on (filter.wasm under the emulated Envoy host, emulated dcgm-exporter and vLLM scrapes)", () => {
-  it("holds every series filter/metrics.ts defines, histograms with Envoy's _bucket/_sum/_count", () => {
-    const source = readFileSync(join(REPO, "filter/metrics.ts"), "utf8");
+  it("holds every series filter/telemetry/metrics.ts defines, histograms with Envoy's _bucket/_sum/_count", () => {
+    const source = readFileSync(join(REPO, "filter/telemetry/metrics.ts"), "utf8");
     const names = [...source.matchAll(/^export const \w+ = "(tokentrace_\w+)";$/gm)].map((m) => m[1]!);
-    assert.ok(names.length >= 19, `read ${names.length} names from filter/metrics.ts`);
+    assert.ok(names.length >= 19, `read ${names.length} names from filter/telemetry/metrics.ts`);
     for (const name of names) {
       const histogram = /_(ms|us)$/.test(name);
       for (const s of histogram ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name]) assert.ok(sidecar.has(s), `${s} is exported by the sidecar`);

@@ -1,9 +1,9 @@
-// The filter's redaction engine (filter/redact.ts, pii.ts, byte-writer.ts) alone, compiled with the
-// release target's options (asconfig.json: optimize 3, shrink 1, SIMD, minimal runtime), for the
+// The filter's redaction engine (filter/content/redact.ts, pii.ts, byte-writer.ts) alone, compiled
+// with the release target's options (asconfig.json: optimize 3, shrink 1, SIMD, minimal runtime), for the
 // redaction throughput benchmark: the shipped module runs it only inside proxy_on_log, behind a
 // whole request, so its speed is measured here on the same code and compiler.
-import { ByteWriter } from "../../../filter/byte-writer";
-import { Redactor } from "../../../filter/redact";
+import { ByteWriter } from "../../../filter/content/byte-writer";
+import { Redactor } from "../../../filter/content/redact";
 
 // asconfig.json routes aborts here (the filter gets it from the SDK): a bench run that aborts traps.
 // @ts-ignore: decorator

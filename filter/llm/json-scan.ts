@@ -4,10 +4,10 @@
 // when the request's span captures content (a sink is set), and then only into that sink, which
 // redacts it before it leaves (content.ts); otherwise only whether it was non-empty. Kept strings
 // are decoded (escapes, \uXXXX with surrogate pairs, into UTF-8) as they are read. Pure logic: no host calls.
-import { Channel, ContentCapture, roleOf } from "./content";
-import { hexValue } from "./json";
-import { Field, JsonPath, Key, keyOf, MAX_DEPTH, MAX_KEY, Param } from "./json-path";
-import { fieldOf, Protocol } from "./protocols";
+import { Channel, ContentCapture, roleOf } from "../content/content";
+import { hexValue } from "../config/json";
+import { Field, JsonPath, Key, keyOf, MAX_DEPTH, MAX_KEY, Param } from "../protocols/json-path";
+import { fieldOf, Protocol } from "../protocols";
 
 const enum State { Value, ArrayStart, Key, Colon, AfterValue, String, Number, Literal, Done, Error }
 

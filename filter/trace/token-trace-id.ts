@@ -1,6 +1,6 @@
 // The x-token-trace-id header: an id that follows one LLM request end to end, independent of
 // trace sampling. Pure logic: no host calls.
-import { writeHex } from "./bytes";
+import { writeHex } from "../bytes";
 
 export const MAX_TOKEN_TRACE_ID_LENGTH: i32 = 128;
 export const UUID_LENGTH: i32 = 36;

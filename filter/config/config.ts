@@ -1,11 +1,11 @@
 // The plugin configuration: parsed strictly from pluginConfig JSON and validated against the same
 // rules as filter/config.schema.json (the control plane validates with that schema; a test checks
 // the two agree). Pure logic: no host calls.
-import { equalBytes } from "./bytes";
+import { equalBytes } from "../bytes";
 import { JsonKind, JsonParser, JsonValue } from "./json";
-import { ProtocolPaths } from "./llm-paths";
-import { Protocol } from "./protocols";
-import { Redactor } from "./redact";
+import { ProtocolPaths } from "../protocols/llm-paths";
+import { Protocol } from "../protocols";
+import { Redactor } from "../content/redact";
 
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";

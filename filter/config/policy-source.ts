@@ -3,9 +3,9 @@
 // be swapped in atomically. Anything else (an error status, a timeout, an invalid policy) keeps
 // the last good configuration and is counted.
 import { PolicySourceConfig, parsePulledConfig, Config } from "./config";
-import * as host from "./host";
+import * as host from "../host/host";
 import { JsonKind, JsonParser } from "./json";
-import { ACCEPT, AUTHORITY, GET, JSON_TYPE, METHOD, PATH, STATUS } from "./names";
+import { ACCEPT, AUTHORITY, GET, JSON_TYPE, METHOD, PATH, STATUS } from "../host/names";
 
 const NS_PER_MS: u64 = 1_000_000;
 

@@ -1,14 +1,14 @@
 // Token-flow spans: one OTLP span (JSON encoding) per sampled LLM request, batched per VM and sent
 // with proxy_http_call. Export never blocks or fails traffic: a full buffer drops spans (counted),
 // a failed export drops its batch (counted), and at most one export is in flight.
-import { SpanConfig } from "./config";
-import { ContentCapture } from "./content";
-import { Param } from "./json-path";
-import * as host from "./host";
-import { Protocol } from "./protocols";
-import { Redactor } from "./redact";
+import { SpanConfig } from "../config/config";
+import { ContentCapture } from "../content/content";
+import { Param } from "../protocols/json-path";
+import * as host from "../host/host";
+import { Protocol } from "../protocols";
+import { Redactor } from "../content/redact";
 import { Stats } from "./stats";
-import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "./names";
+import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "../host/names";
 
 /** What a span says about one LLM request; prompt and completion text only when it captures content (redacted). */
 export class SpanRecord {

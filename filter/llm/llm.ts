@@ -2,16 +2,16 @@
 // request's model and stream flag, the response's usage, finish reason and content chunks, and the
 // times of the first and last byte. Bodies are observed chunk by chunk and never held back; their
 // text is kept only when the request's span captures content (content.ts), for that span alone.
-import { equalAsciiLowerCase } from "./bytes";
-import { ContentConfig, LlmConfig } from "./config";
-import { ContentCapture } from "./content";
-import * as host from "./host";
+import { equalAsciiLowerCase } from "../bytes";
+import { ContentConfig, LlmConfig } from "../config/config";
+import { ContentCapture } from "../content/content";
+import * as host from "../host/host";
 import { JsonScanner } from "./json-scan";
-import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "./metrics";
-import { finishReasonOf, Protocol } from "./protocols";
+import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "../telemetry/metrics";
+import { finishReasonOf, Protocol } from "../protocols";
 import { SseScanner } from "./sse";
-import { RouteStats, Stats } from "./stats";
-import { CONTENT_ENCODING, CONTENT_TYPE, EVENT_STREAM, IDENTITY, X_GENERATED_TOKENS, X_PROMPT_TOKENS } from "./names";
+import { RouteStats, Stats } from "../telemetry/stats";
+import { CONTENT_ENCODING, CONTENT_TYPE, EVENT_STREAM, IDENTITY, X_GENERATED_TOKENS, X_PROMPT_TOKENS } from "../host/names";
 
 const NS_PER_MS: i64 = 1_000_000;
 const NS_PER_US: i64 = 1_000;

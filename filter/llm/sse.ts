@@ -3,9 +3,9 @@
 // as JSON (the protocol's stream events) and folded into totals; `data: [DONE]` ends the
 // stream. Nothing is buffered beyond the scanner state (and, when the span captures content,
 // the bounded text its sink keeps). Pure logic: no host calls.
-import { ContentCapture } from "./content";
+import { ContentCapture } from "../content/content";
 import { EventKind, JsonScanner } from "./json-scan";
-import { Protocol } from "./protocols";
+import { Protocol } from "../protocols";
 
 const enum Line { Start, Field, DataSpace, Data, Skip }
 

@@ -1,7 +1,7 @@
 // Sampling: which rate applies to a request, and the consistent-probability decision.
 // Pure logic: no host calls.
-import { equalAsciiLowerCase, equalBytes, startsWith } from "./bytes";
-import { Config, ForceRule } from "./config";
+import { equalAsciiLowerCase, equalBytes, startsWith } from "../bytes";
+import { Config, ForceRule } from "../config/config";
 
 /** 2^56: the randomness of a level-2 trace-id is its low 56 bits (REFERENCE section 4). */
 const TWO_POW_56: f64 = 72057594037927936.0;

@@ -2,9 +2,9 @@
 // pairs format (Envoy's Context::getHeaderMapPairs: u32 count; count x (u32 key size, u32 value
 // size); then each key and each value, each followed by NUL). Envoy's getHeaderMapValue answers
 // with the first value only, so a second traceparent or token id is seen here alone. Pure logic.
-import { equalBytes } from "./bytes";
+import { equalBytes } from "../bytes";
 import { TraceStateLines } from "./tracestate";
-import { TRACEPARENT, TRACESTATE } from "./names";
+import { TRACEPARENT, TRACESTATE } from "../host/names";
 
 export class TraceHeaders {
   /** How many traceparent values came, and the first one's bytes. */

@@ -1,8 +1,8 @@
 // Stats defined once per VM: each route's (and each route and model's) stats are looked up once and
 // reused, counters are slots flushed on a tick, and distinct route and model labels are capped
 // (Envoy never frees a stat: REFERENCE section 2).
-import { equalBytes } from "./bytes";
-import * as host from "./host";
+import { equalBytes } from "../bytes";
+import * as host from "../host/host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,

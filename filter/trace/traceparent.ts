@@ -1,6 +1,6 @@
 // W3C Trace Context Level 2 `traceparent` (w3c/trace-context spec/20-http_request_header_format.md),
 // parsed and written on the raw header bytes. Pure logic: no host calls.
-import { isLowerHexByte, writeHex } from "./bytes";
+import { isLowerHexByte, writeHex } from "../bytes";
 
 export const FLAG_SAMPLED: u8 = 0x01;
 /** Level 2: the right-most 7 bytes of the trace-id are random. */

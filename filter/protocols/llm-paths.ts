@@ -1,8 +1,8 @@
 // Which LLM protocol a request speaks, from its :path: each protocol's path matchers (suffixes,
 // and optionally prefixes), compiled so that a path that is no LLM call costs one 8-byte compare
 // per suffix. Pure logic: no host calls.
-import { equalBytes, startsWith } from "./bytes";
-import { Protocol } from "./protocols";
+import { equalBytes, startsWith } from "../bytes";
+import { Protocol } from "./index";
 
 /** One protocol's paths: the path (without query) ends with a suffix and, when any are given, begins with a prefix. */
 export class ProtocolPaths {
