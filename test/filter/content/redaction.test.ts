@@ -5,10 +5,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { ManualClock, type FilterVm } from "../host/index.js";
-import { anyValue } from "../support/otlp-any-value.js";
-import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock, type FilterVm } from "../../host/index.js";
+import { anyValue } from "../../support/otlp-any-value.js";
+import { startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
 const GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";

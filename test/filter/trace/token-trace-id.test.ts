@@ -1,7 +1,7 @@
 // x-token-trace-id through the real filter.wasm (emulated Envoy host).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { baseRequest, exchange, loadFilter, scriptedRandom } from "./support.js";
+import { baseRequest, exchange, loadFilter, scriptedRandom } from "../support.js";
 
 const VALID_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const uuidBytes = Uint8Array.from({ length: 16 }, (_, i) => i * 17);

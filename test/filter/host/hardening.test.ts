@@ -3,8 +3,8 @@
 // The VM must keep running and count the failure (emulated Envoy host with injected faults).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { WasmResult, type FilterVm, type HostFault } from "../host/index.js";
-import { baseRequest, countingRandom, exchange, loadFilter } from "./support.js";
+import { WasmResult, type FilterVm, type HostFault } from "../../host/index.js";
+import { baseRequest, countingRandom, exchange, loadFilter } from "../support.js";
 
 const hostFailures = (vm: FilterVm): number => vm.stats.value("tokentrace_filter_errors_total", { error: "host_call_failed" }) ?? 0;
 // A refused route name counts the request under route "default".

@@ -3,8 +3,8 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ManualClock, WasmResult, type FilterVm, type HostFault } from "../host/index.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock, WasmResult, type FilterVm, type HostFault } from "../../host/index.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 

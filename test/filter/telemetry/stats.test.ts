@@ -2,8 +2,8 @@
 // Istio's tag convention, label sanitising, the route cap, and the Prometheus rendering.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ManualClock } from "../host/index.js";
-import { baseRequest, countingRandom, exchange, loadFilter } from "./support.js";
+import { ManualClock } from "../../host/index.js";
+import { baseRequest, countingRandom, exchange, loadFilter } from "../support.js";
 
 describe("per-route stats (emulated Envoy host)", () => {
   it("counts requests by route and response code class and records durations in ms", async () => {

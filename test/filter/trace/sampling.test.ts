@@ -2,7 +2,7 @@
 // host, force rules, and the consistent-probability decision of REFERENCE section 4.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { baseRequest, exchange, loadFilter, scriptedRandom } from "./support.js";
+import { baseRequest, exchange, loadFilter, scriptedRandom } from "../support.js";
 
 /** Spec formula, computed independently of the filter: keep when R >= (1 - p) * 2^56. */
 function expectSampled(traceIdHex: string, rate: number): boolean {

@@ -4,8 +4,8 @@
 // except where a combined tracestate must be written: a count, not a timing.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ManualClock } from "../host/index.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock } from "../../host/index.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const TRACEPARENT: [string, string] = ["traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"];
 const REQUEST: Array<[string, string]> = [[":authority", "llm.svc"], [":path", "/v1/chat/completions"], [":method", "POST"], [":scheme", "http"], ["content-type", "application/json"]];

@@ -4,9 +4,9 @@
 // it came. Real filter.wasm (emulated Envoy host), real OTLP/HTTP receiver on 127.0.0.1.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ManualClock, type FilterStream, type FilterVm } from "../host/index.js";
-import { attr, startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock, type FilterStream, type FilterVm } from "../../host/index.js";
+import { attr, startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -3,7 +3,7 @@
 // reclaim every per-request allocation.
 import { it } from "node:test";
 import assert from "node:assert/strict";
-import { countingRandom, exchange, loadFilter } from "./support.js";
+import { countingRandom, exchange, loadFilter } from "../support.js";
 
 it("100k requests through one VM: linear memory stops growing after warm-up (emulated Envoy host)", async () => {
   const vm = await loadFilter({ random: countingRandom(), config: { sampling: { defaultRate: 0.5 } } });

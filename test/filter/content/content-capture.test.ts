@@ -9,13 +9,13 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { ManualClock, type FilterVm } from "../host/index.js";
-import { startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../support/otlp-receiver.js";
-import { anyValue } from "../support/otlp-any-value.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock, type FilterVm } from "../../host/index.js";
+import { startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../../support/otlp-receiver.js";
+import { anyValue } from "../../support/otlp-any-value.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
-const fixture = (path: string): string => readFileSync(new URL(`../fixtures/llm/${path}`, import.meta.url), "utf8");
+const fixture = (path: string): string => readFileSync(new URL(`../../fixtures/llm/${path}`, import.meta.url), "utf8");
 
 // The conventions' message shapes, as far as text parts go (gen-ai-input-messages.json,
 // gen-ai-output-messages.json: role and parts required, output messages also finish_reason; a
@@ -186,7 +186,7 @@ describe("content capture on sampled spans (emulated Envoy host, real OTLP recei
   });
 
   it("maxBytes defaults to 4096 (the schema's default): a 4096-byte message is shown whole, one byte more is cut", async () => {
-    const schema = JSON.parse(readFileSync(new URL("../../filter/config.schema.json", import.meta.url), "utf8")) as { properties: { spans: { properties: { content: { properties: { maxBytes: { default: number } } } } } } };
+    const schema = JSON.parse(readFileSync(new URL("../../../filter/config.schema.json", import.meta.url), "utf8")) as { properties: { spans: { properties: { content: { properties: { maxBytes: { default: number } } } } } } };
     assert.equal(schema.properties.spans.properties.content.properties.maxBytes.default, 4096);
     for (const [size, truncated] of [[4096, undefined], [4097, true]] as const) {
       const { vm, clock } = await setup({ enabled: true });

@@ -5,13 +5,13 @@
 // (whose first byte is the whole generation) stay out of TTFT, and decode is a per-request figure.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { encodeWriteRequestV1 } from "../../control-plane/src/remote-write/protobuf.js";
-import { normalizeLabels, type WriteSeries } from "../../control-plane/src/remote-write/series.js";
-import { snappyCompress } from "../../control-plane/src/remote-write/snappy.js";
-import { parseText } from "../../control-plane/src/scrape/text-parser.js";
-import { ManualClock, type FilterVm } from "../host/index.js";
-import { PrometheusInstance } from "../support/prometheus.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { encodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
+import { normalizeLabels, type WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { snappyCompress } from "../../../control-plane/src/remote-write/snappy.js";
+import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
+import { ManualClock, type FilterVm } from "../../host/index.js";
+import { PrometheusInstance } from "../../support/prometheus.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const LATENCY_SERIES = ["tokentrace_llm_ttft_ms", "tokentrace_llm_decode_ms", "tokentrace_llm_tpot_us", "tokentrace_llm_duration_ms", "tokentrace_request_duration_ms"];
 const sse = (events: unknown[]): string => events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("");

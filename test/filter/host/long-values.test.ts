@@ -1,9 +1,9 @@
 // The filter reads most header and property values in place, into fixed slots of its own memory
-// (filter/host-memory.ts); a value longer than its slot must still arrive whole, in a buffer of its
+// (filter/host/host-memory.ts); a value longer than its slot must still arrive whole, in a buffer of its
 // own that is freed afterwards. Real filter.wasm, emulated Envoy host.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { baseRequest, countingRandom, exchange, loadFilter, scriptedRandom } from "./support.js";
+import { baseRequest, countingRandom, exchange, loadFilter, scriptedRandom } from "../support.js";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT = "00f067aa0ba902b7";

@@ -4,9 +4,9 @@
 // test suite (test/test.py at the same commit), written here in our own words.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { FilterStream } from "../host/index.js";
-import { attr, startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
-import { baseRequest, exchange, loadFilter, scriptedRandom } from "./support.js";
+import type { FilterStream } from "../../host/index.js";
+import { attr, startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
+import { baseRequest, exchange, loadFilter, scriptedRandom } from "../support.js";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT = "00f067aa0ba902b7";

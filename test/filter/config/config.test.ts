@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { baseRequest, exchange, loadFilter, scriptedRandom } from "./support.js";
+import { baseRequest, exchange, loadFilter, scriptedRandom } from "../support.js";
 
-const schema = JSON.parse(readFileSync(new URL("../../filter/config.schema.json", import.meta.url), "utf8")) as object;
+const schema = JSON.parse(readFileSync(new URL("../../../filter/config.schema.json", import.meta.url), "utf8")) as object;
 const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
 
 const allOnes = new Uint8Array(24).fill(0xff); // maximum randomness: sampled at any rate > 0

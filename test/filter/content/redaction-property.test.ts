@@ -7,11 +7,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ManualClock } from "../host/index.js";
-import { anyValue } from "../support/otlp-any-value.js";
-import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "./support.js";
-import { luhnComplete } from "../support/luhn.js";
+import { ManualClock } from "../../host/index.js";
+import { anyValue } from "../../support/otlp-any-value.js";
+import { startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
+import { countingRandom, loadFilter } from "../support.js";
+import { luhnComplete } from "../../support/luhn.js";
 
 interface Value {
   /** As written in the text. */

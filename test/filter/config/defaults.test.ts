@@ -3,11 +3,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { ManualClock } from "../host/index.js";
-import { countingRandom, exchange, loadFilter, baseRequest } from "./support.js";
+import { ManualClock } from "../../host/index.js";
+import { countingRandom, exchange, loadFilter, baseRequest } from "../support.js";
 
 interface SchemaNode { default?: unknown; properties?: Record<string, SchemaNode> }
-const schema = JSON.parse(readFileSync(new URL("../../filter/config.schema.json", import.meta.url), "utf8")) as SchemaNode;
+const schema = JSON.parse(readFileSync(new URL("../../../filter/config.schema.json", import.meta.url), "utf8")) as SchemaNode;
 const schemaDefault = (...path: string[]): unknown => path.reduce<SchemaNode | undefined>((n, k) => n?.properties?.[k], schema)?.default;
 
 describe("configuration defaults (emulated Envoy host)", () => {

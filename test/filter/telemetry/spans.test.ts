@@ -3,10 +3,10 @@
 // and a receiver that is down or slow never blocking or failing traffic.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ManualClock, type FilterStream, type FilterVm } from "../host/index.js";
-import { otlpJsonProblems } from "../support/otlp-json.js";
-import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock, type FilterStream, type FilterVm } from "../../host/index.js";
+import { otlpJsonProblems } from "../../support/otlp-json.js";
+import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../../support/otlp-receiver.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";

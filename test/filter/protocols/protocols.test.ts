@@ -8,11 +8,11 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
-import { ManualClock, type FilterVm } from "../host/index.js";
-import { countingRandom, loadFilter } from "./support.js";
+import { ManualClock, type FilterVm } from "../../host/index.js";
+import { countingRandom, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
-const fixture = (path: string): string => readFileSync(new URL(`../fixtures/llm/${path}`, import.meta.url), "utf8");
+const fixture = (path: string): string => readFileSync(new URL(`../../fixtures/llm/${path}`, import.meta.url), "utf8");
 
 /** One protocol call: the path, request body, response headers and body, and the figures it must give. */
 interface ProtocolCase {
