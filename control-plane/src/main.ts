@@ -15,12 +15,13 @@ import { noRates, type RateSource } from "./adaptive/rates.js";
 import { createApp, type ReadinessCheck } from "./app.js";
 import { loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
-import { loadConfig, pipelineConfigOf, type Config } from "./config.js";
+import { loadConfig, type Config } from "./config.js";
 import { DashboardSeries } from "./dashboard/series.js";
 import { Backoff, realDelay, type Delay } from "./k8s/backoff.js";
 import { startKubernetesSync, type KubernetesSync } from "./k8s/sync.js";
 import { ClientNodeLeaseApi } from "./k8s/lease-client.js";
 import { LeaderElector } from "./k8s/leader-election.js";
+import { pipelineConfigOf } from "./pipeline/config.js";
 import { startPipeline, type RunningPipeline } from "./pipeline/index.js";
 import { namespaceCheck } from "./policy/admission.js";
 import { jsonLineAudit } from "./policy/audit.js";
@@ -131,7 +132,7 @@ export async function startControlPlane(
   let sync: KubernetesSync | undefined;
 
   const namespaceOf = (name: string): string | undefined => store.get(name)?.policy.target.namespace;
-  const pipelineConfig = config.pipeline.enabled ? pipelineConfigOf(config) : undefined;
+  const pipelineConfig = config.pipeline.enabled ? pipelineConfigOf(config.pipeline) : undefined;
   if (pipelineConfig !== undefined && !pipelineConfig.ok) throw new Error(pipelineConfig.errors.join("; "));
   // Without a Prometheus to ask, adaptive sampling learns rates from the pipeline's own scrapes:
   // a rate counts for three scrape intervals, and at least two adaptive steps.
