@@ -2,6 +2,24 @@
 // error to its callback as if the server were listening (server.address() is then null), so the
 // servers here are created and bound directly.
 import { createServer, type RequestListener, type Server } from "node:http";
+import type { ConfigSection } from "./config-section.js";
+
+/** The `listen` section: where the API, the dashboard and /metrics are served. */
+export interface ListenConfig {
+  host: string;
+  port: number;
+}
+
+/** Defaults, schema and checks of `listen`. */
+export const listenSection: ConfigSection<ListenConfig> = {
+  defaults: { host: "127.0.0.1", port: 8080 },
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["host", "port"],
+    properties: { host: { type: "string", minLength: 1 }, port: { type: "integer", minimum: 0, maximum: 65535 } },
+  },
+};
 
 /** A port could not be bound; the message names the port and the setting that changes it. */
 export class PortInUseError extends Error {

@@ -11,7 +11,7 @@ import { labelValue } from "../../control-plane/src/scrape/sample.js";
 import { ENGINE_METRICS } from "../../control-plane/src/engine/catalogue.js";
 import * as C from "../../control-plane/src/join/catalogue.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
-import { runScrapes, type Scrape } from "../pipeline/promtool-case.js";
+import { runScrapes, type Scrape } from "../support/promtool-case.js";
 import { Engine, type EngineCounters, type EngineParams } from "./engine.js";
 import { FakeClock } from "./fake-clock.js";
 import { floatToGoString, VllmMetrics } from "./vllm-metrics.js";

@@ -15,8 +15,8 @@ import { stringify } from "yaml";
 import { join } from "node:path";
 import * as C from "../../control-plane/src/join/catalogue.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
-import { inputSeries, promLabels, runScrapes, type JoinedPoint, type Scrape } from "../pipeline/promtool-case.js";
-import { advance, fixture, relabel, sidecarText } from "../pipeline/engine-scrapes.js";
+import { inputSeries, promLabels, runScrapes, type JoinedPoint, type Scrape } from "../support/promtool-case.js";
+import { advance, fixture, relabel, sidecarText } from "../support/engine-scrapes.js";
 import { ISTIO_DIR } from "./support.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string }

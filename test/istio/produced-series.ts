@@ -14,7 +14,7 @@ import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { ManualClock, type FilterVm } from "../host/index.js";
 import { countingRandom, loadFilter } from "../filter/support.js";
-import { advance } from "../pipeline/engine-scrapes.js";
+import { advance } from "../support/engine-scrapes.js";
 
 /** Series name -> label names it can carry. */
 export type SeriesCatalogue = Map<string, Set<string>>;

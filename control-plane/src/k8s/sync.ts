@@ -4,10 +4,10 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ReadinessCheck } from "../app.js";
 import type { ControlPlaneMetrics } from "../api/metrics.js";
-import type { Config } from "../config.js";
 import { configVersion, effectiveConfig, type OverrideSource } from "../policy/effective.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import { Backoff, type Delay } from "./backoff.js";
+import type { KubernetesConfig } from "./config.js";
 import { ClientNodeWasmPluginApi, type WasmPluginApi } from "./client.js";
 import { WasmPluginInformer } from "./informer.js";
 import { WasmPluginReconciler } from "./reconciler.js";
@@ -16,7 +16,7 @@ import { desiredWasmPlugin, keyOf, ownedSelector, policyAnnotation, type WasmPlu
 
 /** What Kubernetes mode needs. */
 export interface KubernetesSyncDeps {
-  config: Config["kubernetes"];
+  config: Pick<KubernetesConfig, "namespace" | "wasmPlugin" | "backoff">;
   store: PolicyRepository;
   overrides: OverrideSource;
   metrics: ControlPlaneMetrics;

@@ -1,7 +1,6 @@
 // The WasmPlugin the control plane wants for a policy: one per policy, named
 // tokentrace-<policy>, in the policy's namespace, marked as ours by labels, carrying the
 // effective pluginConfig, and the url/sha256/phase/failStrategy/pluginName from the config.
-import type { Config } from "../config.js";
 import type { PluginConfig, PolicyRecord } from "../policy/model.js";
 import { hasSelector } from "../policy/model.js";
 
@@ -25,6 +24,15 @@ export const policyAnnotation = "tokentrace.dev/policy";
 
 /** The selector that lists our WasmPlugins. */
 export const ownedSelector = `${managedByLabel}=${managedByValue}`;
+
+/** What every WasmPlugin the control plane writes carries (the `kubernetes.wasmPlugin` config section). */
+export interface WasmPluginSettings {
+  url: string;
+  sha256: string;
+  pluginName: string;
+  phase: "STATS" | "AUTHN" | "AUTHZ" | "UNSPECIFIED_PHASE";
+  failStrategy: "FAIL_OPEN" | "FAIL_CLOSE" | "FAIL_RELOAD";
+}
 
 /** A WasmPlugin object as the API returns it (only the fields we read or write are typed). */
 export interface WasmPlugin {
@@ -53,7 +61,7 @@ export function wasmPluginName(policyName: string): string {
 }
 
 /** Builds the desired WasmPlugin. */
-export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, configVersion: string, plugin: Config["kubernetes"]["wasmPlugin"]): WasmPlugin {
+export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, configVersion: string, plugin: WasmPluginSettings): WasmPlugin {
   const target = record.policy.target;
   const spec: Record<string, unknown> = hasSelector(target)
     ? { selector: { matchLabels: { ...target.selector.matchLabels } } }

@@ -1,4 +1,5 @@
 // The metrics pipeline's typed config: defaults, merge, and a validator that names the field.
+import type { ConfigSection } from "../config-section.js";
 import type { StaticTargetConfig } from "../scrape/targets.js";
 import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
 import { DEFAULT_FORWARD, type ForwardRules } from "../join/joiner.js";
@@ -238,3 +239,42 @@ export function unshardedDiscovery(c: PipelineConfig): ConfigError | undefined {
     reason: "must be true when scrape.kubernetes.enabled is true: every control-plane replica (and the surge pod of a rolling update) discovers every pod, and without sharding each one scrapes all of them and remote-writes every sample once per replica (double counted by any sum()); sharding splits the targets over the live replicas, and a lone replica scrapes them all",
   };
 }
+
+/**
+ * The `pipeline` section of the control plane's config: off unless `enabled`; every other key is
+ * the pipeline's own config above, defaults filled in by `withDefaults`.
+ */
+export type PipelineSection = { enabled: boolean } & PipelineConfigInput;
+
+/** The pipeline's full config from its section, or its errors with keys prefixed `<key>.`. */
+export function pipelineConfigOf(section: PipelineSection, key = "pipeline"): { ok: true; config: PipelineConfig } | { ok: false; errors: string[] } {
+  const { enabled: _enabled, ...input } = section;
+  let full: PipelineConfig;
+  let problems: ConfigError[];
+  try {
+    full = withDefaults(input);
+    problems = validatePipelineConfig(full);
+  } catch (error) {
+    // The validator expects the documented shape; anything else is reported whole.
+    return { ok: false, errors: [`${key}: not a valid pipeline config (${(error as Error).message})`] };
+  }
+  if (problems.length > 0) return { ok: false, errors: problems.map((p) => `${key}.${p.field}: ${p.reason}`) };
+  return { ok: true, config: full };
+}
+
+/** Defaults, schema and checks of `pipeline`; the nested keys are checked by `validatePipelineConfig`. */
+export const pipelineSection: ConfigSection<PipelineSection> = {
+  defaults: { enabled: false },
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["enabled"],
+    properties: { enabled: { type: "boolean" }, scrape: { type: "object" }, join: { type: "object" }, remoteWrite: { type: "object" }, sharding: { type: "object" } },
+  },
+  problems: (section, key) => {
+    const result = pipelineConfigOf(section, key);
+    if (!result.ok) return result.errors;
+    const refused = section.enabled ? unshardedDiscovery(result.config) : undefined;
+    return refused === undefined ? [] : [`${key}.${refused.field}: ${refused.reason}`];
+  },
+};

@@ -1,0 +1,24 @@
+// The dashboard: its series come from the pipeline's joined batches, so it is served only while
+// the pipeline runs; the start-up log says where it is and why its charts may be empty.
+import type { AppDeps } from "../app.js";
+import { DashboardSeries } from "../dashboard/series.js";
+
+/** The series the dashboard charts, fed by the pipeline's batches. */
+export function dashboardSeries(): DashboardSeries {
+  return new DashboardSeries();
+}
+
+/** The app's `dashboard` option: the series while the pipeline runs, nothing otherwise. */
+export function dashboardOption(series: DashboardSeries, pipelineRunning: boolean): Pick<AppDeps, "dashboard"> {
+  return pipelineRunning ? { dashboard: series } : {};
+}
+
+/** The start-up log line: where the dashboard is, whether the pipeline feeds it, and the span receiver's state. */
+export function dashboardLine(url: string, pipelineRunning: boolean, traces: string): object {
+  return {
+    msg: "dashboard",
+    url: `${url}/dashboard`,
+    pipeline: pipelineRunning ? "on" : "off: charts stay empty; set TOKENTRACE_PIPELINE_ENABLED=true with scrape targets (pipeline.scrape in the config), or run make demo",
+    traces,
+  };
+}

@@ -1,0 +1,252 @@
+// The dashboard in a real browser: headless Debian Chromium (driven by playwright-core) against the
+// demo stack started in this process on ephemeral ports (real filter.wasm on the emulated Envoy
+// host, the simulated engine and dcgm-exporter, the real pipeline, span receiver and control
+// plane). Deterministic by construction: it waits for the filter to run the pulled policy, then
+// sends its own force-sampled requests, and waits on conditions of the data, never on time alone.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Page } from "playwright-core";
+import { FILTER_WASM, requireArtifact } from "../../filter/support.js";
+import { DEMO_POLICY, startDemoStack, type DemoStack } from "../../demo/stack.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+
+// The few DOM shapes the page callbacks use (the project's tsconfig has no DOM lib; these callbacks run in Chromium).
+interface El {
+  value: string;
+  className: string;
+  textContent: string | null;
+  dataset: Record<string, string | undefined>;
+  querySelectorAll(sel: string): ArrayLike<El>;
+}
+interface Chart {
+  plot: { data: (number | null)[][]; series: { label?: string }[] };
+}
+interface Win {
+  document: { getElementById(id: string): El | null; querySelectorAll(sel: string): ArrayLike<El> };
+  tokentraceDashboard: { charts: Record<string, Chart> };
+}
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const resultsDir = fileURLToPath(new URL("../../../test-results/", import.meta.url));
+const PANELS = ["chart-requests", "chart-errors", "chart-tokens", "chart-ttft", "chart-decode", "chart-duration", "chart-gpu-util", "chart-gpu-power", "chart-sampling"];
+// A fast engine: the test host is shared, so the demo's own timings are not what is under test here.
+const FAST = { hostOverheadMs: 1, stepBaseMs: 2, decodeMsPerSeq: 0.1, prefillMsPerToken: 0.001 };
+
+/** Polls `check` on real servers until it holds (bounded). */
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Sends `n` streaming chat requests through the proxy, force-sampled, with the given token trace id. */
+async function sendChat(stack: DemoStack, n: number, tokenTraceId?: string): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const res = await fetch(`${stack.proxy.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-debug-trace": "1", ...(tokenTraceId ? { "x-token-trace-id": tokenTraceId } : {}) },
+      body: JSON.stringify({ model: "tokentrace-sim-1", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hello" }] }),
+    });
+    await res.text();
+    assert.equal(res.status, 200);
+  }
+}
+
+async function start(reads: "public" | "token"): Promise<DemoStack> {
+  const stack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), engine: FAST, errorRate: 0, scrapeIntervalMs: 500, prometheus: "off", loadRps: 10, reads, dcgmCollectIntervalMs: 250 });
+  assert.equal(stack.filterConfigured, true, "the filter accepted its pull-mode configuration");
+  // Pull-mode filters send no token, so with reads = token they keep their start-up configuration.
+  if (reads === "public") await until("the filter to run the pulled policy", () => (stack.proxy.vm.stats.value("tokentrace_policy_updates_total", {}) ?? 0) >= 1);
+  return stack;
+}
+
+async function openPage(userDataDir: string): Promise<{ page: Page; close: () => Promise<void>; errors: string[] }> {
+  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1500, height: 1000 } });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  return { page, close: () => context.close(), errors };
+}
+
+const text = async (page: Page, sel: string): Promise<string> => (await page.textContent(sel)) ?? "";
+
+test("dashboard in headless Chromium against the demo stack (emulated Envoy, simulated engine and GPU): golden signals hold data with monotone percentiles, one crosshair, traces fill and the lookup finds our request, the editor survives a 412", { timeout: 150_000 }, async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  const stack = await start("public");
+  const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
+  const { page, close, errors } = await openPage(userDataDir);
+  try {
+    // Our own sampled traffic after the policy is in force, so every panel has something to show.
+    await sendChat(stack, 5);
+    await until("three points with chat requests", async () => {
+      const body = (await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/series?route=chat&range=300`)).json()) as { columns: Record<string, (number | null)[]> };
+      return body.columns.sampledPerSecond!.some((v) => v !== null && v > 0) && body.columns.ttftP50!.filter((v) => v !== null).length >= 3;
+    });
+    const decodeExported = /^tokentrace_llm_decode_ms_bucket/m.test(await (await fetch(`${stack.proxy.adminUrl}/stats/prometheus`)).text());
+
+    assert.equal((await page.goto(stack.dashboardUrl))?.status(), 200);
+    assert.equal(await page.title(), "tokentrace dashboard");
+    const expected = PANELS.filter((p) => p !== "chart-decode" || decodeExported);
+    const emptyPanels = (): Promise<string[]> => page.evaluate((ids) => ids.filter((el) => Number((globalThis as unknown as Win).document.getElementById(el)?.dataset.points ?? "0") === 0), expected);
+    await until("every panel to hold data", async () => (await emptyPanels()).length === 0, 15_000).catch(async (e: unknown) => {
+      throw new Error(`${(e as Error).message}: still empty ${JSON.stringify(await emptyPanels())}`);
+    });
+    if (!decodeExported) assert.match(await text(page, '[data-caption-for="chart-decode"]'), /no tokentrace_llm_decode_ms/, "the decode panel says why it is empty");
+    // One engine SLO panel per model the simulated vLLM server reports, its three signals drawn beside their thresholds.
+    const engineSignals = (): Promise<{ model: string | undefined; labels: (string | undefined)[]; nonNull: number[] }[]> =>
+      page.evaluate(() => {
+        const w = globalThis as unknown as Win;
+        return Object.entries(w.tokentraceDashboard.charts)
+          .filter(([id]) => id.startsWith("chart-engine-"))
+          .map(([id, c]) => ({ model: w.document.getElementById(id)?.dataset.model, labels: c.plot.series.slice(1).map((s) => s.label), nonNull: c.plot.data.slice(1, 4).map((col) => col.filter((v) => v !== null && v !== undefined).length) }));
+      });
+    await until("the engine panel to hold the three signals", async () => (await engineSignals()).some((e) => e.nonNull.every((n) => n > 0)), 15_000);
+    const engine = await engineSignals();
+    assert.deepEqual(engine.map((e) => e.model), ["tokentrace-sim-1"], "one panel for the one model");
+    assert.deepEqual(engine[0]!.labels, ["GPU utilisation", "prefix-cache hit ratio", "speculative acceptance", "GPU utilisation alert threshold", "prefix-cache hit ratio alert threshold", "speculative acceptance alert threshold"]);
+    assert.match(await text(page, "#engine-panels figcaption"), /^tokentrace-sim-1 \(demo\): engine SLO signals$/);
+    assert.equal(await page.inputValue("#route"), "demo\u0000chat");
+    assert.deepEqual(await page.locator("#route option").allTextContents(), ["chat (demo)", "completions (demo)", "embeddings (demo)"]);
+
+    // Percentiles are monotone at every point of every latency panel, as drawn.
+    const latency = await page.evaluate(() => {
+      const charts = (globalThis as unknown as Win).tokentraceDashboard.charts;
+      return ["chart-ttft", "chart-decode", "chart-duration"].map((id) => ({ id, labels: charts[id]!.plot.series.slice(1).map((s) => s.label), data: charts[id]!.plot.data.slice(1) }));
+    });
+    for (const { id, labels, data } of latency) {
+      assert.deepEqual(labels, ["P50", "P95", "P99"], id);
+      data[0]!.forEach((p50, k) => {
+        if (p50 === null) return;
+        assert.ok(p50 <= data[1]![k]! && data[1]![k]! <= data[2]![k]!, `${id} at ${k}: ${p50} ${data[1]![k]} ${data[2]![k]}`);
+      });
+    }
+    // Legends show last, mean and max without hovering.
+    const legend = await page.locator("#chart-ttft table.legend tbody tr").first().locator("td").allTextContents();
+    assert.equal(legend[0], "P50");
+    for (const cell of legend.slice(2)) assert.match(cell, /^\d+(\.\d+)? ms$/, `legend ${JSON.stringify(legend)}`);
+    // One crosshair: hovering one panel moves every panel's cursor to the same time.
+    const box = (await page.locator("#chart-ttft .u-over").boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+    const cursorTimes = await page.locator("table.legend thead th:nth-child(2)").allTextContents();
+    assert.equal(cursorTimes.length, PANELS.length + engine.length, "the route's panels and the engine panel");
+    assert.match(cursorTimes[0]!, /^\d\d:\d\d:\d\d$/);
+    assert.deepEqual(new Set(cursorTimes).size, 1, `cursor times ${JSON.stringify(cursorTimes)}`);
+    // The time range picker: 5 minutes (at this scrape interval, one point a second) instead of 15.
+    const { stepSeconds } = (await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/series?route=chat&range=300`)).json()) as { stepSeconds: number };
+    await page.selectOption("#range", "300");
+    await page.waitForFunction((n) => (globalThis as unknown as Win).tokentraceDashboard.charts["chart-ttft"]!.plot.data[0]!.length === n, 300 / stepSeconds);
+    assert.match(await text(page, '[data-caption-for="chart-sampling"]'), /^Sampled traces\/s \(mean over 60 s\); policy demo-sampling: 25 % \(route rule\), no adaptive target$/);
+
+    // Traces: the list fills with sampled calls of the route, and the lookup finds the request we send now.
+    await page.waitForFunction(() => Number((globalThis as unknown as Win).document.getElementById("trace-table")?.dataset.rows ?? "0") > 0, undefined, { timeout: 15_000 });
+    const tokenTraceId = `browser-${randomBytes(6).toString("hex")}`;
+    await sendChat(stack, 1, tokenTraceId);
+    await until("our span at the receiver", () => stack.traces.lookup(tokenTraceId).length === 1);
+    await page.fill("#trace-id", tokenTraceId);
+    await page.click('#trace-lookup button[type="submit"]');
+    await page.waitForSelector(`#trace-table tbody tr[data-token-trace-id="${tokenTraceId}"]`, { timeout: 10_000 });
+    assert.equal(await page.locator("#trace-table tbody tr").count(), 1);
+    const row = await page.locator("#trace-table tbody tr").first().locator("td").allTextContents();
+    assert.equal(row[1], "tokentrace-sim-1");
+    assert.equal(row[2], "200");
+    assert.equal(row[6], tokenTraceId);
+    assert.equal(row[7], stack.traces.lookup(tokenTraceId)[0]!.traceId);
+    // ... and by its W3C trace id.
+    await page.fill("#trace-id", row[7]!);
+    await page.click('#trace-lookup button[type="submit"]');
+    await page.waitForFunction((id) => (globalThis as unknown as Win).document.getElementById("trace-result")?.textContent === `1 span(s) for ${id}`, row[7]!);
+
+    // The editor: field errors from the API, then a save with If-Match.
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-editor")?.value.includes("demo-sampling") === true);
+    assert.deepEqual(await page.locator("#policy-list tbody tr").evaluateAll((trs) => trs.map((tr) => (tr as unknown as El).dataset.policy)), ["demo-sampling"]);
+    const original = JSON.parse(await page.inputValue("#policy-editor")) as { pluginConfig: { sampling: { defaultRate: number } } };
+    const withRate = (rate: number): string => JSON.stringify({ ...original, pluginConfig: { ...original.pluginConfig, sampling: { ...original.pluginConfig.sampling, defaultRate: rate } } }, null, 2);
+    await page.fill("#token", stack.token);
+    await page.fill("#policy-editor", withRate(2));
+    await page.click("#save");
+    await page.waitForSelector("#policy-errors li");
+    assert.equal(await text(page, "#policy-result"), "400 invalid policy");
+    await page.fill("#policy-editor", withRate(0.5));
+    await page.click("#save");
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-result")?.textContent === "saved: version 2");
+
+    // Someone else saves: our next save gets 412, our edit stays, the diff shows both sides, and we may save over theirs.
+    const patched = await fetch(`${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY}`, { method: "PATCH", headers: { authorization: `Bearer ${stack.token}`, "content-type": "application/merge-patch+json" }, body: JSON.stringify({ pluginConfig: { sampling: { defaultRate: 0.4 } } }) });
+    assert.equal(patched.status, 200);
+    const myEdit = withRate(0.05);
+    await page.fill("#policy-editor", myEdit);
+    await page.click("#save");
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-result")?.textContent?.startsWith("412") === true);
+    assert.match(await text(page, "#policy-result"), /^412 precondition failed: version 3 \(by demo\) was saved since you loaded this policy\. Your edit is kept/);
+    assert.equal(await page.inputValue("#policy-editor"), myEdit, "the edit survives the 412");
+    const diff = await page.locator("#policy-diff span.del, #policy-diff span.add").allTextContents();
+    assert.deepEqual(diff.map((l) => l.replace(/\s+/g, " ").trim()), ['- "defaultRate": 0.4,', '+ "defaultRate": 0.05,']);
+    await page.click("#overwrite");
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-result")?.textContent === "saved: version 4");
+    const after = (await (await fetch(`${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY}`)).json()) as { policy: { pluginConfig: { sampling: { defaultRate: number } } } };
+    assert.equal(after.policy.pluginConfig.sampling.defaultRate, 0.05);
+
+    // The create form.
+    await page.click("#policy-create summary");
+    await page.fill("#create-name", "second");
+    await page.fill("#create-namespace", "llm");
+    await page.fill("#create-app", "vllm");
+    await page.fill("#create-adaptive", "2");
+    await page.click('#create-form button[type="submit"]');
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-result")?.textContent?.startsWith("created") || (globalThis as unknown as Win).document.getElementById("policy-result")?.className === "error");
+    assert.match(await text(page, "#policy-result"), /^created: second version \d+$/, JSON.stringify(await page.locator("#policy-errors li").allTextContents()));
+    assert.deepEqual(await page.locator("#policy-list tbody tr").evaluateAll((trs) => trs.map((tr) => (tr as unknown as El).dataset.policy)), ["demo-sampling", "second"]);
+
+    mkdirSync(resultsDir, { recursive: true });
+    const shot = join(resultsDir, "dashboard.png");
+    await page.screenshot({ path: shot, fullPage: true });
+    assert.ok(statSync(shot).size > 10_000, "the screenshot has content");
+
+    // The view lives in the address, so a shared link opens the same route and range.
+    assert.match(page.url(), /[?&]range=300(&|$)/);
+    await page.goto(`${stack.dashboardUrl}?route=completions&namespace=demo&range=1800`);
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("route")?.value === "demo\u0000completions");
+    assert.equal(await page.inputValue("#range"), "1800");
+    assert.deepEqual(errors, []);
+  } finally {
+    await close();
+    rmSync(userDataDir, { recursive: true, force: true });
+    await stack.close();
+  }
+});
+
+test("dashboard in headless Chromium with api.reads = token (emulated Envoy, simulated engine and GPU): refused until a token is typed, then charts and policies load with it", { timeout: 90_000 }, async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  const stack = await start("token");
+  const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
+  const { page, close, errors } = await openPage(userDataDir);
+  try {
+    await sendChat(stack, 3);
+    await until("chat points", () => stack.dashboard.intervals({ namespace: "demo", route: "chat" }).length >= 2);
+    assert.equal((await page.goto(stack.dashboardUrl))?.status(), 200);
+    // Without a token: reads are refused, and the page says so instead of drawing nothing.
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("status")?.className === "error");
+    assert.match(await text(page, "#status"), /token/i);
+    await page.waitForFunction(() => ((globalThis as unknown as Win).document.getElementById("policy-result")?.textContent ?? "") !== "");
+    assert.match(await text(page, "#policy-result"), /token/i);
+    assert.equal(await page.getAttribute("#chart-ttft", "data-points"), "0");
+    // With the token typed: the series and the policy load.
+    await page.fill("#token", stack.token);
+    await page.dispatchEvent("#token", "change");
+    await page.waitForFunction(() => Number((globalThis as unknown as Win).document.getElementById("chart-requests")?.dataset.points ?? "0") > 0, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-editor")?.value.includes("demo-sampling") === true);
+    assert.equal(await text(page, "#policy-version"), "version 1, by demo");
+    assert.deepEqual(errors, []);
+  } finally {
+    await close();
+    rmSync(userDataDir, { recursive: true, force: true });
+    await stack.close();
+  }
+});

@@ -1,0 +1,134 @@
+// istio/observability/recording-rules.yaml against the pipeline's join, case by case: each case's
+// scrapes go through the real Joiner, and the same samples, stored as Prometheus would store them
+// when it scrapes the sidecars, vLLM and dcgm-exporter itself, become promtool's input series; the
+// join's last value of every derived series is the expected result of the rule of that name, and
+// the rule must return exactly those series, no more (Debian's promtool 2.42, `test rules`).
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
+import * as C from "../../../control-plane/src/join/catalogue.js";
+import { inputSeries, promLabels, promtoolRunner, runScrapes, type Scrape } from "../../support/promtool-case.js";
+
+const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
+const DERIVED = [C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, C.GPU_SECONDS_PER_1K_TOKENS, C.TOKENS_PER_JOULE, C.ROUTE_LATENCY, C.ROUTE_GPU_UTILIZATION];
+
+/** Runs the scrapes through the join; returns promtool's test for the same input and the join's last derived values. */
+function promtoolCase(scrapes: Scrape[], evalSec: number): { test: unknown; expected: Map<string, number> } {
+  const { input, joined } = runScrapes(scrapes);
+  const expected = new Map<string, number>();
+  // POD_GPU_INFO is recorded from dcgm-exporter by the rules' own gpu-links group.
+  for (const p of joined) if (DERIVED.includes(p.name)) expected.set(`${p.name}${promLabels(p.labels)}`, p.value);
+  const byName = new Map<string, { labels: string; value: number }[]>();
+  for (const [series, value] of expected) {
+    const name = series.slice(0, series.indexOf("{"));
+    if (!byName.has(name)) byName.set(name, []);
+    byName.get(name)!.push({ labels: series, value });
+  }
+  const test = {
+    interval: "1s",
+    input_series: inputSeries(input, evalSec),
+    promql_expr_test: DERIVED.map((name) => ({ expr: name, eval_time: `${evalSec}s`, exp_samples: byName.get(name) ?? [] })),
+  };
+  return { test, expected };
+}
+
+let runner: ReturnType<typeof promtoolRunner>;
+const promtool = (test: unknown): Promise<string> => runner.promtool(test);
+before(() => {
+  runner = promtoolRunner();
+});
+after(() => runner.close());
+
+const target = (kind: ScrapeTarget["kind"], pod: string, node: string, port: number): ScrapeTarget => ({
+  id: `${kind}|http://${pod}:${port}/m|llm/${pod}`, kind, url: `http://${pod}:${port}/m`, intervalMs: 16000, timeoutMs: 5000, namespace: kind === "dcgm" ? "gpu" : "llm", pod, node,
+});
+
+/** Sets the value of every line of `name` whose labels contain `contains`. */
+function edit(text: string, edits: [string, string, number][]): string {
+  return text.split("\n").map((line) => {
+    for (const [name, contains, value] of edits) if (line.startsWith(`${name}{`) && line.includes(contains)) return line.replace(/ [^ ]+$/, ` ${value}`);
+    return line;
+  }).join("\n");
+}
+
+describe("recording rules give the pipeline's join values (promtool test rules on the same input series)", () => {
+  it("tokens per joule, tokens/s per GPU, GPU-seconds and latency phases on two GPU nodes whose exporters are scraped 14 s apart", async () => {
+    const scrapes: Scrape[] = [];
+    for (const [node, pod, offset] of [["node-a", "a", 0], ["node-b", "b", 14]] as const) {
+      const dcgm = target("dcgm", `dcgm-${node}`, node, 9400);
+      const envoy = target("envoy", pod, node, 15090);
+      for (let k = 0; k < 4; k++) {
+        const gpu = `gpu="0",UUID="GPU-${node}",modelName="NVIDIA L40S",Hostname="${node}",namespace="llm",pod="${pod}"`;
+        // 200 W: 3,200,000 mJ per 16 s.
+        scrapes.push({ atSec: offset + 16 * k, target: dcgm, text: `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{${gpu}} ${5_000_000_000 + 3_200_000 * k}\nDCGM_FI_DEV_GPU_UTIL{${gpu}} 50\n` });
+        // 40 tokens/s; TTFT 100 ms and decode 2 s per request, 8 requests/s.
+        scrapes.push({ atSec: 5 + 16 * k, target: envoy, text: [
+          `tokentrace_llm_output_tokens_total{route="chat",model="m"} ${640 * k}`,
+          `tokentrace_llm_ttft_ms_sum{route="chat",model="m"} ${12_800 * k}`, `tokentrace_llm_ttft_ms_count{route="chat",model="m"} ${128 * k}`,
+          `tokentrace_llm_decode_ms_sum{route="chat",model="m"} ${256_000 * k}`, `tokentrace_llm_decode_ms_count{route="chat",model="m"} ${128 * k}`,
+        ].join("\n") + "\n" });
+      }
+    }
+    const { test, expected } = promtoolCase(scrapes, 62);
+    // The join's own figures, so the case cannot pass on two wrong answers that agree.
+    assert.equal(expected.get('tokentrace_gpu_tokens_per_joule{gpu="0",gpu_model="NVIDIA L40S",gpu_uuid="GPU-node-a",hostname="node-a"}'), 0.2);
+    assert.equal(expected.get('tokentrace_gpu_tokens_per_joule{gpu="0",gpu_model="NVIDIA L40S",gpu_uuid="GPU-node-b",hostname="node-b"}'), 0.2);
+    assert.equal(expected.get('tokentrace_route_latency_seconds{model="m",namespace="llm",phase="decode",pod="b",route="chat"}'), 2);
+    // Per pod: tokens/s per GPU, GPU-seconds, ttft, decode, GPU utilisation; per GPU: tokens per joule.
+    assert.equal(expected.size, 2 * 5 + 2);
+    assert.match(await promtool(test), /SUCCESS/);
+  });
+
+  it("a two-GPU pod time-sliced with a pod without a sidecar, vLLM's queue and prefill, and a sidecar restart (counters reset)", async () => {
+    const dcgm = target("dcgm", "dcgm-a", "gpu-node-a", 9400);
+    const envoy = target("envoy", "chat-7d9f-abcde", "gpu-node-a", 15090);
+    const vllm = target("vllm", "chat-7d9f-abcde", "gpu-node-a", 8000);
+    const scrapes: Scrape[] = [];
+    for (let k = 0; k < 4; k++) {
+      const t = 16 * k;
+      const restarted = k === 3; // the sidecar restarted: its counters start again from zero
+      scrapes.push({ atSec: t + 1, target: vllm, text: edit(fixture("vllm-chat.prom"), [
+        ["vllm:request_queue_time_seconds_sum", "", 12 + 8 * k], ["vllm:request_queue_time_seconds_count", "", 400 + 128 * k],
+        ["vllm:request_prefill_time_seconds_sum", "", 16 + 16 * k], ["vllm:request_prefill_time_seconds_count", "", 400 + 128 * k],
+      ]) });
+      scrapes.push({ atSec: t + 2, target: dcgm, text: edit(fixture("dcgm-node-a.prom"), [
+        ["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-1111", 9_000_000_000 + 6_400_000 * k],
+        // GPU 1 was reset between the last two scrapes: 3,200,000 mJ since.
+        ["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", k === 3 ? 3_200_000 : 7_000_000_000 + 4_800_000 * k],
+      ]) });
+      scrapes.push({ atSec: t + 3, target: envoy, text: edit(fixture("envoy-sidecar-chat.prom"), restarted
+        ? [["tokentrace_llm_output_tokens_total", "", 320], ["tokentrace_llm_ttft_ms_sum", "", 3200], ["tokentrace_llm_ttft_ms_count", "", 64], ["tokentrace_llm_decode_ms_sum", "", 64_000], ["tokentrace_llm_decode_ms_count", "", 64]]
+        : [["tokentrace_llm_output_tokens_total", "", 120_000 + 640 * k], ["tokentrace_llm_ttft_ms_sum", "", 48_000 + 12_800 * k], ["tokentrace_llm_ttft_ms_count", "", 400 + 128 * k], ["tokentrace_llm_decode_ms_sum", "", 1_040_000 + 256_000 * k], ["tokentrace_llm_decode_ms_count", "", 400 + 128 * k]]) });
+    }
+    // Tokens per joule needs the pods' rate before the energy delta: one more dcgm scrape.
+    scrapes.push({ atSec: 66, target: dcgm, text: edit(fixture("dcgm-node-a.prom"), [
+      ["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-1111", 9_000_000_000 + 6_400_000 * 4], ["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "GPU-2222", 6_400_000],
+    ]) });
+    const { test, expected } = promtoolCase(scrapes, 66);
+    const phases = Object.fromEntries([...expected].filter(([k]) => k.startsWith(C.ROUTE_LATENCY)).map(([k, v]) => [/phase="(\w+)"/.exec(k)![1]!, v]));
+    // TTFT 3200/64 ms after the restart; decode 64000/64 ms; queue 8 s / 128; prefill 16 s / 128.
+    assert.deepEqual(phases, { ttft: 0.05, decode: 1, queue: 0.0625, prefill: 0.125 });
+    // 320 tokens in 16 s after the reset, over 2 GPUs; GPU share 1/2 (time-sliced) + 1.
+    assert.equal(expected.get('tokentrace_output_tokens_per_second_per_gpu{model="llama-3-8b",namespace="llm",pod="chat-7d9f-abcde",route="chat"}'), 10);
+    assert.equal(expected.get('tokentrace_gpu_seconds_per_1k_output_tokens{model="llama-3-8b",namespace="llm",pod="chat-7d9f-abcde"}'), 75);
+    assert.equal(expected.get('tokentrace_route_gpu_utilization_percent{model="llama-3-8b",namespace="llm",pod="chat-7d9f-abcde",route="chat"}'), 75.5);
+    // 10 tokens/s per GPU; GPU 0 at 400 W, GPU 1 at 200 W (read through its counter reset).
+    assert.deepEqual([...expected].filter(([k]) => k.startsWith(C.TOKENS_PER_JOULE)).map(([, v]) => v).sort(), [0.025, 0.05]);
+    assert.match(await promtool(test), /SUCCESS/);
+  });
+
+  it("fails when a rule and the join disagree (the check can fail)", async () => {
+    const dcgm = target("dcgm", "dcgm-a", "node-a", 9400);
+    const envoy = target("envoy", "a", "node-a", 15090);
+    const gpu = 'gpu="0",UUID="GPU-x",modelName="L4",Hostname="node-a",namespace="llm",pod="a"';
+    const scrapes: Scrape[] = [0, 16].flatMap((t, k) => [
+      { atSec: t, target: dcgm, text: `DCGM_FI_DEV_GPU_UTIL{${gpu}} 10\n` },
+      { atSec: t + 1, target: envoy, text: `tokentrace_llm_output_tokens_total{route="r",model="m"} ${160 * k}\n` },
+    ]);
+    const { test } = promtoolCase(scrapes, 20);
+    const wrong = test as { promql_expr_test: { exp_samples: { value: number }[] }[] };
+    wrong.promql_expr_test[0]!.exp_samples[0]!.value += 1;
+    await assert.rejects(promtool(wrong), /FAILED/);
+  });
+});

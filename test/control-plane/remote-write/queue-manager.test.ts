@@ -1,0 +1,268 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Registry } from "prom-client";
+import { RemoteWriter } from "../../../control-plane/src/remote-write/writer.js";
+import { createRemoteWriteMetrics } from "../../../control-plane/src/remote-write/metrics.js";
+import type { RemoteWriteTargetConfig } from "../../../control-plane/src/remote-write/queue-manager.js";
+import { decodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
+import { snappyUncompress } from "../../../control-plane/src/remote-write/snappy.js";
+import type { Protocol, SendResult, Transport } from "../../../control-plane/src/remote-write/transport.js";
+import { FakeClock, settle, until } from "../../support/fake-clock.js";
+
+/** Records each body it is sent and answers from a script (the last entry repeats). */
+class RecordingTransport implements Transport {
+  readonly bodies: { protocol: Protocol; body: Uint8Array }[] = [];
+  constructor(private readonly script: SendResult[] = [{ kind: "success", status: 204 }]) {}
+  async send(body: Uint8Array, protocol: Protocol): Promise<SendResult> {
+    this.bodies.push({ protocol, body });
+    return this.script[Math.min(this.bodies.length - 1, this.script.length - 1)]!;
+  }
+  /** Sample values of each 1.0 body, in order. */
+  values(): number[][] {
+    return this.bodies.filter((b) => b.protocol === "1.0").map((b) => decodeWriteRequestV1(snappyUncompress(b.body)).flatMap((s) => s.samples.map((x) => x.value)));
+  }
+}
+
+function target(dir: string, over: Partial<RemoteWriteTargetConfig> = {}): RemoteWriteTargetConfig {
+  return {
+    name: "t1", url: "http://unused.invalid/api/v1/write", protocol: "1.0", headers: {}, queueDir: join(dir, over.name ?? "t1"),
+    maxQueueBytes: 1 << 20, segmentBytes: 1 << 16, maxSamplesPerSend: 4, shards: 1, batchSendDeadlineMs: 5000,
+    minBackoffMs: 30, maxBackoffMs: 5000, maxRetryAfterMs: 60_000, remoteTimeoutMs: 1000, flushOnStopMs: 1000, ...over,
+  };
+}
+
+const series = (name: string, value: number, ts: number) => ({ labels: ["__name__", name, "job", "j"], samples: [{ value, timestampMs: ts }] });
+
+async function metric(reg: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const m = (await reg.getMetricsAsJSON()).find((x) => x.name === name);
+  return m?.values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))?.value;
+}
+
+describe("remote-write queue manager (fake clock, scripted transport)", () => {
+  it("sends a full batch at once and a partial batch only when its deadline passes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const transport = new RecordingTransport();
+    const w = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport });
+    w.start();
+    const t0 = clock.now();
+    w.write([1, 2, 3, 4, 5].map((v) => series(`m${v}`, v, t0)));
+    await until(() => transport.bodies.length === 1, "first batch");
+    assert.deepEqual(transport.values(), [[1, 2, 3, 4]]);
+    await clock.advance(4999);
+    assert.equal(transport.bodies.length, 1, "the partial batch waits for its deadline");
+    await clock.advance(1);
+    await until(() => transport.bodies.length === 2, "deadline batch");
+    assert.deepEqual(transport.values(), [[1, 2, 3, 4], [5]]);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", { target: "t1" }), 5);
+    await settle();
+    assert.equal(await metric(reg, "tokentrace_remote_write_queue_samples", { target: "t1" }), 0);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("drops a batch the receiver answers 400 and counts it by reason; retries a 429 after its Retry-After", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const transport = new RecordingTransport([
+      { kind: "failed", reason: "http_400", status: 400 },
+      { kind: "retryable", reason: "http_429", status: 429, retryAfterMs: 2000 },
+      { kind: "success", status: 204 },
+    ]);
+    const w = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport });
+    w.start();
+    const t0 = clock.now();
+    w.write([1, 2, 3, 4].map((v) => series(`a${v}`, v, t0)));
+    await until(() => transport.bodies.length === 1, "400");
+    w.write([5, 6, 7, 8].map((v) => series(`b${v}`, v, t0)));
+    await until(() => transport.bodies.length === 2, "429");
+    await clock.advance(1999);
+    assert.equal(transport.bodies.length, 2);
+    await clock.advance(1);
+    await until(() => transport.bodies.length === 3, "retry after Retry-After");
+    assert.deepEqual(transport.values(), [[1, 2, 3, 4], [5, 6, 7, 8], [5, 6, 7, 8]]);
+    await until(() => w.targets[0]!.queue.pendingSamples === 0, "commit");
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "http_400" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_retried_total", { reason: "http_429" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 4);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("falls back from 2.0 to 1.0 on 415, and on a 2xx that does not confirm samples written", async () => {
+    for (const answer of [{ kind: "failed", reason: "http_415", status: 415 }, { kind: "success", status: 204 }] as SendResult[]) {
+      const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+      const clock = new FakeClock();
+      const reg = new Registry();
+      const transport = new RecordingTransport([answer, { kind: "success", status: 204 }]);
+      const w = new RemoteWriter([target(dir, { protocol: "2.0" })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport });
+      w.start();
+      w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, clock.now())));
+      await until(() => transport.bodies.length === 2, "fallback resend");
+      assert.deepEqual(transport.bodies.map((b) => b.protocol), ["2.0", "1.0"]);
+      assert.deepEqual(transport.values(), [[1, 2, 3, 4]]);
+      assert.equal(w.targets[0]!.currentProtocol, "1.0");
+      assert.equal(await metric(reg, "tokentrace_remote_write_protocol_fallbacks_total", {}), 1);
+      await w.stop();
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it("keeps a 2.0 target on 2.0 when the receiver confirms the samples written", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const transport = new RecordingTransport([{ kind: "success", status: 204, samplesWritten: 4 }]);
+    const w = new RemoteWriter([target(dir, { protocol: "2.0" })], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport });
+    w.start();
+    w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, clock.now())));
+    await until(() => transport.bodies.length === 1, "send");
+    await settle();
+    assert.equal(w.targets[0]!.currentProtocol, "2.0");
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("gives each target its own queue: one receiver failing does not hold back the other", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const good = new RecordingTransport();
+    const down = new RecordingTransport([{ kind: "retryable", reason: "network" }]);
+    const w = new RemoteWriter([target(dir, { name: "good" }), target(dir, { name: "down" })], {
+      clock, metrics: createRemoteWriteMetrics(reg), transportFor: (c) => (c.name === "good" ? good : down),
+    });
+    w.start();
+    w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, clock.now())));
+    await until(() => good.bodies.length === 1 && down.bodies.length === 1, "both tried");
+    await clock.advance(1000);
+    assert.ok(down.bodies.length > 2);
+    assert.equal(w.targets[0]!.queue.pendingSamples, 0);
+    assert.equal(w.targets[1]!.queue.pendingSamples, 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_queue_samples", { target: "down" }), 4);
+    const stopping = w.stop(); // flushes for flushOnStopMs, then leaves the batch on disk
+    await clock.advance(1000);
+    await stopping;
+    const again = new RemoteWriter([target(dir, { name: "down" })], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => good });
+    assert.equal(again.targets[0]!.queue.pendingSamples, 4);
+    await again.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("sends a partial batch at stop without waiting for its deadline", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const transport = new RecordingTransport();
+    const w = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport });
+    w.start();
+    w.write([series("last", 42, clock.now())]);
+    await settle();
+    assert.equal(transport.bodies.length, 0, "waiting for the 5 s deadline");
+    await w.stop();
+    assert.deepEqual(transport.values(), [[42]]);
+    rmSync(dir, { recursive: true });
+  });
+
+  it("drops samples not newer than the last one of their series and series without a name, counting both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const w = new RemoteWriter([target(dir, { maxSamplesPerSend: 100 })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => new RecordingTransport() });
+    assert.equal(w.write([series("m", 1, 2000), { labels: ["job", "x"], samples: [{ value: 1, timestampMs: 1 }] }]), 1);
+    assert.equal(w.write([series("m", 2, 2000), series("m", 3, 1000), series("m", 4, 3000)]), 1);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "out_of_order" }), 2);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "invalid_labels" }), 1);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+});
+
+describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock for the waits)", () => {
+  it("retries a 429 after exactly its Retry-After, drops a 400 and counts it, and delivers the rest", async () => {
+    const { createServer } = await import("node:http");
+    const answers = [[429, "7"], [204], [400], [204]] as [number, string?][];
+    const received: number[][] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        received.push(decodeWriteRequestV1(snappyUncompress(Buffer.concat(chunks))).flatMap((s) => s.samples.map((x) => x.value)));
+        const [status, retryAfter] = answers[Math.min(received.length - 1, answers.length - 1)]!;
+        if (retryAfter) res.setHeader("Retry-After", retryAfter);
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1/write`;
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const w = new RemoteWriter([target(dir, { url })], { clock, metrics: createRemoteWriteMetrics(reg) });
+    w.start();
+    w.write([1, 2, 3, 4].map((v) => series(`a${v}`, v, clock.now())));
+    await until(() => received.length === 1, "429");
+    await until(() => clock.pending > 0 && clock.sleeps.includes(7000), "Retry-After wait");
+    await clock.advance(6999);
+    assert.equal(received.length, 1, "not before Retry-After");
+    await clock.advance(1);
+    await until(() => received.length === 2, "retried");
+    w.write([5, 6, 7, 8].map((v) => series(`b${v}`, v, clock.now())));
+    await until(() => received.length === 3, "400");
+    w.write([9, 10, 11, 12].map((v) => series(`c${v}`, v, clock.now())));
+    await until(() => received.length === 4, "after the drop");
+    await until(() => w.targets[0]!.queue.pendingSamples === 0, "all committed");
+    assert.deepEqual(received, [[1, 2, 3, 4], [1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "http_400" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_retried_total", { reason: "http_429" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 8);
+    await w.stop();
+    server.close();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("counts samples dropped when the queue is over its byte bound (receiver down)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const down: Transport = { send: async () => ({ kind: "retryable", reason: "network" }) };
+    // Each compact record of 4 samples is ~40 bytes (the first of a segment also defines the 4 series): segments of 1 KiB, bound 2 KiB.
+    const w = new RemoteWriter([target(dir, { maxQueueBytes: 2048, segmentBytes: 1024 })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => down });
+    for (let i = 0; i < 400; i++) w.write([0, 1, 2, 3].map((v) => series(`m${v}`, i * 4 + v, 1000 + i)));
+    const q = w.targets[0]!.queue;
+    assert.ok(q.bytes <= 2048, `queue bytes ${q.bytes}`);
+    const dropped = (await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "queue_full" })) ?? 0;
+    assert.equal(dropped + q.pendingSamples, 1600, "every sample is either queued or counted as dropped");
+    assert.ok(dropped > 0);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("reports the true lag after a restart during an outage: the newest delivered time is kept with the queue", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    let up = true;
+    const transport: Transport = { send: async () => (up ? { kind: "success", status: 204 } : { kind: "retryable", reason: "http_5xx", status: 503 }) };
+    const t0 = clock.now();
+    const first = new RemoteWriter([target(dir, { flushOnStopMs: 0 })], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport });
+    first.start();
+    first.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, t0)));
+    await until(() => first.targets[0]!.queue.pendingSamples === 0, "delivered before the outage");
+    up = false;
+    first.write([1, 2, 3, 4].map((v) => series(`m${v}`, v + 10, t0 + 90_000)));
+    await until(() => clock.pending > 0, "retrying");
+    const stopping = first.stop();
+    await clock.advance(1);
+    await stopping;
+    // The restarted process, with the receiver still down: 90 s behind, not 0.
+    const reg = new Registry();
+    const second = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport });
+    assert.equal(await metric(reg, "tokentrace_remote_write_lag_seconds", { target: "t1" }), 90);
+    assert.equal(second.targets[0]!.queue.pendingSamples, 4);
+    await second.stop();
+    rmSync(dir, { recursive: true });
+  });
+});

@@ -1,0 +1,252 @@
+// The shipped istio/base as a two-replica deployment: two control planes started from the
+// ConfigMap's config.yaml with the Deployment's environment (Downward API values as the kubelet
+// fills them in), against the emulated kube-apiserver enforcing istio/base/rbac.yaml for the
+// control plane's ServiceAccount, discovering vLLM pods and remote-writing to a real Prometheus.
+// Each pod's server counts the scrapes it answers and serves the count, so Prometheus must hold
+// exactly the values 1..n of each pod, one per scrape interval: a sample lost, written twice or
+// scraped by both replicas breaks the sequence. The replicas are two instances in this process
+// (as kubernetes-replicas.ts), every timer of theirs on one fake clock; scrapes, the API server and
+// Prometheus are real HTTP on 127.0.0.1. Under the same RBAC, a policy written through the REST API
+// becomes a SamplingPolicy, the leader's WasmPlugin and status, and history, and a deletion undoes it.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { loadConfig } from "../../../control-plane/src/config.js";
+import { startControlPlane, type RunningControlPlane } from "../../../control-plane/src/main.js";
+import { memberLeaseName } from "../../../control-plane/src/pipeline/membership.js";
+import { VLLM_PORT_ANNOTATION } from "../../../control-plane/src/scrape/targets.js";
+import { manifests, one, type Manifest } from "../../istio/support.js";
+import { kubeConfigFor, RbacAuthorizer, startKubeEmulator, wasmPluginsResource, type KubeEmulator } from "../../support/kube-emulator/index.js";
+import { ManualTicker } from "../../support/manual-ticker.js";
+import { PrometheusInstance } from "../../support/prometheus.js";
+import { FakeClock, until } from "../../support/fake-clock.js";
+import { applyCrd, kube } from "../k8s/kubernetes-replicas.js";
+import { call, samplePolicy } from "../helpers.js";
+
+const NAMESPACE = "tokentrace-system";
+const SERVICE_ACCOUNT_TOKEN = "tokentrace-control-plane-sa-token";
+const ADMIN_TOKEN = "0123456789abcdef0123";
+const NODES = 6;
+const PODS_PER_NODE = 2;
+const METRIC = "vllm:num_requests_running";
+
+interface Pod { name: string; node: string; server: Server; served: number }
+interface Replica { podName: string; running: RunningControlPlane; logs: object[] }
+
+const all: Manifest[] = manifests();
+const deployment = one(all, "Deployment", "tokentrace-control-plane");
+const configMap = one(all, "ConfigMap", "tokentrace-control-plane");
+const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
+const container = deployment.spec.template.spec.containers[0];
+
+let emulator: KubeEmulator;
+let prom: PrometheusInstance;
+const pods: Pod[] = [];
+/** Replicas still running (stopped in `after` when an assertion ended the test early). */
+const live = new Set<Replica>();
+// Whole seconds, ten minutes back: inside the TSDB head's window for the whole run.
+const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000 - 10 * 60_000);
+const dirs: string[] = [];
+const tmp = (): string => {
+  const d = mkdtempSync(join(tmpdir(), "tt-sharded-"));
+  dirs.push(d);
+  return d;
+};
+
+before(async () => {
+  // RBAC exactly as shipped, for the user a pod of the Deployment's ServiceAccount is.
+  const rbac = all.filter((m) => ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"].includes(m.kind));
+  const user = `system:serviceaccount:${NAMESPACE}:${deployment.spec.template.spec.serviceAccountName as string}`;
+  emulator = await startKubeEmulator({ rbac: { authorizer: new RbacAuthorizer(rbac), users: new Map([[SERVICE_ACCOUNT_TOKEN, user]]) } });
+  await applyCrd(emulator);
+  prom = await PrometheusInstance.start();
+  for (let n = 0; n < NODES; n++) {
+    for (let p = 0; p < PODS_PER_NODE; p++) {
+      const pod: Pod = { name: `vllm-${n}-${p}`, node: `node-${n}`, served: 0, server: undefined as unknown as Server };
+      pod.server = createServer((_req, res) => {
+        pod.served += 1;
+        res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4" }).end(`${METRIC}{model_name="m"} ${pod.served}\n`);
+      });
+      await new Promise<void>((r) => pod.server.listen(0, "127.0.0.1", r));
+      const port = (pod.server.address() as AddressInfo).port;
+      const created = await kube(emulator, "POST", "/api/v1/namespaces/llm/pods", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: pod.name, namespace: "llm", annotations: { [VLLM_PORT_ANNOTATION]: String(port) } },
+        spec: { nodeName: pod.node, containers: [{ name: "vllm", image: "vllm/vllm-openai:v0.11.0" }] },
+        status: { phase: "Running", podIP: "127.0.0.1" },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.json));
+      pods.push(pod);
+    }
+  }
+});
+
+after(async () => {
+  // Their stop waits on the fake clock (the bounded remote-write flush).
+  for (const r of live) {
+    const stopping = r.running.stop();
+    await run(6000);
+    await stopping;
+  }
+  for (const pod of pods) {
+    pod.server.closeAllConnections();
+    await new Promise<void>((r) => pod.server.close(() => r()));
+  }
+  await prom.destroy();
+  await emulator.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** The Deployment's environment for a pod, as the kubelet resolves it (fieldRef and secretKeyRef). */
+function podEnv(podName: string): Record<string, string> {
+  const env: Record<string, string> = { ...(envConfigMap.data as Record<string, string>) };
+  for (const e of container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { key: string } } }>) {
+    const field = e.valueFrom?.fieldRef?.fieldPath;
+    if (field === "metadata.name") env[e.name] = podName;
+    else if (field === "metadata.namespace") env[e.name] = NAMESPACE;
+    else if (e.valueFrom?.secretKeyRef !== undefined) env[e.name] = `admin:${ADMIN_TOKEN}`;
+    else assert.fail(`${e.name}: no value this test knows how to fill in`);
+  }
+  return env;
+}
+
+/** Starts one replica from the shipped config: only where it listens, reaches the API server and writes to differs. */
+async function startReplica(podName: string): Promise<Replica> {
+  const dir = tmp();
+  const config = parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { remoteWrite: { queueDir: string; targets: { url: string; batchSendDeadlineMs?: number }[] } } };
+  config.pipeline.remoteWrite.queueDir = join(dir, "remote-write");
+  for (const target of config.pipeline.remoteWrite.targets) target.url = prom.writeUrl;
+  const configPath = join(dir, "config.yaml");
+  writeFileSync(configPath, stringifyYaml(config));
+  const kubeconfig = join(dir, "kubeconfig.json");
+  writeFileSync(kubeconfig, kubeConfigFor(emulator.url, NAMESPACE, SERVICE_ACCOUNT_TOKEN).exportConfig());
+  const args = (container.args as string[]).map((a) => (a === "/etc/tokentrace/config.yaml" ? configPath : a));
+  const loaded = loadConfig(args, { ...podEnv(podName), TOKENTRACE_LISTEN_HOST: "127.0.0.1", TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_KUBECONFIG: kubeconfig });
+  assert.ok(loaded.ok, loaded.ok ? "" : loaded.errors.join("; "));
+  const logs: object[] = [];
+  const running = await startControlPlane(loaded.config, {
+    log: (r) => logs.push(r),
+    auditLine: () => undefined,
+    ticker: new ManualTicker(),
+    now: () => clock.now(),
+    delay: (ms, signal) => clock.sleep(ms, signal),
+  });
+  const replica = { podName, running, logs };
+  live.add(replica);
+  return replica;
+}
+
+const pipelineOf = (r: Replica) => r.running.pipeline!;
+const scrapedPods = (r: Replica): Set<string> => new Set(pipelineOf(r).targets().map((t) => t.pod ?? ""));
+
+/** Advances the fake clock in small steps, letting real I/O (scrapes, API calls, sends) run between them. */
+async function run(ms: number, stepMs = 500): Promise<void> {
+  for (let t = 0; t < ms; t += stepMs) {
+    await clock.advance(Math.min(stepMs, ms - t));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function drain(replicas: Replica[]): Promise<void> {
+  for (let i = 0; i < 200 && replicas.some((r) => pipelineOf(r).writer.targets.some((t) => t.queue.pendingSamples > 0)); i++) await run(100, 100);
+  for (const r of replicas) for (const t of pipelineOf(r).writer.targets) assert.equal(t.queue.pendingSamples, 0, `${r.podName} drained`);
+}
+
+/** Every pod's samples in Prometheus: values 1..served in order, one per scrape interval (nothing lost, nothing twice). */
+async function assertExactlyOnce(intervalMs: number): Promise<void> {
+  const atSec = Math.ceil(Date.now() / 1000) + 3600;
+  const raw = await prom.query(`${METRIC}[2d]`, atSec);
+  const byPod = new Map(raw.map((r) => [r.metric.pod ?? "", r.values ?? []]));
+  for (const pod of pods) {
+    const values = byPod.get(pod.name) ?? [];
+    assert.ok(pod.served >= 3, `${pod.name} scraped ${pod.served} times`);
+    assert.deepEqual(values.map(([, v]) => Number(v)), Array.from({ length: pod.served }, (_, i) => i + 1), `${pod.name}: every scrape's sample once, in order`);
+    // One scrape per interval; a pod that changes hands (b joining, b stopping) is scraped by its
+    // new owner at once, so at most two gaps are shorter.
+    const gaps = values.slice(1).map(([t], i) => Math.round((t - values[i]![0]) * 1000));
+    assert.ok(gaps.every((g) => g > 0 && g <= intervalMs), `${pod.name}: gaps ${gaps.join(",")}`);
+    assert.ok(gaps.filter((g) => g !== intervalMs).length <= 2, `${pod.name}: gaps ${gaps.join(",")}`);
+  }
+  // Each scrape's `up` once too, and a sum over the pods counts each scrape once.
+  const ups = await prom.query(`sum(count_over_time(up{job="vllm"}[2d]))`, atSec);
+  assert.equal(Number(ups[0]?.value?.[1]), pods.reduce((n, p) => n + p.served, 0));
+}
+
+describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBAC; real Prometheus)", () => {
+  it("emulated: the replicas split the pods, every sample reaches Prometheus exactly once, policies work under the shipped RBAC, and a replica stopped by SIGTERM hands its pods over at once by deleting its member Lease", async () => {
+    const a = await startReplica("tokentrace-control-plane-5d8c7b9f4-a1b2c");
+    const b = await startReplica("tokentrace-control-plane-5d8c7b9f4-x9y8z");
+    const replicas = [a, b];
+    const sharding = (parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { sharding?: { leaseDurationMs?: number } } }).pipeline.sharding;
+    const leaseMs = sharding?.leaseDurationMs ?? 10_000;
+    const intervalMs = pipelineOf(a).scraper.targets[0]?.intervalMs ?? 15_000;
+    const names = [a.podName, b.podName].sort();
+    for (let i = 0; i < 40 && !replicas.every((r) => pipelineOf(r).members()?.join() === names.join()); i++) await run(1000);
+    for (const r of replicas) assert.deepEqual(pipelineOf(r).members(), names, `${r.podName} sees both members`);
+    // Past the hand-over wait, the two shares are disjoint and cover every pod, node by node.
+    await run(leaseMs);
+    const shares = replicas.map(scrapedPods);
+    assert.ok(shares.every((s) => s.size > 0), `both replicas scrape: ${shares.map((s) => s.size).join(", ")}`);
+    assert.deepEqual(new Set([...shares[0]!, ...shares[1]!]), new Set(pods.map((p) => p.name)));
+    assert.equal(shares[0]!.size + shares[1]!.size, pods.length, "no pod scraped by both");
+
+    // The rest of the control plane under the same RBAC: a REST write on the follower is a
+    // SamplingPolicy, the leader makes its WasmPlugin and status, both record history, a deletion undoes it.
+    const leader = a.running.kubernetes!.isLeader() ? a : b;
+    const follower = leader === a ? b : a;
+    const created = await call(follower.running.url, "POST", "/v1/policies", { token: ADMIN_TOKEN, body: samplePolicy("chat") });
+    assert.equal(created.status, 201, created.text);
+    const plugins = (): string[] => emulator.objects(wasmPluginsResource).map((o) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`);
+    await until(async () => {
+      await run(500);
+      return plugins().includes("llm/tokentrace-chat");
+    }, "the leader's WasmPlugin", 30_000);
+    await leader.running.kubernetes!.writeStatus();
+    const object = await kube(emulator, "GET", "/apis/tokentrace.dev/v1alpha1/namespaces/llm/samplingpolicies/chat");
+    const conditions = (object.json.status?.conditions ?? []) as { type: string; status: string }[];
+    assert.deepEqual(conditions.map((c) => `${c.type}=${c.status}`).sort(), ["Accepted=True", "Programmed=True"], "the leader's status patch is allowed");
+    const deleted = await call(follower.running.url, "DELETE", "/v1/policies/chat", { token: ADMIN_TOKEN });
+    assert.equal(deleted.status, 204, deleted.text);
+    await until(async () => {
+      await run(500);
+      return !plugins().includes("llm/tokentrace-chat");
+    }, "the WasmPlugin removed", 30_000);
+    for (const r of replicas) await r.running.kubernetes!.history.idle();
+    const revisions = emulator.objects("apps/v1/controllerrevisions").filter((o) => o.metadata?.labels?.["tokentrace.dev/policy"] === "chat");
+    assert.equal(revisions.length, 2, "a revision for the creation and one for the deletion");
+
+    await run(6 * intervalMs);
+    // SIGTERM: what main.ts's handler calls. b's member Lease is deleted, so a counts b out at its
+    // next listing (a third of the lease), not after the lease duration.
+    const handedOver = shares[1]!;
+    const servedBefore = new Map(pods.map((p) => [p.name, p.served]));
+    live.delete(b);
+    const stopping = b.running.stop();
+    await run(6000); // its bounded remote-write flush
+    await stopping;
+    const leases = await kube(emulator, "GET", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`);
+    assert.deepEqual((leases.json.items as { metadata: { name: string } }[]).map((l) => l.metadata.name).filter((n) => n.startsWith("tokentrace-pipeline-")), [memberLeaseName(a.podName)]);
+    const stoppedAt = clock.now();
+    await until(async () => {
+      await run(250, 250);
+      return pipelineOf(a).members()?.join() === a.podName;
+    }, "a counts b out", 30_000);
+    assert.ok(clock.now() - stoppedAt <= leaseMs / 3 + 250, `counted out after ${clock.now() - stoppedAt} ms (lease ${leaseMs} ms)`);
+    assert.equal(scrapedPods(a).size, pods.length, "a scrapes every pod");
+    await run(intervalMs);
+    for (const name of handedOver) assert.ok(pods.find((p) => p.name === name)!.served > servedBefore.get(name)!, `${name} scraped by a after the hand-over`);
+    await run(2 * intervalMs);
+    await drain([a]);
+    await assertExactlyOnce(intervalMs);
+    live.delete(a);
+    const stoppingA = a.running.stop();
+    await run(6000);
+    await stoppingA;
+  });
+});
