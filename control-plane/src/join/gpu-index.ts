@@ -135,6 +135,11 @@ export class GpuIndex {
     return parsed;
   }
 
+  /** The GPUs of exporter `id`'s latest scrape, in the order it reported them. */
+  gpusOfExporter(id: string): ReadonlyMap<string, GpuInfo> | undefined {
+    return this.byExporter.get(id)?.gpus;
+  }
+
   /** Forgets an exporter that went away. */
   removeExporter(id: string): boolean {
     if (!this.byExporter.delete(id)) return false;

@@ -1,0 +1,60 @@
+// What every derived family implements: it sees each scrape as it arrives, derives series from the
+// scrapes the identity stage lets through, and forgets a target that went away. Each family owns
+// its own state; one that needs another's (energy needs the pods' token rates) is handed it when
+// the list in ../joiner.ts is built.
+import type { ScrapeResult } from "../../scrape/scraper.js";
+import type { ScrapeTarget } from "../../scrape/targets.js";
+import type { WriteSeries } from "../../remote-write/series.js";
+import { LOOKBACK_MS, SeriesWindow } from "../../promql/series-window.js";
+import type { GpuInfo } from "../gpu-index.js";
+import type { IdentityView, PodIdentity } from "../identity.js";
+
+/** One family of derived series, with its own state. */
+export interface Derivation {
+  /** Every scrape as it arrives, failed ones too, before the identity stage may hold it. */
+  observe(r: ScrapeResult): void;
+  /**
+   * Appends the series derived from a scrape as it leaves the identity stage (at once, or when its
+   * pod's identity is settled); `pod` is that identity, undefined for dcgm-exporter and pod-less targets.
+   */
+  derive(r: ScrapeResult, pod: PodIdentity | undefined, out: WriteSeries[]): void;
+  /** Forgets what it kept of a target that went away. */
+  forget(t: ScrapeTarget): void;
+}
+
+/** Rounds to 1e-9, so float noise in a derived ratio does not show in the shipped value. */
+export const round = (v: number): number => Math.round(v * 1e9) / 1e9;
+
+/** The pod's GPUs the index still knows, in identity order. */
+export function gpusOf(identities: IdentityView, pod: PodIdentity): GpuInfo[] {
+  return pod.gpuKeys.map((k) => identities.index.gpus.get(k)).filter((g): g is GpuInfo => g !== undefined);
+}
+
+/** Series windows per pod, each held long enough for the rate window and an instant selector's lookback before it. */
+export class PodWindows<I> {
+  private readonly windows = new Map<string, SeriesWindow<I>>();
+
+  constructor(private readonly rateWindowMs: number) {}
+
+  get(podKey: string): SeriesWindow<I> | undefined {
+    return this.windows.get(podKey);
+  }
+
+  has(podKey: string): boolean {
+    return this.windows.has(podKey);
+  }
+
+  /** The pod's window, created on first use. */
+  of(podKey: string): SeriesWindow<I> {
+    let w = this.windows.get(podKey);
+    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(this.rateWindowMs + LOOKBACK_MS)));
+    return w;
+  }
+
+  /** Forgets one target's series; the pod's window goes when it is empty. */
+  remove(podKey: string, targetId: string): void {
+    const w = this.windows.get(podKey);
+    w?.remove(targetId);
+    if (w?.empty) this.windows.delete(podKey);
+  }
+}

@@ -1,0 +1,66 @@
+// The model servers' view per (namespace, pod, model), evaluated at each engine scrape over the
+// rate window (../../engine/signals.ts), with the utilisation of the pod's GPUs beside it.
+import type { Labels } from "../../scrape/sample.js";
+import type { ScrapeResult } from "../../scrape/scraper.js";
+import type { ScrapeTarget } from "../../scrape/targets.js";
+import type { WriteSeries } from "../../remote-write/series.js";
+import { engineEntries, modelSignals, type EngineInfo, type ModelSignals } from "../../engine/signals.js";
+import { avgOf } from "../../promql/aggregate.js";
+import * as C from "../catalogue.js";
+import { podKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
+import { PodWindows, type Derivation } from "./derivation.js";
+
+/** tokentrace_model_*: per pod, its engine targets' series over the rate window. */
+export class EngineSignals implements Derivation {
+  private readonly windows: PodWindows<EngineInfo>;
+
+  constructor(private readonly identities: IdentityView, private readonly rateWindowMs: number) {
+    this.windows = new PodWindows(rateWindowMs);
+  }
+
+  /** The signals of every model the pod's engines report, at `ts` over the rate window (empty before any engine scrape). */
+  signalsAt(podKey: string, ts: number): Map<string, ModelSignals> {
+    const w = this.windows.get(podKey);
+    return w ? modelSignals(w.all(), ts, this.rateWindowMs) : new Map<string, ModelSignals>();
+  }
+
+  observe(r: ScrapeResult): void {
+    const podKey = podKeyOf(r.target);
+    // Prometheus marks a failed target's series stale: instant values stop, ranges keep what they had.
+    if (!r.ok && podKey) this.windows.get(podKey)?.failed(r.target.id, r.timestampMs);
+  }
+
+  forget(t: ScrapeTarget): void {
+    const podKey = podKeyOf(t);
+    if (podKey && t.kind !== "dcgm") this.windows.remove(podKey, t.id);
+  }
+
+  derive(r: ScrapeResult, pod: PodIdentity | undefined, out: WriteSeries[]): void {
+    const t = r.target;
+    if (!pod || t.kind !== "vllm") return;
+    const ts = r.timestampMs;
+    const entries = engineEntries(t.id, r.samples);
+    if (entries.length === 0 && !this.windows.has(pod.key)) return;
+    this.windows.of(pod.key).observe(t.id, ts, entries);
+    const signals = this.signalsAt(pod.key, ts);
+    const index = this.identities.index;
+    const utils = pod.gpuKeys.map((k) => index.utilizationOf(pod.key, k)).filter((v): v is number => v !== undefined);
+    const gpuUtil = avgOf(utils);
+    const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
+    for (const [model, m] of [...signals].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const ml: Labels = [...podLabels, "model", model];
+      const put = (name: string, v: number | undefined, extra: Labels = []): void => {
+        if (v !== undefined) out.push({ labels: ["__name__", name, ...ml, ...extra], samples: [{ value: v, timestampMs: ts }] });
+      };
+      put(C.MODEL_REQUESTS_WAITING, m.waiting);
+      put(C.MODEL_REQUESTS_RUNNING, m.running);
+      put(C.MODEL_KV_CACHE_USAGE, m.kvCacheUsage);
+      put(C.MODEL_PREFIX_CACHE_HIT_RATIO, m.prefixCacheHitRatio);
+      put(C.MODEL_PREEMPTIONS_PER_SECOND, m.preemptionsPerSecond);
+      put(C.MODEL_SPEC_DECODE_ACCEPTANCE, m.specDecodeAcceptance);
+      // Beside every model the engines report right now (a running or waiting gauge).
+      if (m.running !== undefined || m.waiting !== undefined) put(C.MODEL_GPU_UTILIZATION, gpuUtil);
+      for (const [phase, quantiles] of m.phases) for (const [q, v] of quantiles) put(C.MODEL_LATENCY_QUANTILE, v, ["phase", phase, "quantile", String(q)]);
+    }
+  }
+}

@@ -1,0 +1,31 @@
+// The enrichment stage: a scrape's series that are passed on (by name prefix, per target kind),
+// with clean labels and the pod's identity (namespace, pod, GPU) taken from the target, never from
+// the series.
+import type { Labels } from "../scrape/sample.js";
+import type { ScrapeResult } from "../scrape/scraper.js";
+import type { WriteSeries } from "../remote-write/series.js";
+import { ENGINE_PREFIXES } from "../engine/catalogue.js";
+import { cleanLabels, setLabel } from "./labels.js";
+
+/** Which scraped series are passed on (by name prefix), per target kind. */
+export interface ForwardRules {
+  envoy: string[];
+  dcgm: string[];
+  vllm: string[];
+  static: string[];
+}
+
+/** Default forwarding: the filter's own series, all of dcgm-exporter, the model server's (vLLM, SGLang, TGI). */
+export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["DCGM_FI_"], vllm: [...ENGINE_PREFIXES], static: ["tokentrace_", "DCGM_FI_", ...ENGINE_PREFIXES] };
+
+/** Appends the series of `r` its kind forwards, each with `extra` labels set (replacing the series' own). */
+export function enrich(r: ScrapeResult, rules: ForwardRules, extra: Labels, out: WriteSeries[]): void {
+  const prefixes = rules[r.target.kind];
+  for (const s of r.samples) {
+    if (!prefixes.some((p) => s.name.startsWith(p))) continue;
+    const labels = cleanLabels(s.labels);
+    for (let i = 0; i < extra.length; i += 2) setLabel(labels, extra[i]!, extra[i + 1]!);
+    labels.push("__name__", s.name);
+    out.push({ labels, samples: [{ value: s.value, timestampMs: s.timestampMs ?? r.timestampMs }] });
+  }
+}
