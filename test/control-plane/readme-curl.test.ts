@@ -1,10 +1,11 @@
 // The "Editing a policy with curl" block of docs/policies.md, run as written with bash and curl
 // against a real control plane on 127.0.0.1: create, GET, edit, PUT with If-Match (200), and the
-// stale copy refused with 412, so the page cannot drift from what the API does.
+// stale copy refused with 412, so the page cannot drift from what the API does; and it leaves
+// nothing behind, in the working directory or the temp dir it writes into.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,13 +24,17 @@ function block(heading: string): string {
 }
 
 describe("docs/policies.md curl flow", () => {
-  it("creates, reads, edits with If-Match (200, new ETag) and refuses the stale copy (412), as docs/policies.md says", async () => {
+  it("creates, reads, edits with If-Match (200, new ETag) and refuses the stale copy (412), as docs/policies.md says, leaving no file behind", async () => {
     const token = "readme-example-token-0123";
     const app = await startTestApp({ tokens: `me:${token}` });
     try {
       const script = block("## Editing a policy with curl");
       assert.ok(script.includes(`TOKEN=\${TOKEN:-${token}}`), "the block uses the token the page starts make run with");
-      const { stdout } = await promisify(execFile)("bash", ["-e", "-c", script], { cwd: mkdtempSync(join(tmpdir(), "tt-readme-")), env: { PATH: process.env.PATH ?? "", CP: app.url } });
+      const cwd = mkdtempSync(join(tmpdir(), "tt-readme-"));
+      const scratch = mkdtempSync(join(tmpdir(), "tt-readme-tmp-"));
+      const { stdout } = await promisify(execFile)("bash", ["-e", "-c", script], { cwd, env: { PATH: process.env.PATH ?? "", CP: app.url, TMPDIR: scratch } });
+      assert.deepEqual(readdirSync(cwd), [], "the block leaves nothing in the working directory");
+      assert.deepEqual(readdirSync(scratch), [], "nor in the temp dir it writes its copies into");
       const lines = stdout.trim().split("\n");
       const [created, edited, refused, code] = lines.map((l) => (/^\d+$/.test(l) ? l : (JSON.parse(l) as Record<string, unknown>)));
       assert.equal((created as { version: string }).version, "1");
