@@ -85,7 +85,7 @@ function operationName(op: Operation): string {
 /**
  * error.type of a request that failed, else "": the status code for 4xx and 5xx (a CLIENT span's
  * error, OpenTelemetry HTTP client spans), and for a stream cut short by a reset, whether a
- * response had begun. The values are documented in the README.
+ * response had begun. The values are documented in docs/filter.md (Spans).
  */
 export function errorTypeOf(statusCode: i64, responseComplete: bool): string {
   if (statusCode >= 400) return statusCode.toString();

@@ -2,7 +2,7 @@
 // Envoy host, the simulated engine and dcgm-exporter, the real pipeline) with real Prometheus
 // evaluating istio/observability/prometheus-rules.yaml, and within a minute the dashboard's series
 // show the story and the matching alert fires, and only that one of the pair; on kv-cache-pressure
-// the README's walk-through runs as written against the stack, and on normal no engine alert fires.
+// docs/demo.md's walk-through runs as written against the stack, and on normal no engine alert fires.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
@@ -88,11 +88,11 @@ for (const [scenario, alert, gpuText, gpu] of [
   });
 }
 
-/** The sh block of the README's "Why is P99 slow?" walk-through that queries the running demo. */
+/** The sh block of docs/demo.md's "Why is P99 slow?" walk-through that queries the running demo. */
 function readmeWalkthrough(): string {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-  const at = readme.indexOf("### Why is P99 slow? A walk-through on the demo");
-  assert.ok(at >= 0, "README has the walk-through");
+  const readme = readFileSync(new URL("../../docs/demo.md", import.meta.url), "utf8");
+  const at = readme.indexOf("## Why is P99 slow? A walk-through on the demo");
+  assert.ok(at >= 0, "docs/demo.md has the walk-through");
   const block = [...readme.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith("PROM="));
   assert.ok(block, "its block of queries");
   return block;
@@ -104,7 +104,7 @@ const threeSignalExpr = (): string => {
   return groups.flatMap((g) => g.rules).find((r) => r.alert === "TokentraceGPUBusyKVCacheMissSpecRejected")!.expr;
 };
 
-test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the README walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU and a sampled trace", { timeout: 180_000 }, async () => {
+test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the docs/demo.md walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU and a sampled trace", { timeout: 180_000 }, async () => {
   assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
   const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "kv-cache-pressure", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto" });
   try {
@@ -128,7 +128,7 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     await until("preemptions in Prometheus", async () => ((await query(stack.prometheus!.url, "tokentrace_model_preemptions_per_second"))[0] ?? 0) > 0, 60_000);
     await until("a sampled streaming chat call slower than 2 s at the span receiver", async () => stack.traces.recent({ route: "chat", limit: 50, minDurationMs: 2000 }).some((c) => c.ttftMs !== null), 60_000);
 
-    // The README's walk-through, run as written with bash, curl and jq against this stack.
+    // docs/demo.md's walk-through, run as written with bash, curl and jq against this stack.
     // The demo drops `for`, so on a loaded machine (the engine's timers late, the GPU a little less
     // busy) one 5 s evaluation can show a two-signal relative instead: run it again, as a reader would.
     const run = async (): Promise<string> => (await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", readmeWalkthrough()], { env: { PATH: process.env.PATH ?? "", PROM: stack.prometheus!.url, CP: stack.controlPlaneUrl } })).stdout;
@@ -144,7 +144,7 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     for (const phase of ["queue", "prefill", "decode"]) assert.ok(lines.some((l) => new RegExp(`^tokentrace-sim-1 ${phase} P99 ${num} s$`).test(l)), `3. the engine's ${phase}:\n${stdout}`);
     for (const name of ["gpu_utilization_percent", "prefix_cache_hit_ratio", "spec_decode_acceptance_ratio", "kv_cache_usage_ratio", "preemptions_per_second"]) assert.ok(lines.some((l) => new RegExp(`^tokentrace_model_${name} ${num}$`).test(l)), `4. ${name}:\n${stdout}`);
     assert.ok(lines.some((l) => /^trace [0-9a-f]{32} x-token-trace-id \S+: \d+(\.\d+)? ms, TTFT \d+(\.\d+)? ms, tokens \d+ in \/ \d+ out$/.test(l)), `5. a sampled trace:\n${stdout}`);
-    // What the README reads from them: the slow part is decode, not the first token nor the queue.
+    // What docs/demo.md reads from them: the slow part is decode, not the first token nor the queue.
     const p99 = (re: RegExp): number => Number(re.exec(stdout)![1]);
     const decode = p99(/^tokentrace-sim-1 decode P99 (\S+) s$/m);
     assert.ok(decode > 2 && decode > p99(/^tokentrace-sim-1 queue P99 (\S+) s$/m) + p99(/^tokentrace-sim-1 prefill P99 (\S+) s$/m), `3. decode is where the time goes:\n${stdout}`);

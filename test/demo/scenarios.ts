@@ -1,5 +1,5 @@
 // The demo's scenarios (TOKENTRACE_DEMO_SCENARIO): each sets the simulated engine and the load so
-// that, within a minute, the dashboard shows one of the stories the README tells and the matching
+// that, within a minute, the dashboard shows one of the stories docs/demo.md tells and the matching
 // alert of istio/observability/prometheus-rules.yaml fires in the demo's Prometheus.
 import type { EngineParams } from "./engine.js";
 

@@ -43,7 +43,7 @@ export const DEMO_POLICY = "demo-sampling";
 
 /**
  * Histogram buckets (ms and µs) Istio is told to use for the filter's stats (sidecar.istio.io/
- * statsHistogramBuckets, README): about 25% apart from 10 ms to 60 s, so an interpolated percentile
+ * statsHistogramBuckets, docs/filter.md): about 25% apart from 10 ms to 60 s, so an interpolated percentile
  * is within a quarter of the true one; the µs range serves tokentrace_llm_tpot_us.
  */
 export const DEMO_HISTOGRAM_BUCKETS = [

@@ -61,7 +61,7 @@ after(async () => {
   await registry.close();
   await new Promise<void>((resolve) => failingRegistry.close(() => resolve()));
 });
-// ghcr.io, where the README pushes the image, is the local registry here.
+// ghcr.io, where docs/deploying.md pushes the image, is the local registry here.
 const toRegistry = (host: string): string => (host === "ghcr.io" ? registry.host : host);
 
 describe("digests Istio checks (emulated istio-agent pulling build/oci from a local registry)", () => {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run for real (not mocked): Prometheus as the remote-write
-# receiver, Chromium for the dashboard's browser test (driven by playwright-core), jq for the README's
+# receiver, Chromium for the dashboard's browser test (driven by playwright-core), jq for docs/demo.md's
 # "Why is P99 slow?" walk-through (run as written by test/demo/scenarios.test.ts). Idempotent: does
 # nothing when everything is present.
 set -euo pipefail

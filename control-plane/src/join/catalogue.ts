@@ -1,4 +1,4 @@
-// Names of the series the join adds (documented with units in README "Joined and derived series").
+// Names of the series the join adds (documented with units in control-plane/src/pipeline/README.md "Joined series").
 
 /** GPU state of each (pod, GPU) link, emitted with each Envoy scrape of the pod. */
 export const POD_GPU_UTILIZATION = "tokentrace_pod_gpu_utilization_percent";

@@ -25,7 +25,7 @@ export interface FleetShape {
   gpusPerNode: number;
 }
 
-// The buckets the mesh configures for wasm stats (README, statsHistogramBuckets), ms and µs alike.
+// The buckets the mesh configures for wasm stats (docs/filter.md, statsHistogramBuckets), ms and µs alike.
 const FILTER_BUCKETS = [1, 5, 10, 20, 40, 60, 80, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000, 25000, 50000, 75000, 100000, 150000, 200000, 300000, 400000, 500000, 750000, 1000000, 2500000];
 // vLLM's TTFT buckets (seconds).
 const VLLM_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];

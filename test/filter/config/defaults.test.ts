@@ -1,4 +1,4 @@
-// Every configuration default the filter documents (README, filter/config.schema.json), each
+// Every configuration default the filter documents (docs/filter.md, filter/config.schema.json), each
 // observed through the real filter.wasm (emulated Envoy host) rather than read back from the code.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -246,7 +246,7 @@ describe("content capture on sampled spans (emulated Envoy host, real OTLP recei
         path: "/v1/completions", request: JSON.stringify({ model: "m", prompt: "Once upon" }), responseType: "application/json",
         body: JSON.stringify({ id: "x", model: "m", choices: [{ index: 0, text: " a time", finish_reason: "length" }, { index: 1, text: " another", finish_reason: "stop" }] }),
       },
-      // One finish reason per response, the last one seen (README), as gen_ai.response.finish_reasons has it.
+      // One finish reason per response, the last one seen (docs/filter.md), as gen_ai.response.finish_reasons has it.
       expect: { input: [{ role: "user", parts: [text("Once upon")] }], output: [{ role: "assistant", parts: [text(" a time")], finish_reason: "stop" }] },
     },
   ];
