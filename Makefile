@@ -1,7 +1,7 @@
 # tokentrace: `make help` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps build typecheck lint test-deps test bench demo run manifests oci clean
+.PHONY: help deps build typecheck lint test-deps test bench power-loss demo run manifests oci clean
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
@@ -60,6 +60,10 @@ test: build build/oci/index.json typecheck lint test-deps ## build, type-check, 
 bench: build ## run every benchmark and print one table
 	@echo "==> running the benchmarks (BENCH_RUNS=$${BENCH_RUNS:-5} runs each; bars decided at the median)"
 	@node --import tsx test/bench/run.ts
+
+power-loss: | node_modules/.installed ## the larger power-loss run of both stores (POWER_LOSS_SEED, POWER_LOSS_SEEDS, POWER_LOSS_STORES)
+	@echo "==> power-loss harness: every operation of longer workloads a crash point (test/power-loss/README.md)"
+	@node --import tsx test/power-loss/run.ts
 
 demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
 	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure)"

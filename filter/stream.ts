@@ -124,8 +124,8 @@ export class TokentraceStream extends Context {
       // KServe names the model in the path: /v2/models/{model}/generate.
       const pathModel = protocol == Protocol.KServe && matchedPrefixLength > 0 ? kserveModelOf(PATH_VALUE.ptr, PATH_VALUE.length, matchedPrefixLength) : "";
       this.llm = new LlmExchange(llmConfig, this.stats, route, <Protocol>protocol, pathModel);
-      // The body may grow by the include_usage member: its length is Envoy's to recompute.
-      if (llmConfig.requestUsageInStream) host.removeHeader(host.HeaderMap.Request, CONTENT_LENGTH);
+      // A body held to add the include_usage member may grow by it: its length is Envoy's to recompute.
+      if (this.llm!.holdsRequestBody()) host.removeHeader(host.HeaderMap.Request, CONTENT_LENGTH);
     }
 
     this.tokenTraceIdHeader = config.tokenTraceIdHeader;

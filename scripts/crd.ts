@@ -7,7 +7,8 @@
 // refused under kubectl's strict field validation), defaults dropped (the filter applies them;
 // the API server would otherwise store them), draft-2020 exclusive bounds turned into OpenAPI
 // 3.0's, and what a structural schema cannot say becomes x-kubernetes-validations (CEL): label
-// key patterns (propertyNames), forbidden values (not), exactly one target kind, no policySource.
+// key patterns (propertyNames), forbidden values (not), a bound that holds under a flag (if/then),
+// exactly one target kind, no policySource.
 // `make manifests` writes it to istio/base/samplingpolicy-crd.yaml.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -69,6 +70,22 @@ export function toStructural(node: Schema, path: string): Schema {
         rules.push({ rule: `self.all(k, ${checks.join(" && ")})`, message: "invalid label key" });
         break;
       }
+      case "if": {
+        // Only `if: {properties: {flag: {const}}, required: [flag]}, then: {properties: {field: {maximum}}}`
+        // is used (the look-ahead's bound under llm.requestUsageInStream): CEL over both fields.
+        const cond = value as { properties?: Record<string, { const?: unknown }>; required?: string[] };
+        const flag = cond.required?.[0];
+        const expected = flag === undefined ? undefined : cond.properties?.[flag]?.const;
+        const then = node.then as { properties?: Record<string, { maximum?: number; description?: string }> } | undefined;
+        if (flag === undefined || typeof expected !== "boolean" || cond.required?.length !== 1 || then?.properties === undefined) throw new Error(`${path}: unsupported if`);
+        for (const [field, bound] of Object.entries(then.properties)) {
+          if (typeof bound.maximum !== "number") throw new Error(`${path}: unsupported then.${field}`);
+          rules.push({ rule: `!(has(self.${flag}) && self.${flag} == ${String(expected)}) || !has(self.${field}) || self.${field} <= ${bound.maximum}`, message: `${field}: ${bound.description ?? `at most ${bound.maximum} when ${flag} is ${String(expected)}`}` });
+        }
+        break;
+      }
+      case "then":
+        break; // translated with its "if"
       case "not": {
         // Only `not: {anyOf: [{enum}, {pattern}]}` is used (reserved header names).
         const alternatives = ((value as { anyOf?: Schema[] }).anyOf ?? [value as Schema]).map((alt) => {

@@ -14,6 +14,13 @@ export const DEFAULT_MAX_MODELS: i32 = 32;
 export const DEFAULT_STATS_FLUSH_INTERVAL_MS: i32 = 1000;
 export const DEFAULT_MAX_REQUEST_BODY_BYTES: i32 = 65536;
 const MAX_REQUEST_BODY_BYTES_LIMIT: i32 = 16777216;
+/**
+ * Envoy's stream buffer limit, the listener's per_connection_buffer_limit_bytes when it is not
+ * set (1 MiB: envoy api/envoy/config/listener/v3/listener.proto 00e5a41c). A request body a filter
+ * holds (StopIterationAndBuffer) past it is answered 413 by Envoy (source/common/http/
+ * filter_manager.cc 00e00299, ActiveStreamDecoderFilter::requestDataTooLarge).
+ */
+export const ENVOY_BUFFER_LIMIT_BYTES: i32 = 1048576;
 
 /** The names of the protocols in pluginConfig (llm.protocols), by Protocol. */
 export const PROTOCOL_NAMES: Array<string> = ["kserve", "openai", "responses", "anthropic", "tgi"];
@@ -598,6 +605,9 @@ class Validator {
     if (usage !== null) {
       if (!this.boolean(usage, "llm.requestUsageInStream")) return false;
       llm.requestUsageInStream = usage.bool;
+    }
+    if (llm.requestUsageInStream && llm.maxRequestBodyBytes > ENVOY_BUFFER_LIMIT_BYTES) {
+      return this.reject("llm.maxRequestBodyBytes", "must be at most " + ENVOY_BUFFER_LIMIT_BYTES.toString() + " with llm.requestUsageInStream: the request body is then held in Envoy, which answers 413 to a body over its per_connection_buffer_limit_bytes (" + ENVOY_BUFFER_LIMIT_BYTES.toString() + " by default)");
     }
     return true;
   }

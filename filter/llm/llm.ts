@@ -3,7 +3,7 @@
 // times of the first and last byte. Bodies are observed chunk by chunk and never held back; their
 // text is kept only when the request's span captures content (content.ts), for that span alone.
 import { equalAsciiLowerCase } from "../bytes";
-import { ContentConfig, LlmConfig } from "../config/config";
+import { ContentConfig, ENVOY_BUFFER_LIMIT_BYTES, LlmConfig } from "../config/config";
 import { ContentCapture } from "../content/content";
 import * as host from "../host/host";
 import { JsonScanner } from "./json-scan";
@@ -11,7 +11,7 @@ import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } fro
 import { finishReasonOf, Protocol } from "../protocols";
 import { SseScanner } from "./sse";
 import { RouteStats, Stats } from "../telemetry/stats";
-import { CONTENT_ENCODING, CONTENT_TYPE, EVENT_STREAM, IDENTITY, X_GENERATED_TOKENS, X_PROMPT_TOKENS } from "../host/names";
+import { CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, EVENT_STREAM, IDENTITY, X_GENERATED_TOKENS, X_PROMPT_TOKENS } from "../host/names";
 
 const NS_PER_MS: i64 = 1_000_000;
 const NS_PER_US: i64 = 1_000;
@@ -59,9 +59,9 @@ const CONTENT_ENCODING_VALUE = new host.HostValue(memory.data(64), 64);
 const CONTENT_TYPE_VALUE = new host.HostValue(memory.data(128), 128);
 const TOKEN_COUNT_VALUE = new host.HostValue(memory.data(24), 24);
 
-/** A header's token count (1 to 15 decimal digits), else -1. */
-function readCount(name: ArrayBuffer): i64 {
-  if (!host.readHeader(host.HeaderMap.Response, name, TOKEN_COUNT_VALUE)) return -1;
+/** A header's count (1 to 15 decimal digits: token counts, content-length), else -1. */
+function readCount(map: host.HeaderMap, name: ArrayBuffer): i64 {
+  if (!host.readHeader(map, name, TOKEN_COUNT_VALUE)) return -1;
   const n = TOKEN_COUNT_VALUE.length;
   if (n < 1 || n > 15) return -1;
   let value: i64 = 0;
@@ -87,6 +87,10 @@ export class LlmExchange {
   private requestScanner: JsonScanner | null = null;
   private requestBytes: i32 = 0;
   private requestReadable: bool = true;
+  /** requestUsageInStream: the request body is held in Envoy to add include_usage (see holdsRequestBody). */
+  private holdRequest: bool = false;
+  /** The request's content-length, when it was read (-1: unknown). */
+  private requestLength: i64 = -1;
   private responseKind: ResponseKind = ResponseKind.NotRead;
   private json: JsonScanner | null = null;
   private sse: SseScanner | null = null;
@@ -120,12 +124,30 @@ export class LlmExchange {
   }
 
   /**
-   * A request body callback; `length` is the chunk, or with requestUsageInStream the whole body
+   * requestUsageInStream, in proxy_on_request_headers: whether the request body will be held in
+   * Envoy (StopIterationAndBuffer) until it ends, so include_usage can be added. Only when its
+   * length is known and the held body, grown by the member, stays within Envoy's buffer limit:
+   * Envoy answers 413 to a held body past it, and adds each chunk to what it holds before the
+   * filter sees it (Context::decodeData, addDecodedData), so no later check could stop it. The
+   * codec never passes more than content-length (RFC 9112 6.3; RFC 9113 8.1.1: a mismatch is
+   * malformed). Any other body is read as it passes, like one without requestUsageInStream, and
+   * one over llm.maxRequestBodyBytes passes untouched and is counted.
+   */
+  holdsRequestBody(): bool {
+    if (!this.config.requestUsageInStream) return false;
+    const length = readCount(host.HeaderMap.Request, CONTENT_LENGTH);
+    this.requestLength = length;
+    this.holdRequest = length > 0 && length <= <i64>this.config.maxRequestBodyBytes && length + <i64>INCLUDE_USAGE.byteLength <= <i64>ENVOY_BUFFER_LIMIT_BYTES;
+    return this.holdRequest;
+  }
+
+  /**
+   * A request body callback; `length` is the chunk, or while the body is held the whole body
    * buffered so far (Envoy shows a StopIterationAndBuffer'ed body again with the next chunk).
    * Returns true to ask Envoy to keep buffering.
    */
   onRequestBody(length: i32, endOfStream: bool): bool {
-    if (this.config.requestUsageInStream) return this.onBufferedRequestBody(length, endOfStream);
+    if (this.holdRequest) return this.onBufferedRequestBody(length, endOfStream);
     if (!this.requestReadable || length <= 0) return false;
     if (this.requestBytes + length > this.config.maxRequestBodyBytes) {
       this.tooLarge();
@@ -164,12 +186,14 @@ export class LlmExchange {
   }
 
   /**
-   * requestUsageInStream: buffer the body (up to the look-ahead) so a streaming request without
-   * stream_options can get `"stream_options":{"include_usage":true}` before it goes upstream.
+   * requestUsageInStream, a held body: buffer it so a streaming request without stream_options can
+   * get `"stream_options":{"include_usage":true}` before it goes upstream.
    */
   private onBufferedRequestBody(length: i32, endOfStream: bool): bool {
     if (!this.requestReadable) return false;
-    if (length > this.config.maxRequestBodyBytes) {
+    if (<i64>length > this.requestLength) {
+      // More than its content-length said (a codec would not pass it): hold nothing more.
+      this.holdRequest = false;
       this.tooLarge(); // what was buffered goes upstream unchanged
       return false;
     }
@@ -205,8 +229,8 @@ export class LlmExchange {
   private classifyResponse(): void {
     if (this.protocol == Protocol.Tgi) {
       // TGI's /generate answers its token counts in headers (router/src/server.rs, generate).
-      this.headerPromptTokens = readCount(X_PROMPT_TOKENS);
-      this.headerCompletionTokens = readCount(X_GENERATED_TOKENS);
+      this.headerPromptTokens = readCount(host.HeaderMap.Response, X_PROMPT_TOKENS);
+      this.headerCompletionTokens = readCount(host.HeaderMap.Response, X_GENERATED_TOKENS);
     }
     const encoding = CONTENT_ENCODING_VALUE;
     if (host.readHeader(host.HeaderMap.Response, CONTENT_ENCODING, encoding) && !equalAsciiLowerCase(encoding.ptr, encoding.length, IDENTITY)) {

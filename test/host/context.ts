@@ -62,6 +62,11 @@ export interface StreamState {
   /** The filter manager's decoding/encoding buffer while the filter buffers. */
   requestBuffered?: Buffer;
   responseBuffered?: Buffer;
+  /**
+   * FilterManager state_.decoder_filters_streaming_: whether the filter that holds request data
+   * let it stream (watermarks pause the downstream) or buffers it whole (over the limit: 413).
+   */
+  decoderStreaming: boolean;
   /** What went on (upstream / downstream) from the last body callback of each direction. */
   lastRequestChunk: Buffer;
   lastResponseChunk: Buffer;
@@ -141,6 +146,7 @@ export function newStreamState(id: number, rootId: number, info: StreamState["in
     endOfStream: false,
     bufferingRequest: false,
     bufferingResponse: false,
+    decoderStreaming: true, // filter_manager.h State: decoder_filters_streaming_{true}
     lastRequestChunk: EMPTY,
     lastResponseChunk: EMPTY,
     inCallback: undefined,

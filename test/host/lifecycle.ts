@@ -33,10 +33,19 @@ export function filterStatus(kind: CallbackKind, result: number, nextIterationSt
   return nextIterationStopped || result > FilterTrailersStatusStopIteration ? FilterTrailersStatusStopIteration : result;
 }
 
+/**
+ * Envoy's default stream buffer limit: the listener's per_connection_buffer_limit_bytes, "If
+ * unspecified, an implementation defined default is applied (1MiB)" (envoy
+ * api/envoy/config/listener/v3/listener.proto 00e5a41c).
+ */
+export const DEFAULT_BUFFER_LIMIT_BYTES = 1024 * 1024;
+
 /** What the lifecycle needs from its VM. */
 export interface StreamVm {
   readonly core: HostCore;
   readonly clock: HostClock;
+  /** The stream's buffer limit (FilterManager buffer_limit_, from the connection's). */
+  readonly bufferLimitBytes: number;
   /** Calls a stream callback (0 when the module lacks it); a status callback's result comes back converted. */
   callFilter(contextId: number, name: string, a: number, b: number, kind?: CallbackKind): number;
   /** The module's own result of the last callFilter. */
@@ -132,7 +141,12 @@ export class StreamLifecycle {
     }
     const buffering = request ? s.bufferingRequest : s.bufferingResponse;
     const held = request ? s.requestBuffered : s.responseBuffered;
-    if (buffering) this.setHeld(s, request, concat(held, chunk));
+    if (buffering) {
+      // Context::decodeData: addDecodedData(data, false) before the VM call; a 413 there
+      // destroys the context and the VM is not called (returns StopIterationAndBuffer).
+      this.setHeld(s, request, concat(held, chunk));
+      if (request && this.overLimit(s, false)) return FilterDataStatus.StopIterationAndBuffer;
+    }
     this.setChunk(s, request, buffering ? EMPTY : chunk);
     s.endOfStream = endOfStream;
     const size = buffering ? (request ? s.requestBuffered : s.responseBuffered)!.length : chunk.length;
@@ -145,6 +159,12 @@ export class StreamLifecycle {
     const nowHeld = request ? s.requestBuffered : s.responseBuffered;
     switch (status) {
       case FilterDataStatus.Continue:
+        if (nowHeld !== undefined) {
+          // commonHandleAfterDataCallback: after a stop, the chunk joins the buffered data before
+          // the chain goes on (commonHandleBufferData, then commonContinue): the limit applies.
+          this.setHeld(s, request, concat(nowHeld, current));
+          if (request && this.overLimit(s, s.decoderStreaming)) return status;
+        }
         // What the filter manager holds goes on with this chunk (as the filter left both).
         this.setHeld(s, request, undefined);
         this.setChunk(s, request, undefined);
@@ -160,6 +180,9 @@ export class StreamLifecycle {
         this.setHeld(s, request, concat(nowHeld, current));
         this.setChunk(s, request, EMPTY);
         this.passOn(s, request, EMPTY);
+        // commonHandleAfterDataCallback: buffer_was_streaming = (status == StopIterationAndWatermark).
+        if (request) s.decoderStreaming = status === FilterDataStatus.StopIterationAndWatermark;
+        if (request && this.overLimit(s, s.decoderStreaming)) return status;
         break;
       default:
         // StopIterationNoBuffer: the data is the filter's to keep; nothing goes on.
@@ -167,6 +190,19 @@ export class StreamLifecycle {
         this.passOn(s, request, EMPTY);
     }
     return status;
+  }
+
+  /**
+   * The decoding buffer's high watermark is the stream's buffer limit (ActiveStreamDecoderFilter::
+   * createBuffer, setWatermarks(buffer_limit_); envoy source/common/http/filter_manager.cc
+   * 00e00299). Past it, requestDataTooLarge: a streaming filter only pauses the downstream
+   * (flow control); one that buffers the whole body gets a local 413, "Payload Too Large", details
+   * request_payload_too_large. Returns true when the stream ended that way.
+   */
+  private overLimit(s: StreamState, streaming: boolean): boolean {
+    if ((s.requestBuffered?.length ?? 0) <= this.vm.bufferLimitBytes || streaming) return false;
+    this.localReply(s, { statusCode: 413, details: "request_payload_too_large", body: Buffer.from("Payload Too Large"), headers: [], grpcStatus: -1 }, false);
+    return true;
   }
 
   private setChunk(s: StreamState, request: boolean, chunk: Buffer | undefined): void {

@@ -13,7 +13,7 @@ import { AbiViolation, ProcExit, VmFailedError } from "./errors.js";
 import { foreignImports } from "./foreign.js";
 import { headerImports } from "./headers.js";
 import { HttpCalls } from "./http-call.js";
-import { filterStatus, StreamLifecycle, streamControlImports, type CallbackKind } from "./lifecycle.js";
+import { DEFAULT_BUFFER_LIMIT_BYTES, filterStatus, StreamLifecycle, streamControlImports, type CallbackKind } from "./lifecycle.js";
 import { localReplyImports } from "./local-reply.js";
 import { Memory } from "./memory.js";
 import { metricImports } from "./metrics.js";
@@ -90,6 +90,8 @@ export interface FilterVmOptions {
   process?: HostProcess;
   /** Test-only faults in the host's answers. */
   faults?: HostFault[];
+  /** The stream buffer limit (the listener's per_connection_buffer_limit_bytes), default Envoy's 1 MiB. */
+  bufferLimitBytes?: number;
 }
 
 export type { StreamProperties };
@@ -178,6 +180,7 @@ export class FilterVm {
     this.lifecycle = new StreamLifecycle({
       core: this.core,
       clock: this.clock,
+      bufferLimitBytes: opts.bufferLimitBytes ?? DEFAULT_BUFFER_LIMIT_BYTES,
       callFilter: (id, name, a, b, kind) => this.callFilter(id, name, a, b, kind),
       lastResult: () => this.lastCallResult,
       createContext: (s) => {

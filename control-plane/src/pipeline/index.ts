@@ -67,7 +67,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const rwMetrics = createRemoteWriteMetrics(deps.registry);
   const writer = new RemoteWriter(
     config.remoteWrite.targets.map((t) => ({ ...t, queueDir: joinPath(config.remoteWrite.queueDir, t.name) })),
-    { clock, metrics: rwMetrics, ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
+    { clock, metrics: rwMetrics, log: (record) => deps.log?.(`remote write: ${JSON.stringify(record)}`), ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
   );
   const joiner = new Joiner({
     forward: config.join.forward,

@@ -8,15 +8,20 @@
 //
 // At start the snapshot and journal are replayed and every current record is validated again
 // with today's rules: a record that fails is quarantined (logged, counted, never served, kept on
-// disk as it was until the name is written again), and the rest are served.
+// disk as it was until the name is written again), and the rest are served. A journal line of a
+// type this version does not know (a newer version wrote it, then was rolled back) stops the
+// start with a message naming the file, the line and the type: applying the lines around it
+// would serve a state that never was, and skipping it would lose it at the next compaction, as
+// the snapshot path already refuses a format it does not know.
 import type { AuditRecord, AuditSink } from "./audit.js";
 import { admitPolicy, deepFreeze, type PolicyCheck } from "./admission.js";
 import { canonicalJson } from "./canonical-json.js";
-import { PolicyJournal, type Snapshot } from "./journal.js";
+import { PolicyJournal, type JournalLine, type Snapshot } from "./journal.js";
 import { mergePatch } from "./merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "./model.js";
 import { checkPreconditions } from "./preconditions.js";
 import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteFailure, WriteOptions, WriteResult } from "./repository.js";
+import type { FileSystem } from "../storage/file-system.js";
 
 /** History entries kept per policy (oldest dropped first). */
 export const historyLimit = 50;
@@ -78,6 +83,8 @@ export interface FileStoreOptions {
   compactMinBytes?: number;
   /** The journal to use (tests inject failures through a subclass). */
   journal?: PolicyJournal;
+  /** The file system of the snapshot and journal (tests: a simulated disk); node:fs by default. */
+  fs?: FileSystem;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -105,7 +112,7 @@ export class FilePolicyStore implements PolicyRepository {
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly options: FileStoreOptions) {
-    this.journal = options.journal ?? new PolicyJournal(options.path, { fsync: options.fsync });
+    this.journal = options.journal ?? new PolicyJournal(options.path, { ...(options.fsync === undefined ? {} : { fsync: options.fsync }), ...(options.fs ? { fs: options.fs } : {}) });
     this.now = options.now ?? (() => new Date());
     this.log = options.log ?? (() => undefined);
     this.load();
@@ -398,7 +405,10 @@ export class FilePolicyStore implements PolicyRepository {
   private load(): void {
     const contents = this.journal.load();
     for (const file of contents.removedTemporaries) this.log({ level: "warn", msg: "policy store: removed a temporary file left by an interrupted write", file });
-    if (contents.tornBytes > 0) this.log({ level: "warn", msg: "policy store: cut a torn journal line left by a crash (never acknowledged)", bytes: contents.tornBytes });
+    if (contents.tornBytes > 0) {
+      const preserved = contents.preservedBytes > 0 ? { preservedBytes: contents.preservedBytes, preservedIn: this.journal.rejectedPath } : {};
+      this.log({ level: "warn", msg: "policy store: cut a torn journal line left by a crash (never acknowledged)", bytes: contents.tornBytes, ...preserved });
+    }
     for (const bad of contents.corrupt) {
       this.log({ level: "error", msg: "policy store: corrupt journal line skipped", line: bad.line, reason: bad.reason });
       this.quarantine.push({ name: "(journal)", version: `line ${bad.line}`, errors: [{ field: "(record)", reason: bad.reason }] });
@@ -412,9 +422,11 @@ export class FilePolicyStore implements PolicyRepository {
       for (const [name, raw] of Object.entries(snapshot.policies)) this.loadSlot(name, raw, stored);
     }
     const unaudited: ChangeLine[] = [];
-    for (const { line, entry } of contents.lines) {
+    for (const { line, entry, raw } of contents.lines) {
+      this.refuseUnknownType(line, entry);
       const parsed = this.parseLine(entry);
       if (parsed === undefined) {
+        this.journal.preserve(raw);
         this.log({ level: "error", msg: "policy store: malformed journal record skipped", line });
         this.quarantine.push({ name: "(journal)", version: `line ${line}`, errors: [{ field: "(record)", reason: "malformed record" }] });
         continue;
@@ -441,6 +453,16 @@ export class FilePolicyStore implements PolicyRepository {
       this.journal.append([{ type: "audited", through: this.nextVersion - 1 } satisfies AuditedLine], false);
     }
     this.auditedThrough = Math.max(this.auditedThrough, this.nextVersion - 1);
+  }
+
+  /** Throws when a journal line is of a type this version does not know (see the top of this file). */
+  private refuseUnknownType(line: JournalLine["line"], entry: unknown): void {
+    if (!isRecord(entry) || typeof entry.type !== "string" || entry.type === "change" || entry.type === "audited") return;
+    const type = JSON.stringify(entry.type.length > 64 ? `${entry.type.slice(0, 64)}...` : entry.type);
+    throw new Error(
+      `policy store ${this.journal.journalPath}: line ${line} is of type ${type}, which this version does not know ` +
+        "(written by a newer version?); refusing to start rather than drop it: run the version that wrote it",
+    );
   }
 
   /** A journal entry as the store wrote it, or undefined when its shape is wrong. */

@@ -97,8 +97,12 @@ export function toFieldErrors(errors: ErrorObject[] | null | undefined): FieldEr
   for (const error of errors ?? []) {
     // Errors inside propertyNames repeat the outer propertyNames error, which names the key.
     if (error.propertyName !== undefined) continue;
+    // An if/then's own error only says "must match then"; the error inside the then names the field.
+    if (error.keyword === "if") continue;
     let item: FieldError;
-    if (error.keyword === "additionalProperties") {
+    if (error.keyword === "maximum" && error.schemaPath.endsWith("/llm/then/properties/maxRequestBodyBytes/maximum")) {
+      item = { field: fieldPath(error.instancePath), reason: `must be at most ${(error.params as { limit: number }).limit} with llm.requestUsageInStream: the request body is then held in Envoy, which answers 413 to a body over its per_connection_buffer_limit_bytes (1048576 by default)` };
+    } else if (error.keyword === "additionalProperties") {
       item = { field: fieldPath(error.instancePath, (error.params as { additionalProperty: string }).additionalProperty), reason: "unknown field" };
     } else if (error.keyword === "required") {
       item = { field: fieldPath(error.instancePath, (error.params as { missingProperty: string }).missingProperty), reason: "required" };

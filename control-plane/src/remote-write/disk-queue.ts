@@ -3,24 +3,52 @@
 // Layout: `<dir>/<20-digit id>.seg` segment files of records, plus `<dir>/committed` holding the
 // position (segment id, byte offset) up to which everything has been delivered, and the newest
 // sample time delivered so far (so the lag a restart reports during an outage is the true one).
-// Record: u32 payload length | u32 crc32(payload) | u32 sample count | f64 newest sample ms | payload.
 //
-// Durability policy, as Prometheus's WAL (tsdb/wlog: each record is written to the file at once,
-// fsync happens when a segment is finished and at close): every append is written with write(2)
-// before `append` returns, so it survives `kill -9` of the process (the page cache holds it); a
-// segment is fsync'd when the next one starts and at close ("segment", the default), or after
-// every append ("always", for a machine that may lose power with no time to flush). The committed
-// position is written to a temp file and renamed over `committed` (atomic in the page cache; fsync'd
-// only in "always" mode: losing it to a power cut re-sends delivered samples, never loses any).
-// After `kill -9` a torn tail record fails its length or CRC check and is cut off at open;
-// everything appended before it is still there. Delivery is at least once: the only window for a
-// duplicate is a crash between the receiver's 2xx and the commit's rename, and the duplicate then
-// carries identical samples, which Prometheus-compatible receivers ignore.
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync, ftruncateSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+// Record (little-endian, 28-byte header):
+//   u32 magic "TTQ2" | u32 payload length | u32 sample count | f64 newest sample ms |
+//   u32 crc32(payload) | u32 crc32(the 24 header bytes before it) | payload
+// Both CRCs start from a seed derived from the segment id, so a record only validates in the
+// segment it was written to, and a header of zeros (what a power loss leaves past the last sync)
+// fails twice over: its magic and its CRC (a zero-length payload's plain CRC-32 is 0; a seeded one
+// is not). The header has its own CRC so a damaged record's successor can be found again (resync)
+// without trusting a damaged length. Segments written before this format (`u32 length | u32 crc |
+// u32 samples | f64 newest | payload`) are still read, with a zero length refused.
+//
+// Durability policy. Every append is written with write(2) before `append` returns, so it
+// survives `kill -9` (the page cache holds it). A power loss keeps only what was fsynced:
+// - fsync "segment" (the default): a segment is fsynced when the next one starts and at close, as
+//   Prometheus's WAL does (prometheus tsdb/wlog/wlog.go 062910e0: pages are written as they fill,
+//   fsynced when a segment is finished and at close); "always" fsyncs each append (for a machine
+//   that may lose power with no time to flush); "never" only for throughput tests.
+// - `durablePosition` is how far appends are known durable.
+// - A new segment's name is made durable (directory fsync) before anything is written to it.
+// - The committed position is written to a temporary file, fsynced, renamed over `committed`,
+//   and the directory fsynced (both durable modes), before any delivered segment is deleted: a
+//   position once committed is never delivered again, whatever the power does afterwards.
+//
+// Recovery (at open) trusts nothing it cannot check, after Prometheus's WAL and etcd's:
+// - each segment is read up to its first damaged record; the damaged bytes are skipped by
+//   looking for the next record that validates, and a damaged tail is cut (etcd
+//   server/storage/wal/decoder.go 06b0e6a0: a zero length is the end, a zeroed sector a torn
+//   write). Unlike Prometheus's Repair (wlog.go, which deletes every later segment), later
+//   segments are kept: a segment defines every series it uses, so it stands alone.
+// - the committed position is clamped to the data that is really there (a power loss can leave
+//   `committed` pointing past the end of its segment's surviving bytes);
+// - writing always continues in a new segment, never after a recovered tail (Prometheus's NewSize
+//   does the same: "create one with a higher index than the last segment"), so no append can land
+//   behind the read position.
+// Delivery is at least once: the only window for a duplicate is a crash between the receiver's
+// 2xx and the commit's fsync, and the duplicate then carries identical samples, which
+// Prometheus-compatible receivers ignore.
 import { crc32 } from "node:zlib";
+import { join } from "node:path";
+import { fsyncDirectory, makeDirectoryDurable, nodeFileSystem, type FileSystem } from "../storage/file-system.js";
 
-const HEADER_BYTES = 20;
+/** Bytes of a record header. */
+export const RECORD_HEADER_BYTES = 28;
+const LEGACY_HEADER_BYTES = 20;
+const MAGIC = 0x32515454; // "TTQ2" as stored (little-endian)
+const CRC_SEED = crc32(Buffer.from("tokentrace remote-write queue record", "latin1"));
 
 /** A place in the queue: a segment id and a byte offset in it. */
 export interface QueuePosition {
@@ -55,11 +83,15 @@ export interface DiskQueueOptions {
   /** "segment" (default): fsync each finished segment; "always": each append and commit; "never": tests of throughput only. */
   fsync?: "always" | "segment" | "never";
   now?: () => number;
+  /** The file system (tests put a simulated disk here); node:fs by default. */
+  fs?: FileSystem;
 }
 
 interface RecordIndex {
   offset: number;
-  length: number; // header + payload
+  /** Offset just past the record. */
+  end: number;
+  payloadOffset: number;
   samples: number;
   newestTimestampMs: number;
   appendedAtMs: number;
@@ -68,8 +100,11 @@ interface RecordIndex {
 interface Segment {
   id: number;
   path: string;
+  /** Bytes in the file (the append position of the active segment). */
   bytes: number;
   records: RecordIndex[];
+  /** CRC seed of this segment's records. */
+  seed: number;
 }
 
 /** What recovery found when the queue was opened. */
@@ -77,23 +112,68 @@ export interface RecoveryReport {
   segments: number;
   records: number;
   samples: number;
-  /** Bytes cut from the end of segments because a record was torn or corrupt. */
+  /** Bytes that held no valid record (torn, zero-filled or corrupt), skipped or cut. */
   truncatedBytes: number;
+  /** Bytes by which the committed position pointed past the data that survived (clamped). */
+  clampedBytes: number;
+  /** `committed` was there but unreadable: everything on disk is treated as undelivered. */
+  committedUnreadable: boolean;
 }
 
 const segName = (id: number): string => `${String(id).padStart(20, "0")}.seg`;
+
+function segmentSeed(id: number): number {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(id));
+  return crc32(b, CRC_SEED);
+}
+
+/** Whether a valid current-format record starts at `off` of `bytes`; returns its index or undefined. */
+function recordAt(bytes: Buffer, off: number, seed: number): RecordIndex | undefined {
+  if (off + RECORD_HEADER_BYTES > bytes.length || bytes.readUInt32LE(off) !== MAGIC) return undefined;
+  if (crc32(bytes.subarray(off, off + 24), seed) !== bytes.readUInt32LE(off + 24)) return undefined;
+  const length = bytes.readUInt32LE(off + 4);
+  const payloadOffset = off + RECORD_HEADER_BYTES;
+  if (payloadOffset + length > bytes.length) return undefined;
+  if (crc32(bytes.subarray(payloadOffset, payloadOffset + length), seed) !== bytes.readUInt32LE(off + 20)) return undefined;
+  return { offset: off, end: payloadOffset + length, payloadOffset, samples: bytes.readUInt32LE(off + 8), newestTimestampMs: bytes.readDoubleLE(off + 12), appendedAtMs: 0 };
+}
+
+/** Records of a segment written before the current format, up to the first that fails. */
+function legacyRecords(bytes: Buffer): RecordIndex[] {
+  const out: RecordIndex[] = [];
+  let off = 0;
+  while (off + LEGACY_HEADER_BYTES <= bytes.length) {
+    const length = bytes.readUInt32LE(off);
+    const payloadOffset = off + LEGACY_HEADER_BYTES;
+    // Every record ever written had a payload; a zero length is a zero-filled tail, not a record.
+    if (length === 0 || payloadOffset + length > bytes.length) break;
+    if (crc32(bytes.subarray(payloadOffset, payloadOffset + length)) !== bytes.readUInt32LE(off + 4)) break;
+    out.push({ offset: off, end: payloadOffset + length, payloadOffset, samples: bytes.readUInt32LE(off + 8), newestTimestampMs: bytes.readDoubleLE(off + 12), appendedAtMs: 0 });
+    off = payloadOffset + length;
+  }
+  return out;
+}
 
 /** The durable queue. All operations are synchronous so ordering is obvious and kill -9 safe. */
 export class DiskQueue {
   private segments: Segment[] = [];
   private fd = -1; // open fd of the last (active) segment
+  /** The active segment failed a write or fsync: the next append starts a new one. */
+  private activeBroken = false;
   private committed: CommittedState = { segment: 0, offset: 0 };
-  /** Read cursor: index into segments and records of the next record not yet handed out. */
+  /** Read cursor: the position of the next record not yet handed out. */
   private cursor: QueuePosition = { segment: 0, offset: 0 };
+  private durable: QueuePosition = { segment: -1, offset: 0 };
   private readonly now: () => number;
+  private readonly files: FileSystem;
+  private readonly header = Buffer.alloc(RECORD_HEADER_BYTES);
   /** Samples dropped because the queue was over its byte bound. */
   droppedSamples = 0;
   droppedRecords = 0;
+  /** fsyncs of a finished segment that failed, and commits the byte bound could not write (diagnostics). */
+  syncFailures = 0;
+  commitFailures = 0;
   /** Samples from the committed position on, and from the read cursor on (kept as records come and go). */
   private pending = 0;
   private unread = 0;
@@ -106,40 +186,65 @@ export class DiskQueue {
 
   constructor(private readonly opts: DiskQueueOptions) {
     this.now = opts.now ?? Date.now;
-    mkdirSync(opts.dir, { recursive: true });
+    this.files = opts.fs ?? nodeFileSystem;
+    makeDirectoryDurable(this.files, opts.dir, opts.fsync !== "never");
     this.recovery = this.recover();
   }
 
-  private recover(): RecoveryReport {
-    const report: RecoveryReport = { segments: 0, records: 0, samples: 0, truncatedBytes: 0 };
+  private readCommitted(report: RecoveryReport): CommittedState | undefined {
+    let text: string;
     try {
-      const c = JSON.parse(readFileSync(join(this.opts.dir, "committed"), "utf8")) as CommittedState;
-      if (Number.isSafeInteger(c.segment) && Number.isSafeInteger(c.offset)) {
-        this.committed = { segment: c.segment, offset: c.offset };
-        if (Number.isFinite(c.newestDeliveredMs)) this.committed.newestDeliveredMs = c.newestDeliveredMs!;
+      text = this.files.readFileSync(join(this.opts.dir, "committed")).toString("utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined; // no delivery yet
+      throw error;
+    }
+    try {
+      const c = JSON.parse(text) as Partial<CommittedState>;
+      if (Number.isSafeInteger(c.segment) && Number.isSafeInteger(c.offset) && c.segment! >= 0 && c.offset! >= 0) {
+        const state: CommittedState = { segment: c.segment!, offset: c.offset! };
+        if (Number.isFinite(c.newestDeliveredMs)) state.newestDeliveredMs = c.newestDeliveredMs!;
+        return state;
       }
     } catch {
-      // No commit yet: everything on disk is undelivered.
+      // fall through: unreadable
     }
-    const ids = readdirSync(this.opts.dir)
+    // Re-sending is the only safe reading of a position that cannot be read.
+    report.committedUnreadable = true;
+    return undefined;
+  }
+
+  private recover(): RecoveryReport {
+    const report: RecoveryReport = { segments: 0, records: 0, samples: 0, truncatedBytes: 0, clampedBytes: 0, committedUnreadable: false };
+    const committed = this.readCommitted(report);
+    if (committed !== undefined) this.committed = committed;
+    const ids = this.files.readdirSync(this.opts.dir)
       .filter((f) => /^\d{20}\.seg$/.test(f))
       .map((f) => Number(f.slice(0, 20)))
       .sort((a, b) => a - b);
+    let lastId = committed === undefined ? -1 : committed.segment;
     for (const id of ids) {
+      lastId = Math.max(lastId, id);
       const path = join(this.opts.dir, segName(id));
       if (id < this.committed.segment) {
-        unlinkSync(path); // fully delivered before the crash; its deletion was not reached
+        this.unlinkQuietly(path); // fully delivered before the crash; its deletion was not reached
         continue;
       }
       const seg = this.scan(id, path, report);
+      if (seg.records.length === 0) {
+        this.unlinkQuietly(path); // nothing to send in it, and nothing will ever be written to it
+        continue;
+      }
       this.segments.push(seg);
     }
-    if (this.segments.length === 0) this.segments.push(this.createSegment(Math.max(this.committed.segment, 0)));
-    const last = this.segments[this.segments.length - 1]!;
-    this.fd = openSync(last.path, "r+");
-    this.cursor = { segment: this.committed.segment, offset: this.committed.offset };
-    if (this.cursor.segment < this.segments[0]!.id) this.cursor = { segment: this.segments[0]!.id, offset: 0 };
-    report.segments = this.segments.length;
+    const at = this.segments.find((s) => s.id === this.committed.segment);
+    const surviving = at === undefined ? 0 : at.records[at.records.length - 1]!.end;
+    if (this.committed.offset > surviving) {
+      report.clampedBytes = this.committed.offset - surviving;
+      this.committed.offset = surviving;
+    }
+    this.segments.push(this.createSegment(lastId + 1));
+    this.cursor = { ...this.committedPosition };
     for (const s of this.segments) {
       for (const r of s.records) {
         if (this.isBefore(s.id, r.offset, this.cursor)) continue;
@@ -147,6 +252,7 @@ export class DiskQueue {
         report.samples += r.samples;
       }
     }
+    report.segments = this.segments.length;
     this.pending = report.samples;
     this.unread = report.samples;
     return report;
@@ -156,56 +262,61 @@ export class DiskQueue {
     return segment < pos.segment || (segment === pos.segment && offset < pos.offset);
   }
 
+  /** Indexes the records of a recovered segment; cuts a damaged tail. */
   private scan(id: number, path: string, report: RecoveryReport): Segment {
-    const size = statSync(path).size;
-    const fd = openSync(path, "r+");
-    const seg: Segment = { id, path, bytes: 0, records: [] };
-    const header = Buffer.alloc(HEADER_BYTES);
+    const bytes = this.files.readFileSync(path);
+    const seed = segmentSeed(id);
+    const seg: Segment = { id, path, bytes: bytes.length, records: [], seed };
     let off = 0;
-    try {
-      while (off + HEADER_BYTES <= size) {
-        readSync(fd, header, 0, HEADER_BYTES, off);
-        const len = header.readUInt32LE(0);
-        if (off + HEADER_BYTES + len > size) break;
-        const payload = Buffer.alloc(len);
-        readSync(fd, payload, 0, len, off + HEADER_BYTES);
-        if (crc32(payload) !== header.readUInt32LE(4)) break;
-        seg.records.push({
-          offset: off,
-          length: HEADER_BYTES + len,
-          samples: header.readUInt32LE(8),
-          newestTimestampMs: header.readDoubleLE(12),
-          appendedAtMs: 0,
-        });
-        off += HEADER_BYTES + len;
+    while (off < bytes.length) {
+      const r = recordAt(bytes, off, seed);
+      if (r !== undefined) {
+        seg.records.push(r);
+        off = r.end;
+        continue;
       }
-      if (off < size) {
-        report.truncatedBytes += size - off;
-        ftruncateSync(fd, off);
-        fsyncSync(fd);
-      }
-    } finally {
-      closeSync(fd);
+      // Damaged here: resync on the next offset where a whole record validates.
+      let next = off + 1;
+      while (next + RECORD_HEADER_BYTES <= bytes.length && recordAt(bytes, next, seed) === undefined) next++;
+      off = next + RECORD_HEADER_BYTES <= bytes.length ? next : bytes.length;
     }
-    seg.bytes = off;
+    if (seg.records.length === 0 && bytes.length > 0) {
+      const legacy = legacyRecords(bytes);
+      if (legacy.length > 0) seg.records = legacy;
+    }
+    let valid = 0;
+    for (const r of seg.records) valid += r.end - r.offset;
+    report.truncatedBytes += bytes.length - valid;
+    const end = seg.records.length === 0 ? 0 : seg.records[seg.records.length - 1]!.end;
+    if (end < bytes.length && seg.records.length > 0) {
+      // Tidy: the tail holds no record; nothing is ever appended to a recovered segment.
+      const fd = this.files.openSync(path, "r+");
+      try {
+        this.files.ftruncateSync(fd, end);
+        if (this.opts.fsync !== "never") this.files.fsyncSync(fd);
+      } finally {
+        this.files.closeSync(fd);
+      }
+      seg.bytes = end;
+    }
     return seg;
+  }
+
+  private unlinkQuietly(path: string): void {
+    try {
+      this.files.unlinkSync(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
   }
 
   private createSegment(id: number): Segment {
     const path = join(this.opts.dir, segName(id));
-    closeSync(openSync(path, "a"));
-    this.fsyncDir();
-    return { id, path, bytes: 0, records: [] };
-  }
-
-  private fsyncDir(): void {
-    if (this.opts.fsync === "never") return;
-    const dfd = openSync(this.opts.dir, "r");
-    try {
-      fsyncSync(dfd);
-    } finally {
-      closeSync(dfd);
-    }
+    this.fd = this.files.openSync(path, "w");
+    this.activeBroken = false;
+    // The name must be durable before any record in it can be acknowledged.
+    if (this.opts.fsync !== "never") fsyncDirectory(this.files, this.opts.dir);
+    return { id, path, bytes: 0, records: [], seed: segmentSeed(id) };
   }
 
   /** Total bytes of all segments (delivered records of the head segment included until it is deleted). */
@@ -225,6 +336,11 @@ export class DiskQueue {
     return this.unread;
   }
 
+  /** How far appends are known durable (fsynced): every record ending at or before it survives a power loss. */
+  get durablePosition(): QueuePosition {
+    return { ...this.durable };
+  }
+
   private countFrom(pos: QueuePosition): number {
     let n = 0;
     for (const s of this.segments) for (const r of s.records) if (!this.isBefore(s.id, r.offset, pos)) n += r.samples;
@@ -238,17 +354,36 @@ export class DiskQueue {
    */
   prepare(bytes: number): number {
     const active = this.segments[this.segments.length - 1]!;
-    if (active.bytes > 0 && active.bytes + HEADER_BYTES + bytes > this.opts.segmentBytes) this.roll();
+    if (this.activeBroken || (active.bytes > 0 && active.bytes + RECORD_HEADER_BYTES + bytes > this.opts.segmentBytes)) this.roll();
     return this.segments[this.segments.length - 1]!.id;
   }
 
   private roll(): void {
     const active = this.segments[this.segments.length - 1]!;
-    if (this.opts.fsync !== "never") fsyncSync(this.fd);
-    closeSync(this.fd);
+    try {
+      this.syncActive();
+    } catch {
+      // Its records stay readable from the page cache and are sent; they are only not claimed
+      // durable (durablePosition does not move). Appending goes on in a new segment.
+      this.syncFailures++;
+    }
+    this.files.closeSync(this.fd);
+    this.fd = -1;
     const next = this.createSegment(active.id + 1);
+    if (active.records.length === 0) {
+      // Nothing in it (a failed first append): it goes, so no empty segment stays behind.
+      this.segments.pop();
+      this.unlinkQuietly(active.path);
+    }
     this.segments.push(next);
-    this.fd = openSync(next.path, "r+");
+  }
+
+  /** fsyncs the active segment (not in "never" mode) and moves the durable position to its end. */
+  private syncActive(): void {
+    if (this.opts.fsync === "never" || this.fd < 0 || this.activeBroken) return;
+    const active = this.segments[this.segments.length - 1]!;
+    this.files.fsyncSync(this.fd);
+    this.durable = { segment: active.id, offset: active.bytes };
   }
 
   /** The payloads of the records before the read cursor in its segment (they may define series used after it). */
@@ -260,57 +395,88 @@ export class DiskQueue {
 
   private readPayload(seg: Segment, r: RecordIndex): Buffer {
     let fd = this.readFds.get(seg.id);
-    if (fd === undefined) this.readFds.set(seg.id, (fd = openSync(seg.path, "r")));
-    const buf = Buffer.allocUnsafe(r.length - HEADER_BYTES);
-    readSync(fd, buf, 0, buf.length, r.offset + HEADER_BYTES);
+    if (fd === undefined) this.readFds.set(seg.id, (fd = this.files.openSync(seg.path, "r")));
+    const buf = Buffer.allocUnsafe(r.end - r.payloadOffset);
+    this.files.readSync(fd, buf, 0, buf.length, r.payloadOffset);
     return buf;
   }
 
   private unlinkSegment(seg: Segment): void {
     const fd = this.readFds.get(seg.id);
     if (fd !== undefined) {
-      closeSync(fd);
+      this.files.closeSync(fd);
       this.readFds.delete(seg.id);
     }
-    unlinkSync(seg.path);
+    this.unlinkQuietly(seg.path);
   }
 
-  /** Appends one record (see the durability policy above). */
-  append(payload: Uint8Array, samples: number, newestTimestampMs: number): void {
-    const length = HEADER_BYTES + payload.length;
+  /**
+   * Appends one record (see the durability policy above) and returns the position just after it.
+   * A failed write leaves nothing behind that a later append could follow: the segment is cut
+   * back where it was and the next append starts a new one.
+   */
+  append(payload: Uint8Array, samples: number, newestTimestampMs: number): QueuePosition {
     this.prepare(payload.length);
     const active = this.segments[this.segments.length - 1]!;
-    const header = Buffer.alloc(HEADER_BYTES);
-    header.writeUInt32LE(payload.length, 0);
-    header.writeUInt32LE(crc32(payload), 4);
+    const header = this.header;
+    header.writeUInt32LE(MAGIC, 0);
+    header.writeUInt32LE(payload.length, 4);
     header.writeUInt32LE(samples, 8);
     header.writeDoubleLE(newestTimestampMs, 12);
-    writeSync(this.fd, header, 0, HEADER_BYTES, active.bytes);
-    writeSync(this.fd, payload, 0, payload.length, active.bytes + HEADER_BYTES);
-    if (this.opts.fsync === "always") fsyncSync(this.fd);
-    active.records.push({ offset: active.bytes, length, samples, newestTimestampMs, appendedAtMs: this.now() });
+    header.writeUInt32LE(crc32(payload, active.seed), 20);
+    header.writeUInt32LE(crc32(header.subarray(0, 24), active.seed), 24);
+    const offset = active.bytes;
+    const end = offset + RECORD_HEADER_BYTES + payload.length;
+    try {
+      this.files.writeSync(this.fd, header, 0, RECORD_HEADER_BYTES, offset);
+      this.files.writeSync(this.fd, payload, 0, payload.length, offset + RECORD_HEADER_BYTES);
+      if (this.opts.fsync === "always") this.files.fsyncSync(this.fd);
+    } catch (error) {
+      this.activeBroken = true;
+      try {
+        this.files.ftruncateSync(this.fd, offset);
+      } catch {
+        // The next append starts a new segment either way; recovery skips whatever is left here.
+      }
+      throw error;
+    }
+    if (this.opts.fsync === "always") this.durable = { segment: active.id, offset: end };
+    active.records.push({ offset, end, payloadOffset: offset + RECORD_HEADER_BYTES, samples, newestTimestampMs, appendedAtMs: this.now() });
     this.pending += samples;
     this.unread += samples;
-    active.bytes += length;
-    this.appendedBytes += length;
+    active.bytes = end;
+    this.appendedBytes += end - offset;
     this.appendedSamples += samples;
     this.enforceBound();
+    return { segment: active.id, offset: end };
   }
 
   private enforceBound(): void {
     while (this.segments.length > 1 && this.bytes > this.opts.maxBytes) {
-      const oldest = this.segments.shift()!;
+      const oldest = this.segments[0]!;
+      const head = this.segments[1]!;
+      const before = this.committed;
+      if (before.segment < head.id) {
+        // The position moves before the segment goes, so no power loss can bring back a position
+        // inside a segment that is gone. When it cannot be written (a full disk), nothing is
+        // dropped now: the bound is enforced again at the next append.
+        try {
+          this.writeCommitted({ ...before, segment: head.id, offset: 0 });
+        } catch {
+          this.commitFailures++;
+          return;
+        }
+      }
+      this.segments.shift();
       for (const r of oldest.records) {
         if (!this.isBefore(oldest.id, r.offset, this.cursor)) this.unread -= r.samples;
-        if (this.isBefore(oldest.id, r.offset, this.committed)) continue;
+        if (this.isBefore(oldest.id, r.offset, before)) continue;
         this.droppedSamples += r.samples;
         this.droppedRecords++;
         this.pending -= r.samples;
       }
-      this.unlinkSegment(oldest);
-      const head = this.segments[0]!;
       if (this.cursor.segment < head.id) this.cursor = { segment: head.id, offset: 0 };
-      if (this.committed.segment < head.id) this.writeCommitted({ ...this.committed, segment: head.id, offset: 0 });
+      this.unlinkSegment(oldest);
     }
   }
 
@@ -326,7 +492,7 @@ export class DiskQueue {
       for (const r of seg.records) {
         if (this.isBefore(seg.id, r.offset, this.cursor)) continue;
         if (out.length > 0 && total + r.samples > maxSamples) return out;
-        const next = { segment: seg.id, offset: r.offset + r.length };
+        const next = { segment: seg.id, offset: r.end };
         out.push({ payload: this.readPayload(seg, r), samples: r.samples, newestTimestampMs: r.newestTimestampMs, appendedAtMs: r.appendedAtMs, next });
         this.cursor = next;
         this.unread -= r.samples;
@@ -355,11 +521,12 @@ export class DiskQueue {
 
   /**
    * Records everything before `pos` as delivered, durably, with the newest sample time delivered
-   * (for the lag after a restart), and deletes fully delivered segments.
+   * (for the lag after a restart), and deletes fully delivered segments. A position that does not
+   * move forward writes nothing.
    */
   commit(pos: QueuePosition, newestDeliveredMs?: number): void {
     const head = this.segments[0]!;
-    if (this.isBefore(pos.segment, pos.offset, this.committed)) return;
+    if (!this.isBefore(this.committed.segment, this.committed.offset, pos)) return;
     if (pos.segment < head.id) return; // its segment was already dropped for space
     // The end of a full segment is the start of the next: commit it that way so the segment goes.
     const idx = this.segments.findIndex((s) => s.id === pos.segment);
@@ -379,9 +546,7 @@ export class DiskQueue {
 
   /** Rewinds the read cursor to the committed position (after a send that must be retried later). */
   rewind(): void {
-    this.cursor = { segment: this.committed.segment, offset: this.committed.offset };
-    const head = this.segments[0]!;
-    if (this.cursor.segment < head.id) this.cursor = { segment: head.id, offset: 0 };
+    this.cursor = { ...this.committedPosition };
     this.unread = this.countFrom(this.cursor);
   }
 
@@ -392,15 +557,18 @@ export class DiskQueue {
 
   private writeCommitted(pos: CommittedState): void {
     const tmp = join(this.opts.dir, "committed.tmp");
-    const fd = openSync(tmp, "w");
+    const durable = this.opts.fsync !== "never";
+    const text = Buffer.from(JSON.stringify(pos), "utf8");
+    const fd = this.files.openSync(tmp, "w");
     try {
-      writeFileSync(fd, JSON.stringify(pos));
-      if (this.opts.fsync === "always") fsyncSync(fd);
+      this.files.writeSync(fd, text, 0, text.length, 0);
+      // Synced before the rename: else the rename could survive a power loss and the bytes not.
+      if (durable) this.files.fsyncSync(fd);
     } finally {
-      closeSync(fd);
+      this.files.closeSync(fd);
     }
-    renameSync(tmp, join(this.opts.dir, "committed"));
-    if (this.opts.fsync === "always") this.fsyncDir();
+    this.files.renameSync(tmp, join(this.opts.dir, "committed"));
+    if (durable) fsyncDirectory(this.files, this.opts.dir);
     this.committed = { ...pos };
   }
 
@@ -411,11 +579,15 @@ export class DiskQueue {
 
   close(): void {
     if (this.fd >= 0) {
-      if (this.opts.fsync !== "never") fsyncSync(this.fd);
-      closeSync(this.fd);
+      try {
+        this.syncActive();
+      } catch {
+        this.syncFailures++;
+      }
+      this.files.closeSync(this.fd);
       this.fd = -1;
     }
-    for (const fd of this.readFds.values()) closeSync(fd);
+    for (const fd of this.readFds.values()) this.files.closeSync(fd);
     this.readFds.clear();
   }
 }

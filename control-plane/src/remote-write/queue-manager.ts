@@ -2,14 +2,18 @@
 // protocol fallback, and its metrics. After Prometheus's queue manager (storage/remote/
 // queue_manager.go): samples are spread over `shards` by series, so each series keeps its order,
 // and the shards of one round are sent at once; the round is committed when every shard is done.
+// The sender loop never takes the process down: whatever it throws (a disk error, a record it
+// cannot decode, a bug) is logged and counted, the queue is reopened from disk (recovery makes it
+// consistent again) and sending resumes after a backoff.
 import { DiskQueue, type QueueRecord } from "./disk-queue.js";
 import { decodeWriteRequestV1, encodeRequestV2, ProtoWriter, writeSampleV1 } from "./protobuf.js";
-import { sendWithRetry, type Clock } from "./retry.js";
+import { backoffMs, sendWithRetry, type Clock } from "./retry.js";
 import { snappyCompress } from "./snappy.js";
 import { COMPACT_RECORD, decodeRecord, encodeRecord, LEGACY_V1_RECORD, type SamplesPart } from "./record.js";
 import type { SeriesEntry } from "./series-registry.js";
 import type { Protocol, SendResult, Transport } from "./transport.js";
 import type { RemoteWriteMetrics } from "./metrics.js";
+import type { FileSystem } from "../storage/file-system.js";
 
 /** Settings of one remote-write target. */
 export interface RemoteWriteTargetConfig {
@@ -42,6 +46,10 @@ export interface TargetDeps {
   random?: () => number;
   /** See DiskQueueOptions.fsync. */
   fsync?: "always" | "segment" | "never";
+  /** The queue's file system (tests: a simulated disk); node:fs by default. */
+  fs?: FileSystem;
+  /** Structured log lines: the sender's failures. */
+  log?: (record: object) => void;
 }
 
 /** One shard's request being built. */
@@ -52,7 +60,7 @@ interface ShardBatch {
 
 /** A remote-write target with its own durable queue and sender loop. */
 export class TargetQueue {
-  readonly queue: DiskQueue;
+  private diskQueue: DiskQueue;
   private protocol: Protocol;
   private running: Promise<void> | undefined;
   private readonly stopController = new AbortController();
@@ -68,18 +76,61 @@ export class TargetQueue {
 
   constructor(readonly config: RemoteWriteTargetConfig, private readonly deps: TargetDeps) {
     this.protocol = config.protocol;
-    this.queue = new DiskQueue({
+    this.diskQueue = this.openQueue();
+    this.newestSentMs = this.queue.newestDeliveredMs;
+    this.shardBatches = Array.from({ length: Math.max(1, config.shards) }, () => ({ w: new ProtoWriter(256 * 1024), samples: 0 }));
+    this.learnSegmentHead();
+    this.updateGauges();
+  }
+
+  /** The on-disk queue (replaced when the sender reopens it after a failure). */
+  get queue(): DiskQueue {
+    return this.diskQueue;
+  }
+
+  private openQueue(): DiskQueue {
+    const { config, deps } = this;
+    return new DiskQueue({
       dir: config.queueDir,
       maxBytes: config.maxQueueBytes,
       segmentBytes: config.segmentBytes,
       fsync: deps.fsync ?? "segment",
       now: () => deps.clock.now(),
+      ...(deps.fs ? { fs: deps.fs } : {}),
     });
-    this.newestSentMs = this.queue.newestDeliveredMs;
-    this.shardBatches = Array.from({ length: Math.max(1, config.shards) }, () => ({ w: new ProtoWriter(256 * 1024), samples: 0 }));
-    // Records before the read position in its segment may define refs used after it.
-    for (const payload of this.queue.readSegmentHead()) this.learn(payload, false);
+  }
+
+  /** Records before the read position in its segment may define refs used after it. */
+  private learnSegmentHead(): void {
+    for (const payload of this.queue.readSegmentHead()) {
+      try {
+        this.learn(payload, false);
+      } catch {
+        // Its samples were delivered; only its definitions are lost, and the sends say which (unknown_series).
+      }
+    }
+  }
+
+  /** Closes the queue and opens it again from disk, with the sender's state from scratch. */
+  private reopen(): void {
+    try {
+      this.diskQueue.close();
+    } catch {
+      // The descriptors go with the old queue either way; recovery reads what is on disk.
+    }
+    this.labelsOf.clear();
+    this.definedIn.fill(-1);
+    for (const b of this.shardBatches) {
+      b.w.pos = 0;
+      b.samples = 0;
+    }
+    this.diskQueue = this.openQueue();
+    this.learnSegmentHead();
     this.updateGauges();
+  }
+
+  private log(record: object): void {
+    this.deps.log?.({ ...record, target: this.config.name });
   }
 
   /** The protocol in use now (2.0 targets can fall back to 1.0). */
@@ -114,7 +165,15 @@ export class TargetQueue {
     }
     const payload = encodeRecord(defs, part, this.recordScratch);
     const before = this.queue.droppedSamples;
-    this.queue.append(payload, part.count, part.newestMs);
+    try {
+      this.queue.append(payload, part.count, part.newestMs);
+    } catch (error) {
+      // Not written (a full disk, an I/O error): its definitions are made again by the next record.
+      for (const d of defs) this.definedIn[d.id] = -1;
+      this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "queue_write_failed" }, part.count);
+      this.log({ level: "error", msg: "remote-write queue append failed; samples dropped", samples: part.count, error: String(error) });
+      return;
+    }
     const dropped = this.queue.droppedSamples - before;
     if (dropped > 0) this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "queue_full" }, dropped);
     this.updateGauges();
@@ -128,9 +187,26 @@ export class TargetQueue {
     this.wakeWaiter?.();
   }
 
-/** Starts the sender loop. */
+  /** Starts the sender loop. */
   start(): void {
-    this.running ??= this.loop();
+    this.running ??= this.run();
+  }
+
+  /** The sender loop, reopened from disk after any failure; never rejects. */
+  private async run(): Promise<void> {
+    for (let failures = 0; !this.stopController.signal.aborted; ) {
+      try {
+        if (failures > 0) this.reopen();
+        await this.loop();
+        return;
+      } catch (error) {
+        failures++;
+        this.deps.metrics.queueRestarts.inc({ target: this.config.name });
+        this.log({ level: "error", msg: "remote-write sender failed; reopening its queue from disk", failures, error: error instanceof Error ? error.stack ?? error.message : String(error) });
+        const delay = backoffMs(failures - 1, this.config, (this.deps.random ?? Math.random)());
+        await this.deps.clock.sleep(delay, this.stopController.signal);
+      }
+    }
   }
 
   /** Sends what is queued for up to flushOnStopMs, then stops; undelivered data stays on disk. */
@@ -184,7 +260,15 @@ export class TargetQueue {
         }
       }
       const records = this.queue.read(config.maxSamplesPerSend * shards);
-      for (const r of records) this.learn(r.payload, true);
+      if (records.length === 0) {
+        // The count promised samples the records do not hold: count again from the committed
+        // position rather than send (and commit) nothing, and wait rather than spin.
+        this.log({ level: "warn", msg: "remote-write queue count disagreed with its records; counted again", unread });
+        this.queue.rewind();
+        await this.wait(config.batchSendDeadlineMs);
+        continue;
+      }
+      for (const r of records) this.learnToSend(r);
       const results = await Promise.all(this.shardBatches.filter((b) => b.samples > 0).map((b) => this.sendShard(b)));
       for (const b of this.shardBatches) {
         b.w.pos = 0;
@@ -196,6 +280,21 @@ export class TargetQueue {
         return;
       }
       this.committed(records);
+    }
+  }
+
+  /** Routes a record's samples; a record that cannot be decoded is dropped and counted, not retried forever. */
+  private learnToSend(r: QueueRecord): void {
+    let before = 0;
+    for (const b of this.shardBatches) before += b.samples;
+    try {
+      this.learn(r.payload, true);
+    } catch (error) {
+      let after = 0;
+      for (const b of this.shardBatches) after += b.samples;
+      const lost = Math.max(0, r.samples - (after - before));
+      this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "unreadable_record" }, lost);
+      this.log({ level: "error", msg: "remote-write queue record could not be decoded; its samples are dropped", samples: lost, error: String(error) });
     }
   }
 
@@ -237,6 +336,7 @@ export class TargetQueue {
   }
 
   private committed(records: QueueRecord[]): void {
+    if (records.length === 0) return;
     // A batch given up on is done too: Prometheus moves its highest-sent timestamp after any send
     // that was not cancelled (storage/remote/queue_manager.go, sendSamplesWithBackoff).
     let newest = this.newestSentMs ?? -Infinity;

@@ -18,6 +18,9 @@ export interface WriterDeps {
   transportFor?: (target: RemoteWriteTargetConfig) => Transport;
   random?: () => number;
   fsync?: TargetDeps["fsync"];
+  /** The queues' file system (tests: a simulated disk). */
+  fs?: TargetDeps["fs"];
+  log?: TargetDeps["log"];
 }
 
 /** Fans series out to several remote-write targets, each with its own durable queue. */
@@ -36,6 +39,8 @@ export class RemoteWriter {
       const td: TargetDeps = { transport, clock: deps.clock, metrics: deps.metrics };
       if (deps.random) td.random = deps.random;
       if (deps.fsync) td.fsync = deps.fsync;
+      if (deps.fs) td.fs = deps.fs;
+      if (deps.log) td.log = deps.log;
       return new TargetQueue(c, td);
     });
     this.registry.onRecycle = (id) => {

@@ -68,6 +68,15 @@ describe("policy API", () => {
       token: adminToken,
     });
     assert.deepEqual(both.body, { error: "invalid policy", details: [{ field: "target", reason: "exactly one of selector or targetRefs is required" }] });
+    // The filter would hold such a request body in Envoy, which answers 413 past its buffer limit.
+    const buffered = await call(app.url, "POST", "/v1/policies", {
+      body: samplePolicy("usage", { pluginConfig: { llm: { requestUsageInStream: true, maxRequestBodyBytes: 2 * 1024 * 1024 } } }),
+      token: adminToken,
+    });
+    assert.deepEqual(buffered.body, {
+      error: "invalid policy",
+      details: [{ field: "pluginConfig.llm.maxRequestBodyBytes", reason: "must be at most 1048576 with llm.requestUsageInStream: the request body is then held in Envoy, which answers 413 to a body over its per_connection_buffer_limit_bytes (1048576 by default)" }],
+    });
     const labels = await call(app.url, "POST", "/v1/policies", {
       body: { ...samplePolicy(), target: { namespace: "llm", selector: { matchLabels: { "bad key": "x", tier: "not ok!" } } } },
       token: adminToken,

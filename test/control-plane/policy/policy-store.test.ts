@@ -11,6 +11,7 @@ import { crc32 } from "node:zlib";
 import type { AuditRecord } from "../../../control-plane/src/policy/audit.js";
 import { FilePolicyStore, historyLimit, type FileStoreOptions } from "../../../control-plane/src/policy/file-store.js";
 import { PolicyJournal } from "../../../control-plane/src/policy/journal.js";
+import { nodeFileSystem, type FileSystem } from "../../../control-plane/src/storage/file-system.js";
 import { samplePolicy } from "../helpers.js";
 
 const clock = () => new Date("2026-12-02T12:00:00.000Z");
@@ -338,4 +339,89 @@ describe("file-backed policy store", () => {
     open(path, { audit: (r) => quiet.push(r) });
     assert.deepEqual(quiet, [], "recovered lines are marked and not repeated");
   });
+});
+
+describe("file-backed policy store: never loses what it cannot read", () => {
+  const change = (name: string, version: string) => ({ type: "change", name, action: "create", version, previousVersion: null, at, by: "admin", policy: samplePolicy(name) });
+
+  it("refuses to start on a journal line of a type it does not know, naming the file, the line and the type", async () => {
+    const path = storePath();
+    // A newer version wrote a line this one does not know, then was rolled back.
+    writeFileSync(`${path}.journal`, [change("a", "1"), { type: "label", name: "a", labels: { team: "x" } }, change("b", "2")].map(journalLine).join(""));
+    assert.throws(() => open(path, { compactMinBytes: 1 }), {
+      message: `policy store ${path}.journal: line 2 is of type "label", which this version does not know (written by a newer version?); refusing to start rather than drop it: run the version that wrote it`,
+    });
+    // Nothing was rewritten: the line is there for the version that knows it.
+    assert.match(readFileSync(`${path}.journal`, "utf8"), /"type":"label"/);
+    assert.equal(existsSync(path), false, "no snapshot written without it");
+  });
+
+  it("cuts the journal at a zero-filled hole a power loss left; whole lines after it go to .rejected, not into the state", async () => {
+    const path = storePath();
+    const after = journalLine(change("b", "2"));
+    writeFileSync(`${path}.journal`, Buffer.concat([Buffer.from(journalLine(change("a", "1"))), Buffer.alloc(512), Buffer.from(after)]));
+    const logs: object[] = [];
+    const store = open(path, { log: (r) => logs.push(r) });
+    assert.deepEqual(store.list().map((r) => r.policy.name), ["a"]);
+    assert.deepEqual(store.quarantined(), [], "a power loss's hole is not reported as corruption");
+    assert.equal(readFileSync(`${path}.journal`, "utf8"), journalLine(change("a", "1")));
+    assert.deepEqual(readFileSync(`${path}.rejected`), Buffer.concat([Buffer.alloc(512), Buffer.from(after)]));
+    assert.deepEqual(logs, [{ level: "warn", msg: "policy store: cut a torn journal line left by a crash (never acknowledged)", bytes: 512 + after.length, preservedBytes: 512 + after.length, preservedIn: `${path}.rejected` }]);
+    const next = await store.create(samplePolicy("c"), { by: "admin" });
+    assert.equal(next.ok && next.record?.version, "2");
+    await store.close();
+  });
+
+  it("copies corrupt and malformed lines to .rejected before a compaction drops them from the journal", async () => {
+    const path = storePath();
+    const corrupt = "00000000 {}";
+    const malformed = journalLine({ type: "change", name: "m", action: "create", version: "x" }).slice(0, -1);
+    writeFileSync(`${path}.journal`, [journalLine(change("a", "1")), `${corrupt}\n`, `${malformed}\n`, journalLine(change("b", "2"))].join(""));
+    const store = open(path, { compactMinBytes: 1 });
+    assert.deepEqual(store.list().map((r) => r.policy.name), ["a", "b"]);
+    assert.equal(existsSync(`${path}.rejected`), false, "nothing to copy until the journal is about to lose them");
+    await store.create(samplePolicy("c"), { by: "admin" });
+    await store.whenIdle();
+    assert.equal(readFileSync(`${path}.journal`, "utf8"), "", "compacted");
+    assert.equal(readFileSync(`${path}.rejected`, "utf8"), `${corrupt}\n${malformed}\n`);
+    await store.close();
+    assert.deepEqual(open(path).list().map((r) => r.policy.name), ["a", "b", "c"]);
+  });
+
+  for (const failing of ["open", "write", "fsync", "close", "rename"] as const) {
+    it(`removes its temporary file when a compaction fails at ${failing} (a full disk, an I/O error), and compacts at the next write`, async () => {
+      const path = storePath();
+      const dir = join(path, "..");
+      let armed = false;
+      const fail = <T extends unknown[], R>(name: string, real: (...args: T) => Promise<R>) => async (...args: T): Promise<R> => {
+        if (armed && name === failing) {
+          armed = false;
+          if (name === "open") await real(...args); // created, then the failure
+          throw Object.assign(new Error(`ENOSPC: injected at ${name}`), { code: "ENOSPC" });
+        }
+        return real(...args);
+      };
+      const p = nodeFileSystem.promises;
+      const fs: FileSystem = {
+        ...nodeFileSystem,
+        promises: { ...p, open: fail("open", p.open), write: fail("write", p.write), fsync: fail("fsync", p.fsync), close: fail("close", p.close), rename: fail("rename", p.rename) },
+      };
+      const logs: { msg: string; error?: string }[] = [];
+      const store = open(path, { compactMinBytes: 1, fs, log: (r) => logs.push(r as never) });
+      armed = true;
+      const first = await store.create(samplePolicy("a"), { by: "admin" });
+      assert.equal(first.ok, true, "the write itself is acknowledged");
+      await store.whenIdle();
+      assert.deepEqual(logs.map((l) => l.msg), ["policy store compaction failed"]);
+      assert.match(logs[0]!.error ?? "", new RegExp(`injected at ${failing}`));
+      assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith(".tmp")), [], "no temporary file left");
+      assert.equal(existsSync(path), false);
+      await store.create(samplePolicy("b"), { by: "admin" });
+      await store.whenIdle();
+      assert.ok(existsSync(path), "the next compaction succeeded");
+      assert.deepEqual(readdirSync(dir).sort(), ["policies.json", "policies.json.journal"]);
+      await store.close();
+      assert.deepEqual(open(path).list().map((r) => r.policy.name), ["a", "b"]);
+    });
+  }
 });

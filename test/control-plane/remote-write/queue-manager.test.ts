@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
@@ -10,6 +10,7 @@ import type { RemoteWriteTargetConfig } from "../../../control-plane/src/remote-
 import { decodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
 import { snappyUncompress } from "../../../control-plane/src/remote-write/snappy.js";
 import type { Protocol, SendResult, Transport } from "../../../control-plane/src/remote-write/transport.js";
+import { nodeFileSystem, type FileSystem } from "../../../control-plane/src/storage/file-system.js";
 import { FakeClock, settle, until } from "../../support/fake-clock.js";
 
 /** Records each body it is sent and answers from a script (the last entry repeats). */
@@ -263,6 +264,117 @@ describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock 
     assert.equal(await metric(reg, "tokentrace_remote_write_lag_seconds", { target: "t1" }), 90);
     assert.equal(second.targets[0]!.queue.pendingSamples, 4);
     await second.stop();
+    rmSync(dir, { recursive: true });
+  });
+});
+
+describe("the sender loop never takes the process down (fake clock)", () => {
+  it("sends what is appended after a power loss left `committed` past the end of its segment", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const transport = new RecordingTransport();
+    const first = new RemoteWriter([target(dir, { maxSamplesPerSend: 2 })], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport });
+    first.start();
+    for (let i = 0; i < 3; i++) first.write([1, 2].map((v) => series(`m${v}`, i * 10 + v, clock.now() + i)));
+    await until(() => first.targets[0]!.queue.pendingSamples === 0, "delivered");
+    await first.stop();
+    // The commit survived the power loss, the segment's unsynced records did not.
+    const seg = readdirSync(join(dir, "t1")).find((f) => f.endsWith(".seg"))!;
+    truncateSync(join(dir, "t1", seg), 0);
+    const errors: object[] = [];
+    const second = new RemoteWriter([target(dir, { maxSamplesPerSend: 2 })], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport, log: (r) => errors.push(r) });
+    second.start();
+    second.write([1, 2].map((v) => series(`m${v}`, 100 + v, clock.now() + 100)));
+    await until(() => transport.bodies.length === 4, "the new samples sent");
+    assert.deepEqual(transport.values().at(-1), [101, 102]);
+    await until(() => second.targets[0]!.queue.pendingSamples === 0, "committed");
+    assert.deepEqual(errors, []);
+    await second.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("counts again, and neither sends nor commits, when a read hands out nothing while samples are counted", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const transport = new RecordingTransport();
+    const logs: { msg: string }[] = [];
+    const w = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => transport, log: (r) => logs.push(r as { msg: string }) });
+    const q = w.targets[0]!.queue;
+    const read = q.read.bind(q);
+    let empty = 1;
+    q.read = (max) => (empty-- > 0 ? [] : read(max));
+    w.start();
+    w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, clock.now())));
+    await until(() => logs.length === 1, "the disagreement logged");
+    assert.equal(transport.bodies.length, 0);
+    await clock.advance(5000);
+    await until(() => transport.bodies.length === 1, "sent after counting again");
+    assert.deepEqual(transport.values(), [[1, 2, 3, 4]]);
+    await until(() => q.pendingSamples === 0, "committed");
+    assert.deepEqual(logs.map((l) => l.msg), ["remote-write queue count disagreed with its records; counted again"]);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("logs and counts a sender failure, reopens the queue from disk, and sends everything after a backoff", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const delivered: number[][] = [];
+    let throwNext = true;
+    const transport: Transport = {
+      send: async (body) => {
+        if (throwNext) {
+          throwNext = false;
+          throw new Error("injected: a bug in the transport");
+        }
+        delivered.push(decodeWriteRequestV1(snappyUncompress(body)).flatMap((s) => s.samples.map((x) => x.value)));
+        return { kind: "success", status: 204 };
+      },
+    };
+    const logs: { msg: string; target: string; failures: number }[] = [];
+    const w = new RemoteWriter([target(dir, { minBackoffMs: 100, maxBackoffMs: 100 })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport, random: () => 0, log: (r) => logs.push(r as never) });
+    w.start();
+    w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, clock.now())));
+    await until(() => logs.length === 1, "the failure logged");
+    assert.deepEqual(logs.map((l) => [l.msg, l.target, l.failures]), [["remote-write sender failed; reopening its queue from disk", "t1", 1]]);
+    assert.equal(await metric(reg, "tokentrace_remote_write_queue_restarts_total", { target: "t1" }), 1);
+    await clock.advance(49);
+    assert.deepEqual(delivered, [], "half the 100 ms backoff (jitter 0) has not passed");
+    await clock.advance(1);
+    await until(() => delivered.length === 1, "sent after the reopen");
+    assert.deepEqual(delivered, [[1, 2, 3, 4]]);
+    await until(() => w.targets[0]!.queue.pendingSamples === 0, "committed");
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("counts samples it could not append (a full disk) and defines their series again in the next record", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    const transport = new RecordingTransport();
+    let failNextWrite = false;
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      writeSync: (fd, buffer, offset, length, position) => {
+        if (failNextWrite) {
+          failNextWrite = false;
+          throw Object.assign(new Error("ENOSPC: injected"), { code: "ENOSPC" });
+        }
+        return nodeFileSystem.writeSync(fd, buffer, offset, length, position);
+      },
+    };
+    const w = new RemoteWriter([target(dir)], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => transport, fs });
+    w.start();
+    failNextWrite = true;
+    w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v, clock.now())));
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "queue_write_failed" }), 4);
+    w.write([1, 2, 3, 4].map((v) => series(`m${v}`, v + 10, clock.now() + 1)));
+    await until(() => transport.bodies.length === 1, "the next record sent");
+    assert.deepEqual(transport.values(), [[11, 12, 13, 14]], "its series resolved: defined again");
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "unknown_series" }), undefined);
+    await w.stop();
     rmSync(dir, { recursive: true });
   });
 });

@@ -38,6 +38,11 @@ describe("plugin configuration (emulated Envoy host)", () => {
     ["content capture without spans.cluster", JSON.stringify({ spans: { content: { enabled: true } } }), "spans.cluster: is required"],
     ["a content size under 256 bytes", JSON.stringify({ spans: { cluster: "otel", content: { maxBytes: 100 } } }), "spans.content.maxBytes: must be an integer between 256 and 65536"],
     ["a content route without enabled", JSON.stringify({ spans: { cluster: "otel", content: { routes: [{ routeName: "chat" }] } } }), "spans.content.routes[0].enabled: is required"],
+    [
+      "a look-ahead over Envoy's buffer limit with requestUsageInStream (Envoy would answer 413)",
+      JSON.stringify({ llm: { maxRequestBodyBytes: 1048577, requestUsageInStream: true } }),
+      "llm.maxRequestBodyBytes: must be at most 1048576 with llm.requestUsageInStream: the request body is then held in Envoy, which answers 413 to a body over its per_connection_buffer_limit_bytes (1048576 by default)",
+    ],
   ];
   for (const [name, text, reason] of rejected) {
     it(`rejects ${name}, names the reason, and keeps the last good configuration`, async () => {
@@ -176,7 +181,8 @@ const configArb = fc.record(
         enabled: mostly(fc.boolean(), fc.constant("yes")),
         pathSuffixes: mostly(fc.array(fc.constantFrom("/v1/chat/completions", "/generate"), { minLength: 1, maxLength: 3 }), fc.constantFrom([], ["v1"])),
         contentTypes: mostly(fc.array(fc.constantFrom("application/json", "Text/Event-Stream"), { minLength: 1, maxLength: 2 }), fc.constant([""])),
-        maxRequestBodyBytes: mostly(fc.integer({ min: 0, max: 16777216 }), fc.constantFrom(-1, 16777217, 1.5)),
+        // Around Envoy's 1 MiB buffer limit too: the bound with requestUsageInStream.
+        maxRequestBodyBytes: mostly(fc.oneof({ arbitrary: fc.integer({ min: 0, max: 1048576 }), weight: 4 }, fc.constantFrom(1048576, 1048577), fc.integer({ min: 0, max: 16777216 })), fc.constantFrom(-1, 16777217, 1.5)),
         requestUsageInStream: fc.boolean(),
         protocols: mostly(
           fc.dictionary(

@@ -323,9 +323,10 @@ function stream(contents: string[]): string {
 
 describe("asking for usage in streams (llm.requestUsageInStream, emulated Envoy host)", () => {
   const config = { llm: { requestUsageInStream: true } };
-  const send = (vm: FilterVm, chunks: string[]): { statuses: number[]; released: string; contentLength: string | undefined } => {
+  const send = (vm: FilterVm, chunks: string[], length: "content-length" | "chunked" = "content-length"): { statuses: number[]; released: string; contentLength: string | undefined; localResponse: number | undefined } => {
     const s = vm.newStream({ routeName: "chat" });
-    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ["content-length", "999"]], false);
+    const framing: [string, string] = length === "chunked" ? ["transfer-encoding", "chunked"] : ["content-length", String(Buffer.byteLength(chunks.join("")))];
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], framing], false);
     const statuses: number[] = [];
     let released = "";
     chunks.forEach((c, i) => {
@@ -333,9 +334,12 @@ describe("asking for usage in streams (llm.requestUsageInStream, emulated Envoy 
       released += s.lastRequestChunk.toString("utf8");
     });
     const contentLength = s.request.get("content-length");
-    s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], true);
-    s.end();
-    return { statuses, released, contentLength };
+    const localResponse = s.localResponse?.statusCode;
+    if (!s.ended) {
+      s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], true);
+      s.end();
+    }
+    return { statuses, released, contentLength, localResponse };
   };
 
   it("buffers a streaming request and adds stream_options.include_usage before it goes upstream", async () => {
@@ -360,13 +364,56 @@ describe("asking for usage in streams (llm.requestUsageInStream, emulated Envoy 
     });
   }
 
-  it("lets a body larger than the look-ahead through unchanged and counts it", async () => {
+  it("lets a body larger than the look-ahead through unchanged, never held, and counts it", async () => {
     const { vm } = await setup({ llm: { requestUsageInStream: true, maxRequestBodyBytes: 40 } });
     const body = chatRequest({ stream: true });
     const r = send(vm, [body.slice(0, 30), body.slice(30, 60), body.slice(60)]);
-    assert.deepEqual(r.statuses, [1, 0, 0]);
+    assert.deepEqual(r.statuses, [0, 0, 0], "its content-length says it is over the look-ahead: nothing is held");
     assert.equal(r.released, body);
+    assert.equal(r.contentLength, String(body.length), "an unchanged body keeps its length");
     assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), 1);
+  });
+
+  // Envoy answers 413 to a body a filter holds past its buffer limit (the listener's
+  // per_connection_buffer_limit_bytes, 1 MiB by default), and adds each chunk to what it holds
+  // before the filter sees it: the emulated host does the same (test/host/lifecycle.ts).
+  const MiB = 1024 * 1024;
+  const longContext = (bytes: number): string => {
+    const head = '{"model":"m","stream":true,"messages":[{"role":"user","content":"';
+    const tail = '"}]}';
+    return head + "x".repeat(bytes - head.length - tail.length) + tail;
+  };
+  const chunksOf = (body: string, size: number): string[] => Array.from({ length: Math.ceil(body.length / size) }, (_, i) => body.slice(i * size, (i + 1) * size));
+
+  it("never causes a 413: a long-context request over Envoy's buffer limit passes untouched and is counted", async () => {
+    const { vm } = await setup({ llm: { requestUsageInStream: true, maxRequestBodyBytes: MiB } });
+    for (const framing of ["content-length", "chunked"] as const) {
+      const body = longContext(2 * MiB);
+      const r = send(vm, chunksOf(body, 64 * 1024), framing);
+      assert.equal(r.localResponse, undefined, `${framing}: no 413`);
+      assert.ok(r.statuses.every((x) => x === 0), `${framing}: nothing held`);
+      assert.equal(r.released.length, body.length, `${framing}: every byte went upstream`);
+      assert.equal(r.released, body, `${framing}: unchanged`);
+    }
+    assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), 2);
+  });
+
+  it("holds a body only when its length is known and fits Envoy's buffer with the added member: up to the limit exactly", async () => {
+    const { vm } = await setup({ llm: { requestUsageInStream: true, maxRequestBodyBytes: MiB } });
+    const member = '"stream_options":{"include_usage":true},'.length;
+    const fits = longContext(MiB - member);
+    const held = send(vm, chunksOf(fits, 64 * 1024));
+    assert.equal(held.localResponse, undefined);
+    assert.equal(held.released.length, MiB, "held, and grown to exactly the limit");
+    assert.deepEqual(JSON.parse(held.released).stream_options, { include_usage: true });
+    const over = longContext(MiB - member + 1);
+    const passed = send(vm, chunksOf(over, 64 * 1024));
+    assert.equal(passed.localResponse, undefined);
+    assert.equal(passed.released, over, "one byte more: read as it passes, not held, not changed");
+    assert.equal(passed.contentLength, String(over.length));
+    const chunked = send(vm, chunksOf(longContext(1000), 300), "chunked");
+    assert.deepEqual(chunked.statuses, [0, 0, 0, 0], "no content-length: never held");
+    assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), undefined, "none of these is over the look-ahead");
   });
 });
 

@@ -100,3 +100,45 @@ test("get_buffer_bytes: reads are clipped to the body, and nothing to copy is po
   assert.deepEqual([u32(vm, 100), u32(vm, 104), u32(vm, 24), u32(vm, 28)], [Ok, Ok, 0, 0]);
   assert.equal(out(vm, 16, 20).toString(), "llo");
 });
+
+test("ActiveStreamDecoderFilter::requestDataTooLarge: a filter that buffers the request body (StopIterationAndBuffer) past the buffer limit gets Envoy's 413, and the VM is not called again", async () => {
+  const vm = await load({ imports: BODY_CALLS, returns: { proxy_on_request_body: 1 }, callbacks: { proxy_on_request_body: storeParam(200, 1) } }, { bufferLimitBytes: 10 });
+  const s = vm.newStream();
+  s.requestHeaders([[":path", "/"]]);
+  assert.equal(s.requestBody("123456", false), 1);
+  assert.equal(u32(vm, 200), 6);
+  // Context::decodeData adds the chunk to the buffered body before the VM call: 12 bytes > 10.
+  assert.equal(s.requestBody("789012", false), 1);
+  assert.equal(u32(vm, 200), 6, "the filter never saw the chunk that crossed the limit");
+  assert.deepEqual(s.localResponse, { statusCode: 413, details: "request_payload_too_large", body: Buffer.from("Payload Too Large"), headers: [], grpcStatus: -1 });
+  assert.equal(s.ended, true);
+});
+
+test("ActiveStreamDecoderFilter::requestDataTooLarge: exactly at the limit is not over it, and a body the filter lets stream (StopIterationAndWatermark) is never answered 413", async () => {
+  const atLimit = await load({ imports: BODY_CALLS, returns: { proxy_on_request_body: 1 } }, { bufferLimitBytes: 10 });
+  const a = atLimit.newStream();
+  a.requestHeaders([[":path", "/"]]);
+  a.requestBody("12345", false);
+  a.requestBody("67890", false);
+  assert.equal(a.localResponse, undefined, "10 bytes at a limit of 10");
+  const watermark = await load({ imports: BODY_CALLS, returns: { proxy_on_request_body: 2 } }, { bufferLimitBytes: 10 });
+  const w = watermark.newStream();
+  w.requestHeaders([[":path", "/"]]);
+  for (let i = 0; i < 4; i++) w.requestBody("123456", false);
+  assert.equal(w.localResponse, undefined, "decoder_filters_streaming_: over the limit only pauses the downstream");
+});
+
+test("commonHandleAfterDataCallback: Continue after a buffering stop adds the chunk to the buffered body first, so the chunk that crosses the limit still gets 413", async () => {
+  const vm = await load({
+    imports: BODY_CALLS,
+    // Buffer (1) until end of stream, then Continue (0).
+    computed: { proxy_on_request_body: () => [...op.i32(1), ...op.get(2), ...op.sub] },
+  }, { bufferLimitBytes: 10 });
+  const s = vm.newStream();
+  s.requestHeaders([[":path", "/"]]);
+  s.requestBody("1234", false);
+  s.requestBody("5678", false);
+  s.requestBody("90ab", true);
+  assert.equal(s.localResponse?.statusCode, 413);
+  assert.equal(s.lastRequestChunk.length, 0, "nothing went upstream");
+});
