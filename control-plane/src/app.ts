@@ -12,7 +12,7 @@ import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import type { DashboardSource } from "./dashboard/series.js";
-import { traceRoutes } from "./traces/routes.js";
+import { traceReadRoutes } from "./traces/routes.js";
 import type { TraceStore } from "./traces/store.js";
 import type { OverrideSource } from "./policy/effective.js";
 import type { PolicyRepository } from "./policy/repository.js";
@@ -39,8 +39,8 @@ export interface AppDeps {
   log: (record: object) => void;
   /** The dashboard's series (the pipeline's joined batches); absent: the page shows policies only. */
   dashboard?: DashboardSource;
-  /** The OTLP/HTTP span receiver and what it holds; absent: POST /v1/traces is not served. */
-  traces?: { store: TraceStore; maxBodyBytes: number; linkTemplate: string };
+  /** What the span receiver (on the filter-facing listener) holds; absent: the trace list is off. */
+  traces?: { store: TraceStore; linkTemplate: string };
 }
 
 /** Builds the express app. */
@@ -66,7 +66,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write }));
   app.use(filterRoutes({ index: new PullIndex(deps.store), overrides: deps.overrides, metrics: deps.metrics, read }));
   app.use(dashboardRoutes(deps));
-  if (deps.traces) app.use(traceRoutes({ store: deps.traces.store, maxBodyBytes: deps.traces.maxBodyBytes, read }));
+  if (deps.traces) app.use(traceReadRoutes({ store: deps.traces.store, read }));
 
   app.get("/openapi.json", (_req, res) => {
     res.json(openApiDocument);

@@ -71,7 +71,7 @@ export async function startTestApp(
     overrides: (name) => overrides.get(name),
     readiness: () => readiness,
     log: () => undefined,
-    ...(options.traces === true ? { traces: { store: new TraceStore(100), maxBodyBytes: 16384, linkTemplate: "" } } : {}),
+    ...(options.traces === true ? { traces: { store: new TraceStore(100), linkTemplate: "" } } : {}),
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));

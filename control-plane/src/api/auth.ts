@@ -36,8 +36,8 @@ export function parseTokens(text: string, source: string, separator: RegExp): { 
   return { tokens, errors };
 }
 
-/** Loads tokens from the configured file and env value. */
-export function loadTokens(tokensFile: string, tokensValue: string): { tokens: TokenEntry[]; errors: string[] } {
+/** Loads tokens from the configured file and env value; messages name the keys under `section`. */
+export function loadTokens(tokensFile: string, tokensValue: string, section = "api"): { tokens: TokenEntry[]; errors: string[] } {
   const tokens: TokenEntry[] = [];
   const errors: string[] = [];
   if (tokensFile !== "") {
@@ -45,20 +45,20 @@ export function loadTokens(tokensFile: string, tokensValue: string): { tokens: T
     try {
       text = readFileSync(tokensFile, "utf8");
     } catch (error) {
-      errors.push(`api.tokensFile: cannot read ${tokensFile} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+      errors.push(`${section}.tokensFile: cannot read ${tokensFile} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
     }
-    const parsed = parseTokens(text, `api.tokensFile ${tokensFile}`, /\r?\n/);
+    const parsed = parseTokens(text, `${section}.tokensFile ${tokensFile}`, /\r?\n/);
     tokens.push(...parsed.tokens);
     errors.push(...parsed.errors);
   }
   if (tokensValue !== "") {
-    const parsed = parseTokens(tokensValue, "api.tokens", /,/);
+    const parsed = parseTokens(tokensValue, `${section}.tokens`, /,/);
     tokens.push(...parsed.tokens);
     errors.push(...parsed.errors);
   }
   const ids = new Set<string>();
   for (const t of tokens) {
-    if (ids.has(t.id)) errors.push(`api tokens: id ${t.id} is defined twice`);
+    if (ids.has(t.id)) errors.push(`${section} tokens: id ${t.id} is defined twice`);
     ids.add(t.id);
   }
   return { tokens, errors };

@@ -277,20 +277,6 @@ const paths = {
       },
     },
   },
-  "/v1/traces": {
-    post: {
-      operationId: "otlpTraces",
-      summary: "OTLP/HTTP span receiver (JSON or binary protobuf, gzip or identity; answers in the request's encoding); served when traces.enabled",
-      requestBody: { required: true, content: { ...jsonContent({ type: "object", description: "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest" }), "application/x-protobuf": { schema: { type: "string", format: "binary" } } } },
-      responses: {
-        "200": { description: "ExportTraceServiceResponse; partialSuccess when spans were rejected.", content: jsonContent({ type: "object" }) },
-        "400": { description: "Not an export request (google.rpc.Status).", content: jsonContent({ type: "object" }) },
-        "413": { description: "Body over traces.maxBodyBytes, also after gunzip.", content: jsonContent({ type: "object" }) },
-        "415": { description: "Neither application/json nor application/x-protobuf, or an encoding other than gzip.", content: jsonContent({ type: "object" }) },
-        "404": errorResponse("The span receiver is off (traces.enabled is false)."),
-      },
-    },
-  },
   "/openapi.json": { get: { operationId: "openapi", summary: "This document", responses: { "200": { description: "OpenAPI 3.1.", content: jsonContent({ type: "object" }) } } } },
   "/healthz": { get: { operationId: "healthz", summary: "Liveness", responses: { "200": { description: "The process serves requests.", content: jsonContent({ type: "object" }) } } } },
   "/readyz": {

@@ -128,11 +128,6 @@ const rows: Row[] = [
   { app: "token", method: "GET", path: "/v1/dashboard/traces?limit=0", token: true, status: 400 },
   { app: "token", method: "GET", path: "/v1/dashboard/traces", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/traces", status: 404 },
-  { app: "token", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 200 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: "{", headers: json, status: 400 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: big, headers: json, status: 413 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: "x", headers: { "content-type": "text/plain" }, status: 415 },
-  { app: "public", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 404 },
 
   { app: "public", method: "GET", path: "/openapi.json", status: 200 },
   { app: "public", method: "GET", path: "/healthz", status: 200 },

@@ -26,7 +26,7 @@ function servedRoutes(): string[] {
     overrides: () => undefined,
     readiness: () => ({}),
     log: () => undefined,
-    traces: { store: new TraceStore(10), maxBodyBytes: 1024, linkTemplate: "" },
+    traces: { store: new TraceStore(10), linkTemplate: "" },
   });
   const out: string[] = [];
   const walk = (stack: Layer[]) => {
@@ -66,7 +66,7 @@ describe("service endpoints", () => {
     }
     assert.ok(refs.length >= 10);
     const served = servedRoutes();
-    assert.equal(served.length, 19);
+    assert.equal(served.length, 18);
     assert.deepEqual(described, served);
   });
 
