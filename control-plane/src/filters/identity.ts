@@ -17,6 +17,7 @@
 //   (docs/security.md).
 // - token: a bearer token per namespace (`<namespace>:<token>`), for deployments without a mesh.
 // - none: everyone who can connect; config.ts allows it only on a loopback address.
+import type { IncomingHttpHeaders } from "node:http";
 import type { NextFunction, Request, Response } from "express";
 import { authenticate, type TokenEntry } from "../api/auth.js";
 import { ApiError } from "../api/errors.js";
@@ -121,27 +122,25 @@ export function meshCaller(header: string | undefined, trustDomain: string): Fil
   return { source: `spiffe://${trustDomain}/ns/${id.namespace}/sa/${id.serviceAccount}`, namespace: id.namespace };
 }
 
+/** The caller of a request under `auth`, or the 401 to answer. */
+export function filterCaller(auth: FilterAuth, options: { trustDomain: string; tokens: readonly TokenEntry[] }, headers: IncomingHttpHeaders): FilterCaller | ApiError {
+  if (auth === "none") return { source: "local", namespace: undefined };
+  if (auth === "token") {
+    const id = authenticate(options.tokens, headers.authorization);
+    if (id === undefined) return new ApiError(401, "unauthorized", [{ field: "authorization", reason: "missing or unknown bearer token (filters.tokens: one per namespace)" }], { "www-authenticate": 'Bearer realm="tokentrace-filters"' });
+    return { source: `token:${id}`, namespace: id };
+  }
+  const xfcc = headers["x-forwarded-client-cert"];
+  const caller = meshCaller(Array.isArray(xfcc) ? xfcc.join(",") : xfcc, options.trustDomain);
+  return typeof caller === "string" ? new ApiError(401, "unauthorized", [{ field: "x-forwarded-client-cert", reason: caller }]) : caller;
+}
+
 /** Middleware: every request of the filter-facing listener is authenticated the configured way. */
 export function filterCallerAuth(auth: FilterAuth, options: { trustDomain: string; tokens: readonly TokenEntry[] }) {
   return (req: Request, _res: Response, next: NextFunction): void => {
-    if (auth === "none") {
-      req.filterCaller = { source: "local", namespace: undefined };
-      next();
-      return;
-    }
-    if (auth === "token") {
-      const id = authenticate(options.tokens, req.get("authorization"));
-      if (id === undefined) {
-        next(new ApiError(401, "unauthorized", [{ field: "authorization", reason: "missing or unknown bearer token (filters.tokens: one per namespace)" }], { "www-authenticate": 'Bearer realm="tokentrace-filters"' }));
-        return;
-      }
-      req.filterCaller = { source: `token:${id}`, namespace: id };
-      next();
-      return;
-    }
-    const caller = meshCaller(req.get("x-forwarded-client-cert"), options.trustDomain);
-    if (typeof caller === "string") {
-      next(new ApiError(401, "unauthorized", [{ field: "x-forwarded-client-cert", reason: caller }]));
+    const caller = filterCaller(auth, options, req.headers);
+    if (caller instanceof ApiError) {
+      next(caller);
       return;
     }
     req.filterCaller = caller;

@@ -16,25 +16,71 @@ export function ownedPrefix(s: string, maxChars: number): string {
   return cut.length < minSlicedLength ? cut : (" " + cut).slice(1);
 }
 
+/** What {@link boundJsonStrings} found. */
+export type BoundedJson = { ok: true; body: Buffer; cutStrings: number } | { ok: false; reason: "too-deep" | "unterminated-string" };
+
+/** The longest raw string (between its quotes, escapes included) the compacted body keeps: room for MAX characters of any escape form. */
+export const keptStringBytes = (maxChars: number): number => maxChars * 6 + 8;
+
+/** Where to cut a string's raw bytes at most `at`: never inside an escape sequence. */
+function safeCut(body: Uint8Array, start: number, at: number): number {
+  let cut = at;
+  // An escape is at most 6 bytes (\uXXXX): cut before any backslash in the last 6.
+  for (let i = Math.max(start, at - 6); i < at; i++) {
+    if (body[i] === 0x5c) {
+      cut = i;
+      break;
+    }
+  }
+  // A run of backslashes before the cut must be whole pairs (\\ is one character).
+  let run = 0;
+  for (let i = cut - 1; i >= start && body[i] === 0x5c; i--) run++;
+  return run % 2 === 1 ? cut - 1 : cut;
+}
+
 /**
- * Whether the JSON text in `body` nests objects and arrays deeper than `maxDepth` (brackets inside
- * strings do not count). A byte scan without recursion or allocation: JSON.parse runs only on
- * bodies that pass it, so a body a million levels deep costs one pass, not a tree.
+ * One pass over a JSON body before it is parsed: refuses nesting deeper than `maxDepth` (brackets
+ * inside strings do not count), and returns the body with every string longer than
+ * `maxStringBytes` raw bytes cut to that (at an escape boundary), so JSON.parse never builds a
+ * string the receiver would not keep whole: a 1 MiB attribute costs a scan with memchr, not a
+ * 1 MiB string. The body is copied only when a string was cut. No recursion, no tree.
  */
-export function jsonDeeperThan(body: Uint8Array, maxDepth: number): boolean {
+export function boundJsonStrings(body: Buffer, maxDepth: number, maxStringBytes: number): BoundedJson {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < body.length; i++) {
+  let pieces: Buffer[] | undefined;
+  let copiedUpTo = 0;
+  let cutStrings = 0;
+  const n = body.length;
+  let i = 0;
+  while (i < n) {
     const c = body[i] as number;
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
+    if (c === 0x22) {
+      const start = i + 1;
+      // The closing quote: the next quote not escaped (an odd run of backslashes before it escapes it).
+      let end = body.indexOf(0x22, start);
+      for (;;) {
+        if (end < 0) return { ok: false, reason: "unterminated-string" };
+        let run = 0;
+        for (let k = end - 1; k >= start && body[k] === 0x5c; k--) run++;
+        if (run % 2 === 0) break;
+        end = body.indexOf(0x22, end + 1);
+      }
+      if (end - start > maxStringBytes) {
+        const cut = safeCut(body, start, start + maxStringBytes);
+        pieces ??= [];
+        pieces.push(body.subarray(copiedUpTo, cut));
+        copiedUpTo = end;
+        cutStrings++;
+      }
+      i = end + 1;
       continue;
     }
-    if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > maxDepth) return true;
+    if (c === 0x7b || c === 0x5b) {
+      if (++depth > maxDepth) return { ok: false, reason: "too-deep" };
     } else if (c === 0x7d || c === 0x5d) depth--;
+    i++;
   }
-  return false;
+  if (pieces === undefined) return { ok: true, body, cutStrings: 0 };
+  pieces.push(body.subarray(copiedUpTo));
+  return { ok: true, body: Buffer.concat(pieces), cutStrings };
 }

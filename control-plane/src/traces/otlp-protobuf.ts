@@ -12,7 +12,22 @@ import { MAX_STRING } from "./otlp-json.js";
 
 type Field = { no: number; wire: 0; value: bigint } | { no: number; wire: 1; value: Buffer } | { no: number; wire: 2; value: Buffer } | { no: number; wire: 5; value: Buffer };
 
-function readVarint(buf: Buffer, pos: { at: number }): bigint {
+/** A varint as a number: keys, lengths and enums (at most 2^53 - 1, more than any Buffer's length). */
+function readVarint(buf: Buffer, pos: { at: number }): number {
+  let result = 0;
+  let scale = 1;
+  for (let i = 0; i < 8; i++) {
+    if (pos.at >= buf.length) throw new Error("truncated varint");
+    const byte = buf[pos.at++]!;
+    result += (byte & 0x7f) * scale;
+    if ((byte & 0x80) === 0) return result;
+    scale *= 128;
+  }
+  throw new Error("varint too large for a length or key");
+}
+
+/** A varint value field as the 64-bit integer it encodes (ints, bools): up to 10 bytes. */
+function readVarint64(buf: Buffer, pos: { at: number }): bigint {
   let result = 0n;
   for (let shift = 0n; shift < 70n; shift += 7n) {
     if (pos.at >= buf.length) throw new Error("truncated varint");
@@ -27,16 +42,16 @@ function* fields(buf: Buffer): Generator<Field> {
   const pos = { at: 0 };
   while (pos.at < buf.length) {
     const key = readVarint(buf, pos);
-    const no = Number(key >> 3n);
-    const wire = Number(key & 7n);
+    const no = Math.floor(key / 8);
+    const wire = key % 8;
     if (no === 0) throw new Error("field number 0");
-    if (wire === 0) yield { no, wire, value: readVarint(buf, pos) };
+    if (wire === 0) yield { no, wire, value: readVarint64(buf, pos) };
     else if (wire === 1 || wire === 5) {
       const size = wire === 1 ? 8 : 4;
       if (pos.at + size > buf.length) throw new Error("truncated fixed field");
       yield { no, wire, value: buf.subarray(pos.at, (pos.at += size)) };
     } else if (wire === 2) {
-      const length = Number(readVarint(buf, pos));
+      const length = readVarint(buf, pos);
       if (pos.at + length > buf.length) throw new Error("truncated length-delimited field");
       yield { no, wire, value: buf.subarray(pos.at, (pos.at += length)) };
     } else throw new Error(`wire type ${wire} is not used by OTLP`);

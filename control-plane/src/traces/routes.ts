@@ -13,13 +13,14 @@
 // staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go WithMaxInFlightLimit), the body
 // (maxBodyBytes), its nesting (maxDepth, measured before any tree is built), what a span keeps
 // (otlp-json.ts caps, owned copies), and what the store holds (bytes and count, fair per source).
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { gunzip } from "node:zlib";
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
 import { ApiError } from "../api/errors.js";
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import { closeAfterResponse, declaredLength, readLimitedBody } from "../http/limited-body.js";
-import { jsonDeeperThan } from "./bounded-input.js";
-import { decodeExportRequest } from "./otlp-json.js";
+import { boundJsonStrings, keptStringBytes } from "./bounded-input.js";
+import { decodeExportRequest, MAX_STRING } from "./otlp-json.js";
 import { protobufExportRequest, protobufExportResponse, protobufStatus } from "./otlp-protobuf.js";
 import type { LlmCall, TraceStore } from "./store.js";
 
@@ -39,13 +40,13 @@ const JSON_TYPE = "application/json";
 const PROTOBUF_TYPE = "application/x-protobuf";
 
 /** A response in the request's encoding, with exactly its content type (express's send would add a charset). */
-function reply(res: Response, code: number, type: string, body: Buffer | object): void {
+function reply(res: ServerResponse, code: number, type: string, body: Buffer | object): void {
   res.statusCode = code;
   res.setHeader("content-type", type);
   res.end(Buffer.isBuffer(body) ? body : JSON.stringify(body));
 }
 
-function status(res: Response, code: number, type: string, message: string): void {
+function status(res: ServerResponse, code: number, type: string, message: string): void {
   // google.rpc.Status: code 3 = INVALID_ARGUMENT, 8 = RESOURCE_EXHAUSTED (the spec says clients may ignore it).
   const rpc = code === 429 ? 8 : 3;
   reply(res, code, type, type === PROTOBUF_TYPE ? protobufStatus(rpc, message) : { code: rpc, message });
@@ -60,15 +61,20 @@ function gunzipLimited(body: Buffer, limit: number): Promise<Buffer | "too-large
   });
 }
 
-/** POST /v1/traces (mount after the filter-facing listener's authentication). */
-export function traceReceiverRoutes(deps: TraceReceiverDeps): Router {
-  const router = express.Router();
+/** Handles one POST /v1/traces from an authenticated `source`; rejects only for bugs. */
+export type TraceReceiver = (req: IncomingMessage, res: ServerResponse, source: string) => Promise<void>;
+
+/**
+ * The receiver as a plain node handler: the filter-facing listener calls it without express's
+ * router (ingest is its hot path); {@link traceReceiverRoutes} mounts it in an express app.
+ */
+export function traceReceiver(deps: TraceReceiverDeps): TraceReceiver {
   const maxInflight = deps.maxInflightBytes || 4 * deps.maxBodyBytes;
   const maxDepth = deps.maxDepth ?? 32;
   let inflight = 0;
   const refused = (reason: string): void => deps.metrics?.spanRequestsRefused.inc({ reason });
 
-  router.post("/v1/traces", async (req: Request, res: Response, next: NextFunction) => {
+  return async (req, res, source) => {
     let reserved = 0;
     try {
       const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
@@ -125,10 +131,14 @@ export function traceReceiverRoutes(deps: TraceReceiverDeps): Router {
         }
         body = inflated;
       }
-      if (type === JSON_TYPE && jsonDeeperThan(body, maxDepth)) {
-        refused("too_deep");
-        status(res, 400, type, `the body nests deeper than ${maxDepth} levels`);
-        return;
+      if (type === JSON_TYPE) {
+        const bounded = boundJsonStrings(body, maxDepth, keptStringBytes(MAX_STRING));
+        if (!bounded.ok) {
+          refused(bounded.reason === "too-deep" ? "too_deep" : "malformed");
+          status(res, 400, type, bounded.reason === "too-deep" ? `the body nests deeper than ${maxDepth} levels` : "the body is not valid JSON");
+          return;
+        }
+        body = bounded.body;
       }
       let parsed: unknown;
       try {
@@ -147,7 +157,7 @@ export function traceReceiverRoutes(deps: TraceReceiverDeps): Router {
         status(res, 400, type, (error as Error).message);
         return;
       }
-      const added = deps.store.add(decoded.spans, req.filterCaller?.source ?? "local");
+      const added = deps.store.add(decoded.spans, source);
       if (deps.metrics !== undefined) {
         deps.metrics.spansReceived.inc(decoded.spans.length + decoded.rejected);
         if (decoded.rejected > 0) deps.metrics.spansDropped.inc({ reason: "invalid" }, decoded.rejected);
@@ -161,11 +171,18 @@ export function traceReceiverRoutes(deps: TraceReceiverDeps): Router {
       const message = problems.join("; ");
       if (type === PROTOBUF_TYPE) reply(res, 200, type, protobufExportResponse(rejected, message));
       else reply(res, 200, type, rejected === 0 ? {} : { partialSuccess: { rejectedSpans: String(rejected), errorMessage: message } });
-    } catch (error) {
-      next(error);
     } finally {
       inflight -= reserved;
     }
+  };
+}
+
+/** POST /v1/traces as an express router (mount after the filter-facing listener's authentication). */
+export function traceReceiverRoutes(deps: TraceReceiverDeps): Router {
+  const router = express.Router();
+  const receive = traceReceiver(deps);
+  router.post("/v1/traces", (req: Request, res: Response, next: NextFunction) => {
+    receive(req, res, req.filterCaller?.source ?? "local").catch(next);
   });
   return router;
 }
