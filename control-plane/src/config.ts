@@ -73,6 +73,7 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_API_READS: "api.reads",
   TOKENTRACE_API_TOKENS_FILE: "api.tokensFile",
   TOKENTRACE_API_TOKENS: "api.tokens",
+  TOKENTRACE_API_SCOPES: "api.scopes",
   TOKENTRACE_STORE_MODE: "store.mode",
   TOKENTRACE_STORE_PATH: "store.path",
   TOKENTRACE_KUBECONFIG: "kubernetes.kubeconfig",

@@ -8,7 +8,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { createApp } from "./app.js";
-import { loadTokens } from "./api/auth.js";
+import { applyScopes, loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { wireAdaptiveSampling } from "./compose/adaptive.js";
 import { dashboardLine, dashboardOption, dashboardSeries } from "./compose/dashboard.js";
@@ -61,6 +61,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   const runtime = runtimeOf(options, config.kubernetes.kubeconfig);
   const { log, ticker } = runtime;
   const tokens = loadTokens(config.api.tokensFile, config.api.tokens);
+  tokens.errors.push(...applyScopes(tokens.tokens, config.api.scopes));
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
   const audit = jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line)));
@@ -110,6 +111,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     log,
     ...dashboardOption(dashboard, pipeline !== undefined),
     ...(traces !== undefined ? { traces: traces.api } : {}),
+    contentKeys: filters.keys,
   });
   let server: Server;
   try {
