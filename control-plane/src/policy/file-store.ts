@@ -16,6 +16,8 @@ import { PolicyJournal, type Snapshot } from "./journal.js";
 import { mergePatch } from "./merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "./model.js";
 import { checkPreconditions } from "./preconditions.js";
+import { StoreLock } from "./store-lock.js";
+import { writeProbe } from "./write-probe.js";
 import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteFailure, WriteOptions, WriteResult } from "./repository.js";
 
 /** History entries kept per policy (oldest dropped first). */
@@ -78,6 +80,12 @@ export interface FileStoreOptions {
   compactMinBytes?: number;
   /** The journal to use (tests inject failures through a subclass). */
   journal?: PolicyJournal;
+  /** Take `<path>.lock` for the store's lifetime (default true; store-lock.ts). */
+  lock?: boolean;
+  /** After a failed write, readiness asks this whether the store's directory takes writes again (default: write-probe.ts). */
+  probe?: () => void;
+  /** Milliseconds clock of the probe's rate limit. */
+  nowMs?: () => number;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -103,12 +111,23 @@ export class FilePolicyStore implements PolicyRepository {
   private queue: PendingWrite[] = [];
   private committing = false;
   private idleWaiters: (() => void)[] = [];
+  private readonly lock: StoreLock | undefined;
+  /** Why the last write failed, until a write or a probe succeeds. */
+  private writeFailure: string | undefined;
+  private probedAtMs = -Infinity;
 
   constructor(private readonly options: FileStoreOptions) {
     this.journal = options.journal ?? new PolicyJournal(options.path, { fsync: options.fsync });
     this.now = options.now ?? (() => new Date());
     this.log = options.log ?? (() => undefined);
-    this.load();
+    // One process owns the file: a second one stops here, naming the holder.
+    this.lock = options.lock === false ? undefined : StoreLock.acquire(options.path);
+    try {
+      this.load();
+    } catch (error) {
+      this.lock?.release();
+      throw error;
+    }
   }
 
   // ---- reads -------------------------------------------------------------------------------
@@ -148,6 +167,22 @@ export class FilePolicyStore implements PolicyRepository {
   readiness(): { ok: boolean; detail: string } {
     const broken = this.journal.broken;
     if (broken !== undefined) return { ok: false, detail: broken };
+    const lost = this.lock?.lost();
+    if (lost !== undefined) return { ok: false, detail: lost };
+    if (this.writeFailure !== undefined) {
+      // Ready again once the directory takes a write: probed at most once a second.
+      const now = (this.options.nowMs ?? Date.now)();
+      if (now - this.probedAtMs >= 1000) {
+        this.probedAtMs = now;
+        try {
+          (this.options.probe ?? (() => writeProbe(this.options.path)))();
+          this.writeFailure = undefined;
+        } catch (error) {
+          this.writeFailure = `the store cannot write: ${(error as Error).message}`;
+        }
+      }
+      if (this.writeFailure !== undefined) return { ok: false, detail: this.writeFailure };
+    }
     const q = this.quarantine.length;
     return { ok: true, detail: `${this.currentCount} policies${q > 0 ? `, ${q} quarantined` : ""}` };
   }
@@ -166,6 +201,7 @@ export class FilePolicyStore implements PolicyRepository {
   async close(): Promise<void> {
     await this.whenIdle();
     this.journal.close();
+    this.lock?.release();
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -315,9 +351,13 @@ export class FilePolicyStore implements PolicyRepository {
 
     if (lines.length > 0) {
       try {
+        const lost = this.lock?.lost();
+        if (lost !== undefined) throw new Error(lost);
         this.journal.append(lines, true);
+        this.writeFailure = undefined;
       } catch (error) {
         const reason = `policy journal append failed: ${(error as Error).message ?? String(error)}`;
+        this.writeFailure = reason;
         this.log({ level: "error", msg: "policy store write failed; nothing changed", error: reason });
         // Answers planned against the batch's unwritten state may be wrong too: none of them stand.
         for (const write of batch) write.resolve({ ok: false, kind: "unavailable", reason });

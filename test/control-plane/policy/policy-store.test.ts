@@ -286,7 +286,7 @@ describe("file-backed policy store", () => {
     writeFileSync(join(dir, "notes.tmp"), "keep me");
     const logs: object[] = [];
     open(path, { log: (r) => logs.push(r) });
-    assert.deepEqual(readdirSync(dir).sort(), ["notes.tmp", "policies.json.journal"]);
+    assert.deepEqual(readdirSync(dir).sort(), ["notes.tmp", "policies.json.journal", "policies.json.lock"]);
     assert.deepEqual(logs, [{ level: "warn", msg: "policy store: removed a temporary file left by an interrupted write", file: ".policies.json.4242.0a1b2c3d.tmp" }]);
   });
 
