@@ -2,7 +2,7 @@
 // Everything it needs comes in through `AppDeps`, so tests build it with their own store,
 // clock, tokens and readiness.
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
-import { readAccess, requireToken, type TokenEntry } from "./api/auth.js";
+import { readAccess, requireScope, requireToken, type TokenEntry } from "./api/auth.js";
 import { installConditionalGet } from "./api/conditional.js";
 import { errorHandler, notFoundHandler } from "./api/errors.js";
 import { filterRoutes } from "./api/filters.js";
@@ -12,8 +12,9 @@ import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import type { DashboardSource } from "./dashboard/series.js";
-import { traceRoutes } from "./traces/routes.js";
+import { traceReadRoutes } from "./traces/routes.js";
 import type { TraceStore } from "./traces/store.js";
+import type { ContentKeyStatus } from "./content/keys.js";
 import type { OverrideSource } from "./policy/effective.js";
 import type { PolicyRepository } from "./policy/repository.js";
 import { PullIndex } from "./policy/resolve.js";
@@ -39,8 +40,10 @@ export interface AppDeps {
   log: (record: object) => void;
   /** The dashboard's series (the pipeline's joined batches); absent: the page shows policies only. */
   dashboard?: DashboardSource;
-  /** The OTLP/HTTP span receiver and what it holds; absent: POST /v1/traces is not served. */
-  traces?: { store: TraceStore; maxBodyBytes: number; linkTemplate: string };
+  /** The pseudonym keys' state for admins (never a key); absent: reported as not configured. */
+  contentKeys?: { status(): ContentKeyStatus };
+  /** What the span receiver (on the filter-facing listener) holds; absent: the trace list is off. */
+  traces?: { store: TraceStore; linkTemplate: string };
 }
 
 /** Builds the express app. */
@@ -66,8 +69,11 @@ export function createApp(deps: AppDeps): Express {
   app.use(policyRoutes({ store: deps.store, bodyLimitBytes: deps.bodyLimitBytes, read, write }));
   app.use(filterRoutes({ index: new PullIndex(deps.store), overrides: deps.overrides, metrics: deps.metrics, read }));
   app.use(dashboardRoutes(deps));
-  if (deps.traces) app.use(traceRoutes({ store: deps.traces.store, maxBodyBytes: deps.traces.maxBodyBytes, read }));
+  if (deps.traces) app.use(traceReadRoutes({ store: deps.traces.store, read }));
 
+  app.get("/v1/content-keys", requireScope(deps.tokens, "admin"), (_req, res) => {
+    res.set("cache-control", "no-store").json(deps.contentKeys?.status() ?? { configured: false, current: null, versions: [], problem: null });
+  });
   app.get("/openapi.json", (_req, res) => {
     res.json(openApiDocument);
   });

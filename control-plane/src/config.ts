@@ -9,6 +9,9 @@ import { parse as parseYaml } from "yaml";
 import { adaptiveSection, type AdaptiveConfig } from "./adaptive/config.js";
 import { apiSection, type ApiConfig } from "./api/config.js";
 import type { ConfigSection, JsonSchema } from "./config-section.js";
+import { contentSection, type ContentConfig } from "./content/config.js";
+import { filtersSection, type FiltersConfig } from "./filters/config.js";
+import { httpSection, type HttpConfig } from "./http/config.js";
 import { kubernetesSection, type KubernetesConfig } from "./k8s/config.js";
 import { listenSection, type ListenConfig } from "./listen.js";
 import { pipelineSection, type PipelineSection } from "./pipeline/config.js";
@@ -18,6 +21,10 @@ import { tracesSection, type TracesConfig } from "./traces/config.js";
 /** The validated configuration: one section per top-level key, each owned by the module it configures. */
 export interface Config {
   listen: ListenConfig;
+  /** The filter-facing listener: policy pulls, the span receiver, the content key. */
+  filters: FiltersConfig;
+  /** Timeouts and header limits of both listeners. */
+  http: HttpConfig;
   api: ApiConfig;
   store: StoreConfig;
   kubernetes: KubernetesConfig;
@@ -25,6 +32,8 @@ export interface Config {
   /** The metrics pipeline (scrape, join, remote write; control-plane/src/pipeline), off unless `enabled`. */
   pipeline: PipelineSection;
   traces: TracesConfig;
+  /** Where the pseudonym keys live. */
+  content: ContentConfig;
   /** Time allowed for in-flight requests after SIGTERM before the process exits anyway. */
   shutdownGraceMs: number;
 }
@@ -35,12 +44,15 @@ const shutdownGraceSection: ConfigSection<number> = { defaults: 10000, schema: {
 /** Every section, in the order the file, the schema's messages and the cross-key checks follow. */
 const sections: { [K in keyof Config]: ConfigSection<Config[K]> } = {
   listen: listenSection,
+  filters: filtersSection,
+  http: httpSection,
   api: apiSection,
   store: storeSection,
   kubernetes: kubernetesSection,
   adaptive: adaptiveSection,
   pipeline: pipelineSection,
   traces: tracesSection,
+  content: contentSection,
   shutdownGraceMs: shutdownGraceSection,
 };
 const sectionKeys = Object.keys(sections) as (keyof Config)[];
@@ -52,10 +64,16 @@ export const defaultConfig: Config = Object.fromEntries(sectionKeys.map((key) =>
 export const envOverrides: Record<string, string> = {
   TOKENTRACE_LISTEN_HOST: "listen.host",
   TOKENTRACE_LISTEN_PORT: "listen.port",
+  TOKENTRACE_FILTERS_HOST: "filters.host",
+  TOKENTRACE_FILTERS_PORT: "filters.port",
+  TOKENTRACE_FILTERS_AUTH: "filters.auth",
+  TOKENTRACE_FILTERS_TOKENS_FILE: "filters.tokensFile",
+  TOKENTRACE_FILTERS_TOKENS: "filters.tokens",
   TOKENTRACE_API_BODY_LIMIT_BYTES: "api.bodyLimitBytes",
   TOKENTRACE_API_READS: "api.reads",
   TOKENTRACE_API_TOKENS_FILE: "api.tokensFile",
   TOKENTRACE_API_TOKENS: "api.tokens",
+  TOKENTRACE_API_SCOPES: "api.scopes",
   TOKENTRACE_STORE_MODE: "store.mode",
   TOKENTRACE_STORE_PATH: "store.path",
   TOKENTRACE_KUBECONFIG: "kubernetes.kubeconfig",
@@ -71,7 +89,9 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_SHARDING_IDENTITY: "pipeline.sharding.identity",
   TOKENTRACE_TRACES_ENABLED: "traces.enabled",
   TOKENTRACE_TRACES_MAX_SPANS: "traces.maxSpans",
+  TOKENTRACE_TRACES_MAX_BYTES: "traces.maxBytes",
   TOKENTRACE_TRACES_LINK_TEMPLATE: "traces.linkTemplate",
+  TOKENTRACE_CONTENT_KEYS_DIR: "content.keysDir",
   TOKENTRACE_SHUTDOWN_GRACE_MS: "shutdownGraceMs",
 };
 

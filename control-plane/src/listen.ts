@@ -3,6 +3,7 @@
 // servers here are created and bound directly.
 import { createServer, type RequestListener, type Server } from "node:http";
 import type { ConfigSection } from "./config-section.js";
+import { httpSection, type HttpConfig } from "./http/config.js";
 
 /** The `listen` section: where the API, the dashboard and /metrics are served. */
 export interface ListenConfig {
@@ -34,9 +35,27 @@ export class PortInUseError extends Error {
   }
 }
 
-/** Creates a server for `handler` and binds it, or rejects with a PortInUseError naming `setting`. */
-export function listenOn(handler: RequestListener, port: number, host: string, setting: string): Promise<Server> {
-  const server = createServer(handler);
+/**
+ * Creates a server for `handler` with the timeouts and header limit of `limits` (the `http`
+ * section's defaults unless given) and binds it, or rejects with a PortInUseError naming `setting`.
+ */
+export function listenOn(handler: RequestListener, port: number, host: string, setting: string, limits: HttpConfig = httpSection.defaults): Promise<Server> {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      // Node answers 408 and closes a connection whose request (headers and body) is not complete in time.
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+      // Node checks the two timeouts above on this period (30 s by default, which would let a
+      // slow client hold a connection for up to 30 s past them).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    handler,
+  );
+  // Any connection without a byte either way for this long is closed.
+  server.setTimeout(limits.idleTimeoutMs, (socket) => socket.destroy());
+  server.maxHeadersCount = 128;
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => reject(new PortInUseError(port, host, setting, error));
     server.once("error", onError);

@@ -8,7 +8,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { createApp } from "./app.js";
-import { loadTokens } from "./api/auth.js";
+import { applyScopes, loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { wireAdaptiveSampling } from "./compose/adaptive.js";
 import { dashboardLine, dashboardOption, dashboardSeries } from "./compose/dashboard.js";
@@ -16,7 +16,8 @@ import { openEmbeddedPolicies } from "./compose/embedded.js";
 import { openClusterPolicies, startClusterControl, type ClusterControl } from "./compose/kubernetes.js";
 import { enabledPipelineConfig, startPipelinePart } from "./compose/pipeline.js";
 import { runtimeOf, stdoutLog, type ControlPlaneOptions } from "./compose/runtime.js";
-import { tracesOption, tracesStatus } from "./compose/traces.js";
+import { startFilterListener } from "./compose/filters.js";
+import { tracesPart, tracesStatus } from "./compose/traces.js";
 import { loadConfig, type Config } from "./config.js";
 import type { KubernetesSync } from "./k8s/sync.js";
 import type { PolicyHistory } from "./k8s/history.js";
@@ -34,6 +35,8 @@ const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.
 /** A running control plane. */
 export interface RunningControlPlane {
   url: string;
+  /** The filter-facing listener (policy pulls, the span receiver, the content key). */
+  filtersUrl: string;
   /** Kubernetes mode's parts, for readiness probes of tests (undefined in embedded mode). */
   kubernetes?: {
     store: KubernetesPolicyStore;
@@ -58,6 +61,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   const runtime = runtimeOf(options, config.kubernetes.kubeconfig);
   const { log, ticker } = runtime;
   const tokens = loadTokens(config.api.tokensFile, config.api.tokens);
+  tokens.errors.push(...applyScopes(tokens.tokens, config.api.scopes));
   if (tokens.errors.length > 0) throw new Error(tokens.errors.join("; "));
   if (tokens.tokens.length === 0) log({ level: "warn", msg: "no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one" });
   const audit = jsonLineAudit(options.auditLine ?? ((line) => process.stdout.write(line)));
@@ -94,6 +98,8 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
           adaptive.pipelineRates?.observe(series, result);
         });
 
+  const traces = tracesPart(config.traces);
+  const filters = await startFilterListener({ config: config.filters, http: config.http, content: config.content, runtime, store, overrides: adaptive.overrides, metrics, traces });
   const app = createApp({
     store,
     tokens: tokens.tokens,
@@ -104,17 +110,26 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     readiness: () => ({ store: store.readiness(), ...control?.readiness() }),
     log,
     ...dashboardOption(dashboard, pipeline !== undefined),
-    ...tracesOption(config.traces),
+    ...(traces !== undefined ? { traces: traces.api } : {}),
+    contentKeys: filters.keys,
   });
-  const server: Server = await listenOn(app, config.listen.port, config.listen.host, "listen.port (TOKENTRACE_LISTEN_PORT)");
+  let server: Server;
+  try {
+    server = await listenOn(app, config.listen.port, config.listen.host, "listen.port (TOKENTRACE_LISTEN_PORT)", config.http);
+  } catch (error) {
+    filters.stop();
+    await drain(filters.server, 0);
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.listen.host}:${port}`;
-  log({ msg: "listening", url, mode: config.store.mode, version: manifest.version });
-  log(dashboardLine(url, pipeline !== undefined, tracesStatus(config.traces, url)));
+  log({ msg: "listening", url, filters: filters.url, filtersAuth: config.filters.auth, mode: config.store.mode, version: manifest.version });
+  log(dashboardLine(url, pipeline !== undefined, tracesStatus(traces, filters.url)));
 
   const running = control;
   return {
     url,
+    filtersUrl: filters.url,
     ...(pipeline === undefined ? {} : { pipeline }),
     ...(cluster !== undefined && running !== undefined
       ? { kubernetes: { store: cluster.store, history: cluster.history, sync: running.sync, writeStatus: () => running.statusWriter.sync(), isLeader: leading } }
@@ -126,7 +141,8 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
       // the pipeline stops scraping and releases its member Lease, so its shard moves at once.
       await running?.elector?.stop();
       await pipeline?.stop();
-      await drain(server, config.shutdownGraceMs);
+      await Promise.all([drain(server, config.shutdownGraceMs), drain(filters.server, config.shutdownGraceMs)]);
+      filters.stop();
       await running?.sync.stop();
       await cluster?.store.stop();
       await fileStore?.close();

@@ -10,6 +10,8 @@ export interface LoadRequest {
   path: string;
   headers?: Record<string, string>;
   body?: string;
+  /** A binary body (e.g. protobuf), base64 in the job message. */
+  bodyBase64?: string;
 }
 
 /** A batch: the requests (or one request `count` times) and how many may be in flight. */
@@ -17,6 +19,8 @@ export interface LoadJob {
   url: string;
   requests?: LoadRequest[];
   repeat?: { request: LoadRequest; count: number };
+  /** With `requests`: send this many, cycling through them (one message carries few large bodies). */
+  count?: number;
   concurrency: number;
 }
 
@@ -28,7 +32,7 @@ export interface LoadResult {
 
 function send(agent: Agent, base: URL, r: LoadRequest): Promise<number> {
   return new Promise((resolve, reject) => {
-    const body = r.body === undefined ? undefined : Buffer.from(r.body);
+    const body = r.bodyBase64 !== undefined ? Buffer.from(r.bodyBase64, "base64") : r.body === undefined ? undefined : Buffer.from(r.body);
     const headers = { ...r.headers, ...(body === undefined ? {} : { "content-length": String(body.length) }) };
     const req = request({ agent, host: base.hostname, port: base.port, method: r.method, path: r.path, headers }, (res) => {
       res.resume();
@@ -42,8 +46,8 @@ function send(agent: Agent, base: URL, r: LoadRequest): Promise<number> {
 async function run(job: LoadJob): Promise<LoadResult> {
   const base = new URL(job.url);
   const agent = new Agent({ keepAlive: true, maxSockets: job.concurrency });
-  const total = job.requests?.length ?? job.repeat?.count ?? 0;
-  const at = (i: number): LoadRequest => (job.requests?.[i] ?? job.repeat?.request) as LoadRequest;
+  const total = job.count ?? job.requests?.length ?? job.repeat?.count ?? 0;
+  const at = (i: number): LoadRequest => (job.requests !== undefined ? job.requests[i % job.requests.length] : job.repeat?.request) as LoadRequest;
   const statuses: Record<string, number> = Object.create(null) as Record<string, number>;
   let next = 0;
   const started = performance.now();

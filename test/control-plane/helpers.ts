@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp, type ReadinessCheck } from "../../control-plane/src/app.js";
-import { parseTokens } from "../../control-plane/src/api/auth.js";
+import { applyScopes, parseTokens, type TokenEntry } from "../../control-plane/src/api/auth.js";
 import { createMetrics, type ControlPlaneMetrics } from "../../control-plane/src/api/metrics.js";
 import type { PolicyCheck } from "../../control-plane/src/policy/admission.js";
 import type { AuditRecord } from "../../control-plane/src/policy/audit.js";
@@ -18,6 +18,8 @@ import { TraceStore } from "../../control-plane/src/traces/store.js";
 
 export const adminToken = "admin-secret-0123456789";
 export const ciToken = "ci-secret-abcdefghijkl";
+/** A token of scope read (api.scopes viewer=read); adminToken has scope admin, ciToken write. */
+export const viewerToken = "viewer-secret-0123456789";
 
 /** A running test app. */
 export interface TestApp {
@@ -29,6 +31,8 @@ export interface TestApp {
   audit: AuditRecord[];
   overrides: Map<string, RateOverrides>;
   readiness: Record<string, ReadinessCheck>;
+  /** The span receiver's store when `traces` is on. */
+  traces?: TraceStore;
   close(): Promise<void>;
 }
 
@@ -41,8 +45,10 @@ export async function startTestApp(
     policyCheck?: PolicyCheck;
     log?: (record: object) => void;
     journal?: (path: string) => PolicyJournal;
-    /** `<id>:<token>` pairs, comma-separated; default admin and ci below. */
+    /** `<id>:<token>` pairs, comma-separated; default admin, ci and viewer below. */
     tokens?: string;
+    /** api.scopes; default admin=admin,viewer=read (ci: write). */
+    scopes?: string;
     /** Serve the OTLP span receiver (POST /v1/traces, GET /v1/dashboard/traces). */
     traces?: boolean;
   } = {},
@@ -62,16 +68,17 @@ export async function startTestApp(
   const metrics = createMetrics();
   const overrides = new Map<string, RateOverrides>();
   const readiness: Record<string, ReadinessCheck> = { store: { ok: true, detail: "loaded" } };
+  const traces = options.traces === true ? new TraceStore(100) : undefined;
   const app = createApp({
     store,
-    tokens: parseTokens(options.tokens ?? `admin:${adminToken},ci:${ciToken}`, "test", /,/).tokens,
+    tokens: scoped(options.tokens ?? `admin:${adminToken},ci:${ciToken},viewer:${viewerToken}`, options.scopes ?? (options.tokens === undefined ? "admin=admin,viewer=read" : "")),
     reads: options.reads ?? "public",
     bodyLimitBytes: options.bodyLimitBytes ?? 16384,
     metrics,
     overrides: (name) => overrides.get(name),
     readiness: () => readiness,
     log: () => undefined,
-    ...(options.traces === true ? { traces: { store: new TraceStore(100), maxBodyBytes: 16384, linkTemplate: "" } } : {}),
+    ...(traces !== undefined ? { traces: { store: traces, linkTemplate: "" } } : {}),
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));
@@ -85,6 +92,7 @@ export async function startTestApp(
     audit,
     overrides,
     readiness,
+    ...(traces !== undefined ? { traces } : {}),
     close: async () => {
       await new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -93,6 +101,14 @@ export async function startTestApp(
       await store.close();
     },
   };
+}
+
+/** Tokens with their scopes granted; throws on a bad item (tests write them). */
+export function scoped(tokensText: string, scopes: string): TokenEntry[] {
+  const { tokens, errors } = parseTokens(tokensText, "test", /,/);
+  errors.push(...applyScopes(tokens, scopes));
+  if (errors.length > 0) throw new Error(errors.join("; "));
+  return tokens;
 }
 
 /** A minimal valid policy. */

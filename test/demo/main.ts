@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   console.log(`  control plane: ${stack.controlPlaneUrl}/v1/policies (API), ${stack.controlPlaneUrl}/metrics`);
   console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated)`);
   console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter; vLLM's metrics at ${stack.upstream.url}/metrics)`);
-  console.log(`  traces:        ${stack.controlPlaneUrl}/v1/traces (OTLP/HTTP JSON receiver; the filter exports sampled LLM calls there)`);
+  console.log(`  traces:        ${stack.filtersUrl}/v1/traces (OTLP/HTTP receiver on the filter-facing listener; the filter pulls its policy and exports sampled LLM calls there)`);
   console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target, evaluates istio/observability/prometheus-rules.yaml; ${stack.prometheus.url}/alerts)` : `  prometheus:    not started: ${stack.prometheusNote}`);
   console.log(`  write token:   ${stack.token} (demo only; the dashboard's policy editor asks for it)`);
   console.log(`  filter configuration ${stack.filterConfigured ? "accepted" : "REJECTED (see the log above)"}; policy ${DEMO_POLICY} pulled every ${stack.pollIntervalMs} ms`);

@@ -13,6 +13,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../control-plane/src/app.js";
+import { ContentKeyRing } from "../../control-plane/src/content/keys.js";
+import { createFilterApp } from "../../control-plane/src/filters/app.js";
 import { jsonLineAudit } from "../../control-plane/src/policy/audit.js";
 import { listenOn } from "../../control-plane/src/listen.js";
 import { TraceStore } from "../../control-plane/src/traces/store.js";
@@ -97,6 +99,8 @@ export interface DemoStackOptions {
 export interface DemoStack {
   token: string;
   controlPlaneUrl: string;
+  /** The filter-facing listener: policy pulls and the span receiver. */
+  filtersUrl: string;
   dashboardUrl: string;
   proxy: LocalProxy;
   upstream: LlmUpstream;
@@ -192,8 +196,29 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     readiness: () => ({ store: store.readiness() }),
     log,
     dashboard,
-    traces: { store: traces, maxBodyBytes: 4 * 1024 * 1024, linkTemplate: opts.traceLinkTemplate ?? "" },
+    traces: { store: traces, linkTemplate: opts.traceLinkTemplate ?? "" },
   });
+  // The filter-facing listener (policy pulls, spans) on loopback, where `filters.auth: none` is allowed.
+  const filterApp = createFilterApp({
+    auth: "none",
+    trustDomain: "cluster.local",
+    tokens: [],
+    store,
+    overrides: () => undefined,
+    metrics,
+    keys: new ContentKeyRing(""),
+    traces: { store: traces, maxBodyBytes: 4 * 1024 * 1024 },
+    log,
+  });
+  const filterServer: Server = await listenOn(filterApp, 0, "127.0.0.1", "the demo's filter-facing listener");
+  closers.push(
+    () =>
+      new Promise<void>((r) => {
+        filterServer.close(() => r());
+        filterServer.closeAllConnections();
+      }),
+  );
+  const filtersUrl = `http://127.0.0.1:${(filterServer.address() as AddressInfo).port}`;
   const server: Server = await listenOn(app, opts.controlPlanePort ?? 0, "127.0.0.1", "TOKENTRACE_DEMO_CONTROL_PLANE_PORT");
   closers.push(
     () =>
@@ -235,7 +260,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     pluginConfig: JSON.stringify(pluginConfig),
     upstream: upstream.url,
     routes: DEMO_ROUTES,
-    clusters: { [CONTROL_PLANE_CLUSTER]: controlPlaneUrl },
+    clusters: { [CONTROL_PLANE_CLUSTER]: filtersUrl },
     listenPort: opts.proxyPort ?? 0,
     adminPort: opts.adminPort ?? 0,
     statTags: [...FILTER_STAT_TAGS],
@@ -295,6 +320,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   return {
     token,
     controlPlaneUrl,
+    filtersUrl,
     dashboardUrl: `${controlPlaneUrl}/dashboard`,
     proxy,
     upstream,

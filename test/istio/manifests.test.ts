@@ -76,6 +76,9 @@ describe("istio/ manifests against the real schemas", () => {
     ["EnvoyFilter", "tokentrace", (o) => { o.spec.configPatches[1].match.listener.filterChain.filter.subfilter = {}; }, "spec.configPatches[1].match.listener.filterChain.filter.subfilter"],
     ["IstioOperator", "tokentrace", (o) => { o.spec.meshConfig.defaultConfig.extraStatTag = ["route"]; }, "spec.meshConfig.defaultConfig.extraStatTag"],
     ["PrometheusRule", "tokentrace", (o) => { o.spec.groups[0].rules[0].exp = "up"; }, "spec.groups[0].rules[0].exp"],
+    ["NetworkPolicy", "tokentrace-control-plane", (o) => { o.spec.ingress[0].from[0].podselector = {}; }, "spec.ingress[0].from[0].podselector"],
+    ["PeerAuthentication", "tokentrace-control-plane", (o) => { o.spec.portLevelMtls["8081"].mod = "STRICT"; }, "spec.portLevelMtls.8081.mod"],
+    ["AuthorizationPolicy", "tokentrace-control-plane-filters", (o) => { o.spec.rules[0].to[0].operation.port = ["8081"]; }, "spec.rules[0].to[0].operation.port"],
   ];
   for (const [kind, name, misspell, field] of misspelt) {
     it(`reports a misspelt field of ${kind} ${name} (${field})`, () => {

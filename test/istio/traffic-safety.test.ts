@@ -208,9 +208,12 @@ describe("where the filter runs (emulated istiod listener build)", () => {
     for (const patch of envoyFilter.spec.configPatches) assert.equal(patch.match.context, "SIDECAR_INBOUND");
   });
 
-  it("the control plane's pod opts out of injection with the label (istio/api labels.yaml); the annotation is deprecated (annotations.yaml)", () => {
+  it("the control plane's pod is injected with the label (istio/api labels.yaml; the annotation is deprecated), its sidecar capturing only the filter-facing port inbound and nothing outbound, and replacing any caller's XFCC (SANITIZE_SET)", () => {
     const template = deployment.spec.template.metadata;
-    assert.equal(template.labels["sidecar.istio.io/inject"], "false");
+    assert.equal(template.labels["sidecar.istio.io/inject"], "true");
     assert.equal(template.annotations?.["sidecar.istio.io/inject"], undefined);
+    assert.equal(template.annotations?.["traffic.sidecar.istio.io/includeInboundPorts"], "8081");
+    assert.equal(template.annotations?.["traffic.sidecar.istio.io/includeOutboundIPRanges"], "");
+    assert.match(String(template.annotations?.["proxy.istio.io/config"]), /proxyHeaders:\n\s+forwardedClientCert: SANITIZE_SET/);
   });
 });

@@ -11,20 +11,23 @@ export interface ApiConfig {
   tokensFile: string;
   /** `<id>:<token>` pairs, comma-separated (normally from TOKENTRACE_API_TOKENS). */
   tokens: string;
+  /** `<id>=read|write|admin` items, comma-separated: each token id's scope (unlisted ids: write). */
+  scopes: string;
 }
 
 /** Defaults, schema and checks of `api`. */
 export const apiSection: ConfigSection<ApiConfig> = {
-  defaults: { bodyLimitBytes: 262144, reads: "public", tokensFile: "", tokens: "" },
+  defaults: { bodyLimitBytes: 262144, reads: "public", tokensFile: "", tokens: "", scopes: "" },
   schema: {
     type: "object",
     additionalProperties: false,
-    required: ["bodyLimitBytes", "reads", "tokensFile", "tokens"],
+    required: ["bodyLimitBytes", "reads", "tokensFile", "tokens", "scopes"],
     properties: {
       bodyLimitBytes: { type: "integer", minimum: 1024, maximum: 16777216 },
       reads: { enum: ["public", "token"] },
       tokensFile: { type: "string" },
       tokens: { type: "string" },
+      scopes: { type: "string", pattern: "^\\s*$|^\\s*[A-Za-z0-9_.@-]{1,64}=(read|write|admin)\\s*(,\\s*[A-Za-z0-9_.@-]{1,64}=(read|write|admin)\\s*)*$" },
     },
   },
 };

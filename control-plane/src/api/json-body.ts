@@ -2,6 +2,7 @@
 // strictly (strict-json.ts). Every refusal names what to change; nothing is inflated, so the 415
 // for a gzip body says what the server really accepts.
 import express, { type NextFunction, type Request, type Response } from "express";
+import { closeAfterResponse, declaredLength } from "../http/limited-body.js";
 import { ApiError } from "./errors.js";
 import { decodeStrictJson } from "./strict-json.js";
 
@@ -12,6 +13,14 @@ export function jsonBody(limitBytes: number, mediaTypes: readonly string[]) {
   const readRaw = express.raw({ type: () => true, limit: limitBytes, inflate: false });
   const accepted = mediaTypes.join(" or ");
   return (req: Request, res: Response, next: NextFunction): void => {
+    // A declared length over the limit is refused before a byte of the body is read, and the
+    // connection closed after the answer (body-parser would read the whole body first).
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > limitBytes) {
+      closeAfterResponse(res);
+      next(new ApiError(413, "request body too large", [{ field: "(body)", reason: `larger than ${limitBytes} bytes` }]));
+      return;
+    }
     const encoding = (req.get("content-encoding") ?? "").trim().toLowerCase();
     if (encoding !== "" && encoding !== "identity") {
       next(new ApiError(415, "unsupported media type", [{ field: "content-encoding", reason: `only unencoded (identity) bodies are accepted, got ${JSON.stringify(encoding.slice(0, 64))}` }]));

@@ -11,6 +11,12 @@ export const metricNames = {
   policies: "tokentrace_control_plane_policies",
   quarantined: "tokentrace_control_plane_policies_quarantined",
   adaptiveUpdates: "tokentrace_control_plane_adaptive_updates_total",
+  spansReceived: "tokentrace_control_plane_spans_received_total",
+  spansDropped: "tokentrace_control_plane_spans_dropped_total",
+  spanRequestsRefused: "tokentrace_control_plane_span_requests_refused_total",
+  spansHeld: "tokentrace_control_plane_spans_held",
+  spansHeldBytes: "tokentrace_control_plane_spans_held_bytes",
+  filterRequests: "tokentrace_control_plane_filter_requests_total",
 } as const;
 
 /** Every metric the control plane's API, push and adaptive parts export. */
@@ -30,6 +36,17 @@ export interface ControlPlaneMetrics {
   quarantined: Gauge;
   /** Published adaptive-sampling changes. */
   adaptiveUpdates: Counter<"policy">;
+  /** Spans the receiver decoded (kept or not). */
+  spansReceived: Counter;
+  /** Spans not kept, by reason: invalid, over_budget, token_trace_id_conflict, and evicted (kept, then dropped for room). */
+  spansDropped: Counter<"reason">;
+  /** Export requests refused whole, by reason: too_large, too_deep, inflight, malformed, unsupported. */
+  spanRequestsRefused: Counter<"reason">;
+  /** Spans held and the bytes they keep (set on scrape). */
+  spansHeld: Gauge;
+  spansHeldBytes: Gauge;
+  /** Filter-facing listener requests by method, route pattern and status code. */
+  filterRequests: Counter<"method" | "route" | "code">;
 }
 
 /** Creates the catalogue on a new registry (with process metrics when `processMetrics`). */
@@ -45,5 +62,11 @@ export function createMetrics(processMetrics = false): ControlPlaneMetrics {
     policies: new Gauge({ name: metricNames.policies, help: "Number of sampling policies.", registers: [registry] }),
     quarantined: new Gauge({ name: metricNames.quarantined, help: "Stored policy records not served because they failed validation at load.", registers: [registry] }),
     adaptiveUpdates: new Counter({ name: metricNames.adaptiveUpdates, help: "Adaptive-sampling rate changes published, by policy.", labelNames: ["policy"], registers: [registry] }),
+    spansReceived: new Counter({ name: metricNames.spansReceived, help: "Spans the OTLP receiver decoded, kept or not.", registers: [registry] }),
+    spansDropped: new Counter({ name: metricNames.spansDropped, help: "Spans the OTLP receiver did not keep (or evicted for room), by reason.", labelNames: ["reason"], registers: [registry] }),
+    spanRequestsRefused: new Counter({ name: metricNames.spanRequestsRefused, help: "OTLP export requests refused whole, by reason.", labelNames: ["reason"], registers: [registry] }),
+    spansHeld: new Gauge({ name: metricNames.spansHeld, help: "Spans the receiver holds.", registers: [registry] }),
+    spansHeldBytes: new Gauge({ name: metricNames.spansHeldBytes, help: "Bytes the held spans keep, as counted against traces.maxBytes.", registers: [registry] }),
+    filterRequests: new Counter({ name: metricNames.filterRequests, help: "Filter-facing listener requests by method, route and status code.", labelNames: ["method", "route", "code"], registers: [registry] }),
   };
 }

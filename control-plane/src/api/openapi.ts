@@ -33,11 +33,14 @@ const etagHeader = { ETag: { schema: { type: "string" }, description: "Quoted ve
 /** Reads are public unless api.reads is "token". */
 const readSecurity = [{}, { bearer: [] }];
 const writeSecurity = [{ bearer: [] }];
+/** Scope admin: key material. */
+const adminSecurity = [{ bearer: [] }];
 
 const status = {
   badPath: "Malformed percent-encoding in the path.",
   readToken: 'api.reads is "token" and no known bearer token was sent.',
   writeToken: "Missing or unknown bearer token.",
+  writeScope: "The token's scope (api.scopes) is read; policy writes need write or admin.",
   tooLarge: "Body larger than api.bodyLimitBytes.",
   mediaType: "Not application/json (PATCH: or application/merge-patch+json), a charset other than utf-8, or a Content-Encoding other than identity.",
   unavailable: "The store cannot write now (disk failure, cluster unreachable); nothing changed. Retry-After says when to retry.",
@@ -80,6 +83,7 @@ const paths = {
         "201": { description: "Created.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
         "400": errorResponse("Invalid body (strict JSON: duplicate keys refused), a version in the body, or a conditional header; nothing changed."),
         "401": errorResponse(status.writeToken),
+        "403": errorResponse(status.writeScope),
         "409": errorResponse("A policy with this name exists."),
         ...bodyErrors,
         "503": errorResponse(status.unavailable),
@@ -113,6 +117,7 @@ const paths = {
         "201": { description: "Created.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
         "400": errorResponse("Invalid body or header; nothing changed."),
         "401": errorResponse(status.writeToken),
+        "403": errorResponse(status.writeScope),
         "409": errorResponse("The body's version is not the current one (or the policy no longer exists)."),
         "412": errorResponse("If-Match or If-None-Match does not hold."),
         ...bodyErrors,
@@ -130,6 +135,7 @@ const paths = {
         "200": { description: "Patched, or unchanged.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
         "400": errorResponse("Invalid patch, patched policy or header; nothing changed."),
         "401": errorResponse(status.writeToken),
+        "403": errorResponse(status.writeScope),
         "404": errorResponse("No such policy."),
         "412": errorResponse("If-Match or If-None-Match does not hold."),
         ...bodyErrors,
@@ -145,6 +151,7 @@ const paths = {
         "204": { description: "Deleted." },
         "400": errorResponse("Malformed percent-encoding in the path, or a malformed If-Match / If-None-Match."),
         "401": errorResponse(status.writeToken),
+        "403": errorResponse(status.writeScope),
         "404": errorResponse("No such policy."),
         "412": errorResponse("If-Match or If-None-Match does not hold."),
         "503": errorResponse(status.unavailable),
@@ -177,6 +184,7 @@ const paths = {
         "200": { description: "Rolled back, or already current.", headers: etagHeader, content: jsonContent(ref("PolicyRecord")) },
         "400": errorResponse("Invalid body or header, or that version is not valid under today's rules; nothing changed."),
         "401": errorResponse(status.writeToken),
+        "403": errorResponse(status.writeScope),
         "404": errorResponse("No such policy or version."),
         "412": errorResponse("If-Match or If-None-Match does not hold."),
         ...bodyErrors,
@@ -194,7 +202,20 @@ const paths = {
         "200": { description: "Valid.", content: jsonContent({ type: "object", required: ["valid"], properties: { valid: { const: true }, policy: ref("Policy") } }) },
         "400": errorResponse("Invalid body; the details are what a write would answer."),
         "401": errorResponse(status.writeToken),
+        "403": errorResponse(status.writeScope),
         ...bodyErrors,
+      },
+    },
+  },
+  "/v1/content-keys": {
+    get: {
+      operationId: "contentKeys",
+      summary: "The pseudonym keys' state: configured, the version in force, the versions read, the last problem. Never a key: the keys reach only the filters, on the filter-facing listener.",
+      security: adminSecurity,
+      responses: {
+        "200": { description: "State of content.keysDir.", content: jsonContent({ type: "object", required: ["configured", "current", "versions", "problem"], properties: { configured: { type: "boolean" }, current: { type: ["string", "null"] }, versions: { type: "array", items: { type: "string" } }, problem: { type: ["string", "null"] } } }) },
+        "401": errorResponse(status.writeToken),
+        "403": errorResponse("The token's scope (api.scopes) is below admin."),
       },
     },
   },
@@ -277,20 +298,6 @@ const paths = {
       },
     },
   },
-  "/v1/traces": {
-    post: {
-      operationId: "otlpTraces",
-      summary: "OTLP/HTTP span receiver (JSON or binary protobuf, gzip or identity; answers in the request's encoding); served when traces.enabled",
-      requestBody: { required: true, content: { ...jsonContent({ type: "object", description: "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest" }), "application/x-protobuf": { schema: { type: "string", format: "binary" } } } },
-      responses: {
-        "200": { description: "ExportTraceServiceResponse; partialSuccess when spans were rejected.", content: jsonContent({ type: "object" }) },
-        "400": { description: "Not an export request (google.rpc.Status).", content: jsonContent({ type: "object" }) },
-        "413": { description: "Body over traces.maxBodyBytes, also after gunzip.", content: jsonContent({ type: "object" }) },
-        "415": { description: "Neither application/json nor application/x-protobuf, or an encoding other than gzip.", content: jsonContent({ type: "object" }) },
-        "404": errorResponse("The span receiver is off (traces.enabled is false)."),
-      },
-    },
-  },
   "/openapi.json": { get: { operationId: "openapi", summary: "This document", responses: { "200": { description: "OpenAPI 3.1.", content: jsonContent({ type: "object" }) } } } },
   "/healthz": { get: { operationId: "healthz", summary: "Liveness", responses: { "200": { description: "The process serves requests.", content: jsonContent({ type: "object" }) } } } },
   "/readyz": {
@@ -340,7 +347,7 @@ export const openApiDocument = {
     title: "tokentrace control plane",
     version: "0.1.0",
     description:
-      'Sampling policies for the tokentrace filter: REST API, pull endpoint for filters, health and metrics. Writes need a bearer token (scheme case-insensitive); reads are public unless api.reads is "token". Errors are {error, details: [{field, reason}]}. Request bodies are decoded strictly (duplicate keys and nesting deeper than 64 levels are refused naming the field). Every path answers OPTIONS (204 with Allow) and other methods with 405 and Allow (x-other-methods).',
+      'Sampling policies for the tokentrace filter: REST API, pull endpoint for filters, health and metrics. Writes need a bearer token of scope write or admin (api.scopes; scheme case-insensitive); reads are public unless api.reads is "token", then any token (scope read or more). The span receiver and the content key are served on the filter-facing listener, not here. Errors are {error, details: [{field, reason}]}. Request bodies are decoded strictly (duplicate keys and nesting deeper than 64 levels are refused naming the field). Every path answers OPTIONS (204 with Allow) and other methods with 405 and Allow (x-other-methods).',
   },
   jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
   components: {

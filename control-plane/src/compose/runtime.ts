@@ -3,6 +3,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import type { RateSource } from "../adaptive/rates.js";
 import { realDelay, type Delay } from "../k8s/backoff.js";
+import { limitRepeats } from "../log-limit.js";
 import { IntervalTicker, type Ticker } from "../ticker.js";
 
 /** What a caller (a test) may inject; everything defaults to the real thing. */
@@ -39,7 +40,8 @@ export function runtimeOf(options: ControlPlaneOptions, kubeconfig: string): Run
   const nowMs = options.now ?? Date.now;
   let loaded: KubeConfig | undefined;
   return {
-    log: options.log ?? stdoutLog,
+    // Identical warnings and errors at most once per 10 s, then with a count (log-limit.ts).
+    log: limitRepeats(options.log ?? stdoutLog, { nowMs }),
     ticker: options.ticker ?? new IntervalTicker(),
     nowMs,
     now: () => new Date(nowMs()),

@@ -20,6 +20,8 @@ import { PolicyJournal, type JournalLine, type Snapshot } from "./journal.js";
 import { mergePatch } from "./merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "./model.js";
 import { checkPreconditions } from "./preconditions.js";
+import { StoreLock } from "./store-lock.js";
+import { writeProbe } from "./write-probe.js";
 import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteFailure, WriteOptions, WriteResult } from "./repository.js";
 import type { FileSystem } from "../storage/file-system.js";
 
@@ -85,6 +87,12 @@ export interface FileStoreOptions {
   journal?: PolicyJournal;
   /** The file system of the snapshot and journal (tests: a simulated disk); node:fs by default. */
   fs?: FileSystem;
+  /** Take `<path>.lock` for the store's lifetime (store-lock.ts); default true on node:fs, false on an injected fs. */
+  lock?: boolean;
+  /** After a failed write, readiness asks this whether the store's directory takes writes again (default: write-probe.ts). */
+  probe?: () => void;
+  /** Milliseconds clock of the probe's rate limit. */
+  nowMs?: () => number;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -110,12 +118,24 @@ export class FilePolicyStore implements PolicyRepository {
   private queue: PendingWrite[] = [];
   private committing = false;
   private idleWaiters: (() => void)[] = [];
+  private readonly lock: StoreLock | undefined;
+  /** Why the last write failed, until a write or a probe succeeds. */
+  private writeFailure: string | undefined;
+  private probedAtMs = -Infinity;
 
   constructor(private readonly options: FileStoreOptions) {
     this.journal = options.journal ?? new PolicyJournal(options.path, { ...(options.fsync === undefined ? {} : { fsync: options.fsync }), ...(options.fs ? { fs: options.fs } : {}) });
     this.now = options.now ?? (() => new Date());
     this.log = options.log ?? (() => undefined);
-    this.load();
+    // One process owns the file: a second one stops here, naming the holder.
+    // A simulated disk (options.fs) has no processes to exclude, so it takes no lock unless asked.
+    this.lock = (options.lock ?? options.fs === undefined) ? StoreLock.acquire(options.path) : undefined;
+    try {
+      this.load();
+    } catch (error) {
+      this.lock?.release();
+      throw error;
+    }
   }
 
   // ---- reads -------------------------------------------------------------------------------
@@ -155,6 +175,22 @@ export class FilePolicyStore implements PolicyRepository {
   readiness(): { ok: boolean; detail: string } {
     const broken = this.journal.broken;
     if (broken !== undefined) return { ok: false, detail: broken };
+    const lost = this.lock?.lost();
+    if (lost !== undefined) return { ok: false, detail: lost };
+    if (this.writeFailure !== undefined) {
+      // Ready again once the directory takes a write: probed at most once a second.
+      const now = (this.options.nowMs ?? Date.now)();
+      if (now - this.probedAtMs >= 1000) {
+        this.probedAtMs = now;
+        try {
+          (this.options.probe ?? (() => writeProbe(this.options.path, this.options.fs)))();
+          this.writeFailure = undefined;
+        } catch (error) {
+          this.writeFailure = `the store cannot write: ${(error as Error).message}`;
+        }
+      }
+      if (this.writeFailure !== undefined) return { ok: false, detail: this.writeFailure };
+    }
     const q = this.quarantine.length;
     return { ok: true, detail: `${this.currentCount} policies${q > 0 ? `, ${q} quarantined` : ""}` };
   }
@@ -173,6 +209,7 @@ export class FilePolicyStore implements PolicyRepository {
   async close(): Promise<void> {
     await this.whenIdle();
     this.journal.close();
+    this.lock?.release();
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -322,9 +359,13 @@ export class FilePolicyStore implements PolicyRepository {
 
     if (lines.length > 0) {
       try {
+        const lost = this.lock?.lost();
+        if (lost !== undefined) throw new Error(lost);
         this.journal.append(lines, true);
+        this.writeFailure = undefined;
       } catch (error) {
         const reason = `policy journal append failed: ${(error as Error).message ?? String(error)}`;
+        this.writeFailure = reason;
         this.log({ level: "error", msg: "policy store write failed; nothing changed", error: reason });
         // Answers planned against the batch's unwritten state may be wrong too: none of them stand.
         for (const write of batch) write.resolve({ ok: false, kind: "unavailable", reason });

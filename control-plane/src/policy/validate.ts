@@ -4,11 +4,13 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import type { FieldError, Policy } from "./model.js";
+import { saltErrors, saltField, withoutSalt } from "./pseudonyms.js";
 
 /** Where the shared filter schema lives. */
 export const filterSchemaUrl = new URL("../../../filter/config.schema.json", import.meta.url);
 
-const filterSchema = JSON.parse(readFileSync(filterSchemaUrl, "utf8")) as { $id: string };
+// The pseudonym key is not part of a policy (pseudonyms.ts): the schema is read without `salt`.
+const filterSchema = withoutSalt(JSON.parse(readFileSync(filterSchemaUrl, "utf8")) as { $id: string });
 
 const labelKey = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
 const labelValue = "^$|^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
@@ -129,8 +131,10 @@ export type PolicyValidation = { ok: true; policy: Policy } | { ok: false; error
 
 /** Validates an untrusted body as a policy. */
 export function validatePolicy(body: unknown): PolicyValidation {
-  if (!validatePolicySchema(body)) {
-    return { ok: false, errors: toFieldErrors(validatePolicySchema.errors) };
+  const salt = saltErrors((body as { pluginConfig?: unknown } | null)?.pluginConfig);
+  if (!validatePolicySchema(body) || salt.length > 0) {
+    // The salt's own message replaces the schema's "unknown field" for it.
+    return { ok: false, errors: [...toFieldErrors(validatePolicySchema.errors).filter((e) => e.field !== saltField), ...salt] };
   }
   const policy = body as unknown as Policy;
   // policySource is the filter's bootstrap setting; the filter rejects a pulled policy carrying it.

@@ -3,6 +3,8 @@
 // Encoding"): lowerCamelCase keys only, trace and span ids as case-insensitive hex, integer enums,
 // 64-bit integers as decimal strings or numbers, unknown fields ignored. A span that breaks a rule
 // is rejected alone (partial success); a body that is not an export request at all is a 400.
+// Every string a record keeps is an owned copy of at most MAX_STRING characters (bounded-input.ts).
+import { ownedPrefix } from "./bounded-input.js";
 
 /** A span as the store keeps it: ids lower-case, times in ms, attributes flattened to scalars. */
 export interface SpanRecord {
@@ -57,13 +59,14 @@ function hexId(v: unknown, bytes: number): string | undefined {
 /** One AnyValue as a scalar (arrays of strings kept, other composites dropped). */
 function anyValue(v: unknown): string | number | boolean | string[] | undefined {
   if (!isObject(v)) return undefined;
-  if (typeof v.stringValue === "string") return v.stringValue.slice(0, MAX_STRING);
+  if (typeof v.stringValue === "string") return ownedPrefix(v.stringValue, MAX_STRING);
   if (typeof v.boolValue === "boolean") return v.boolValue;
   if (typeof v.intValue === "string" && /^-?[0-9]{1,20}$/.test(v.intValue)) return Number(v.intValue);
   if (typeof v.intValue === "number" && Number.isInteger(v.intValue)) return v.intValue;
   if (typeof v.doubleValue === "number") return v.doubleValue;
   if (isObject(v.arrayValue)) {
     return arrayOf(v.arrayValue.values)
+      .slice(0, 64)
       .map(anyValue)
       .filter((x): x is string => typeof x === "string")
       .slice(0, 16);
@@ -77,7 +80,7 @@ function attributes(list: unknown): Map<string, string | number | boolean | stri
     if (out.size >= MAX_ATTRIBUTES) break;
     if (!isObject(kv) || typeof kv.key !== "string" || kv.key === "") continue;
     const value = anyValue(kv.value);
-    if (value !== undefined) out.set(kv.key.slice(0, MAX_STRING), value);
+    if (value !== undefined) out.set(ownedPrefix(kv.key, MAX_STRING), value);
   }
   return out;
 }
@@ -104,13 +107,13 @@ function span(raw: unknown, service: string): SpanRecord | string {
   for (const e of arrayOf(raw.events).slice(0, MAX_EVENTS)) {
     if (!isObject(e) || typeof e.name !== "string") continue;
     const timeMs = nanosToMs(e.timeUnixNano);
-    if (timeMs !== undefined) events.push({ name: e.name.slice(0, MAX_STRING), timeMs });
+    if (timeMs !== undefined) events.push({ name: ownedPrefix(e.name, MAX_STRING), timeMs });
   }
   return {
     traceId,
     spanId,
     parentSpanId,
-    name: typeof raw.name === "string" ? raw.name.slice(0, MAX_STRING) : "",
+    name: typeof raw.name === "string" ? ownedPrefix(raw.name, MAX_STRING) : "",
     kind: (raw.kind as number | undefined) ?? 0,
     startMs,
     endMs,

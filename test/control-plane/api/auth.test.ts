@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authenticate, loadTokens } from "../../../control-plane/src/api/auth.js";
+import { applyScopes, authenticate, loadTokens } from "../../../control-plane/src/api/auth.js";
 
 describe("API tokens", () => {
   it("loads several tokens from a file and the env value and identifies callers by id", () => {
@@ -49,5 +49,43 @@ describe("API tokens", () => {
 
   it("reports an unreadable tokens file by path", () => {
     assert.deepEqual(loadTokens("/nonexistent/tokens", "").errors, ["api.tokensFile: cannot read /nonexistent/tokens (ENOENT)"]);
+  });
+});
+
+describe("token scopes (api.scopes)", () => {
+  it("grants read, write or admin by id; an unlisted id keeps write; errors name the item, never a token", () => {
+    const { tokens } = loadTokens("", "viewer:viewer-token-0123456789,deployer:deploy-token-0123456789,ops:ops-token-0123456789abc");
+    assert.deepEqual(applyScopes(tokens, "viewer=read, ops=admin"), []);
+    assert.deepEqual(tokens.map((t) => [t.id, t.scope]), [["viewer", "read"], ["deployer", "write"], ["ops", "admin"]]);
+    assert.deepEqual(applyScopes(tokens, "ghost=read,viewer=root,ops=admin,ops=read"), [
+      "api.scopes: no token has the id ghost",
+      'api.scopes: expected <id>=read|write|admin, got "viewer=root"',
+      "api.scopes: id ops is given a scope twice",
+    ]);
+  });
+
+  it("reads need scope read when api.reads is token; a read token cannot write (403); traces keep captured content from anonymous readers", async () => {
+    const { adminToken, viewerToken, call, startTestApp } = await import("../helpers.js");
+    const open = await startTestApp({ traces: true });
+    const closed = await startTestApp({ reads: "token", traces: true });
+    try {
+      assert.equal((await call(closed.url, "GET", "/v1/policies", { token: viewerToken })).status, 200);
+      assert.equal((await call(closed.url, "GET", "/v1/policies")).status, 401);
+      const denied = await call(closed.url, "PUT", "/v1/policies/chat", { token: viewerToken, body: {} });
+      assert.equal(denied.status, 403);
+      assert.match(denied.text, /token viewer has scope read; this needs write/);
+      assert.equal((await call(open.url, "GET", "/v1/content-keys", { token: viewerToken })).status, 403);
+      assert.equal((await call(open.url, "GET", "/v1/content-keys", { token: adminToken })).status, 200);
+      // A span with captured content, as the receiver holds it.
+      const traces = open.traces!;
+      traces.add([{ traceId: "ab".repeat(16), spanId: "cd".repeat(8), parentSpanId: "", name: "chat", kind: 3, startMs: 1, endMs: 2, statusCode: 0, service: "s", attributes: new Map<string, string | number | boolean | string[]>([["gen_ai.operation.name", "chat"], ["gen_ai.input.messages", "my card is [PAYMENT_CARD]"]]), events: [] }]);
+      const anonymous = (await call(open.url, "GET", "/v1/dashboard/traces")).body as { items: { attributes: Record<string, unknown>; contentWithheld?: boolean }[] };
+      assert.deepEqual([anonymous.items[0]?.attributes["gen_ai.input.messages"], anonymous.items[0]?.contentWithheld], [undefined, true]);
+      const reader = (await call(open.url, "GET", "/v1/dashboard/traces", { token: viewerToken })).body as { items: { attributes: Record<string, unknown> }[] };
+      assert.equal(reader.items[0]?.attributes["gen_ai.input.messages"], "my card is [PAYMENT_CARD]");
+    } finally {
+      await open.close();
+      await closed.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pathMethods } from "../../../control-plane/src/api/method-guard.js";
 import { PolicyJournal } from "../../../control-plane/src/policy/journal.js";
-import { adminToken, call, samplePolicy, startTestApp, type TestApp } from "../helpers.js";
+import { adminToken, call, ciToken, samplePolicy, startTestApp, viewerToken, type TestApp } from "../helpers.js";
 import { documentedStatuses, statusKey, type OpenApiPaths } from "./openapi-statuses.js";
 
 /** A journal whose fsynced appends fail while `failing` is set (a full or broken disk). */
@@ -26,6 +26,8 @@ interface Row {
   path: string;
   status: number;
   token?: boolean;
+  /** Send this token instead of the admin one. */
+  as?: string;
   headers?: Record<string, string>;
   /** The body, or a function of the versions the seeded policies got (versions are global). */
   body?: unknown;
@@ -128,11 +130,18 @@ const rows: Row[] = [
   { app: "token", method: "GET", path: "/v1/dashboard/traces?limit=0", token: true, status: 400 },
   { app: "token", method: "GET", path: "/v1/dashboard/traces", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/traces", status: 404 },
-  { app: "token", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 200 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: "{", headers: json, status: 400 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: big, headers: json, status: 413 },
-  { app: "token", method: "POST", path: "/v1/traces", rawBody: "x", headers: { "content-type": "text/plain" }, status: 415 },
-  { app: "public", method: "POST", path: "/v1/traces", body: { resourceSpans: [] }, status: 404 },
+
+  // Scopes: a read token cannot write, only admin reads the keys' state.
+  { app: "public", method: "POST", path: "/v1/policies", as: viewerToken, body: samplePolicy("viewer"), status: 403 },
+  { app: "public", method: "PUT", path: "/v1/policies/chat", as: viewerToken, body: changed("chat"), status: 403 },
+  { app: "public", method: "PATCH", path: "/v1/policies/chat", as: viewerToken, body: {}, headers: mergePatch, status: 403 },
+  { app: "public", method: "DELETE", path: "/v1/policies/chat", as: viewerToken, status: 403 },
+  { app: "public", method: "POST", path: "/v1/policies/chat/rollback", as: viewerToken, body: { version: "1" }, status: 403 },
+  { app: "public", method: "POST", path: "/v1/validate", as: viewerToken, body: samplePolicy(), status: 403 },
+  { app: "public", method: "GET", path: "/v1/content-keys", token: true, status: 200 },
+  { app: "public", method: "GET", path: "/v1/content-keys", status: 401 },
+  { app: "public", method: "GET", path: "/v1/content-keys", as: ciToken, status: 403 },
+  { app: "token", method: "GET", path: "/v1/dashboard/traces", as: viewerToken, status: 200 },
 
   { app: "public", method: "GET", path: "/openapi.json", status: 200 },
   { app: "public", method: "GET", path: "/healthz", status: 200 },
@@ -186,7 +195,7 @@ describe("OpenAPI document against real responses", () => {
         seeded.set(name, (res.body as { version: string }).version);
       }
       const body = typeof row.body === "function" ? (row.body as (s: Map<string, string>) => unknown)(seeded) : row.body;
-      const res = await call(app.url, row.method, row.path, { token: row.token ? adminToken : undefined, headers: row.headers, body, rawBody: row.rawBody });
+      const res = await call(app.url, row.method, row.path, { token: row.as ?? (row.token ? adminToken : undefined), headers: row.headers, body, rawBody: row.rawBody });
       const what = `${row.method} ${row.path} (${row.app})`;
       assert.equal(res.status, row.status, `${what}: ${res.text}`);
       const key = statusKey(doc, row.method, row.path, res.status);

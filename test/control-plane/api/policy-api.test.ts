@@ -99,16 +99,14 @@ describe("policy API", () => {
     assert.deepEqual(app.audit, []);
   });
 
-  it("stores per-protocol path matchers and content capture; refuses bad ones naming the field, never echoing a pseudonym salt", async () => {
-    const salt = "policy-api-test-salt-0123456789abcdef";
+  it("stores per-protocol path matchers and content capture with pseudonyms (no key in the policy); refuses bad ones naming the field, and a salt saying where the key lives, never echoing it", async () => {
     const pluginConfig = {
       llm: { protocols: { kserve: { pathPrefixes: ["/triton/v2/models/"] }, tgi: { pathSuffixes: [] }, anthropic: { pathSuffixes: ["/anthropic/v1/messages"] } } },
-      spans: { cluster: "otel", content: { enabled: true, maxBytes: 2048, routes: [{ routeName: "billing", enabled: false }], pseudonyms: { salt } } },
+      spans: { cluster: "otel", content: { enabled: true, maxBytes: 2048, routes: [{ routeName: "billing", enabled: false }], pseudonyms: {} } },
     };
     const created = await call(app.url, "POST", "/v1/policies", { body: samplePolicy("chat", { pluginConfig: pluginConfig as never }), token: adminToken });
     assert.equal(created.status, 201);
     assert.deepEqual((created.body as { policy: { pluginConfig: unknown } }).policy.pluginConfig, pluginConfig);
-    assert.ok(!JSON.stringify(app.audit).includes(salt), "the audit line holds no salt");
     const bad = {
       llm: { protocols: { vllm: {}, tgi: { pathSuffixes: ["generate"] } } },
       spans: { cluster: "otel", content: { maxBytes: 100, routes: [{ routeName: "x" }], pseudonyms: { salt: "short-secret" } } },
@@ -122,9 +120,19 @@ describe("policy API", () => {
         { field: "pluginConfig.llm.protocols.tgi.pathSuffixes[0]", reason: 'must match pattern "^/"' },
         { field: "pluginConfig.spans.content.routes[0].enabled", reason: "required" },
         { field: "pluginConfig.spans.content.maxBytes", reason: "must be >= 256" },
-        { field: "pluginConfig.spans.content.pseudonyms.salt", reason: "must NOT have fewer than 32 characters" },
+        {
+          field: "pluginConfig.spans.content.pseudonyms.salt",
+          reason:
+            "the pseudonym key no longer lives in a policy: remove this field. The control plane reads it from content.keysDir (in Kubernetes the Secret tokentrace-content-keys) and serves it only to the filters, on the filter-facing listener",
+        },
       ],
     });
+    // A salt is refused whatever it looks like, alone too.
+    const long = "policy-api-test-salt-0123456789abcdef";
+    const alone = await call(app.url, "POST", "/v1/policies", { body: samplePolicy("salted", { pluginConfig: { spans: { cluster: "otel", content: { enabled: true, pseudonyms: { salt: long } } } } as never }), token: adminToken });
+    assert.equal(alone.status, 400);
+    assert.deepEqual((alone.body as { details: { field: string }[] }).details.map((d) => d.field), ["pluginConfig.spans.content.pseudonyms.salt"]);
+    assert.ok(!alone.text.includes(long) && !JSON.stringify(app.audit).includes(long), "never echoed nor audited");
     assert.ok(!JSON.stringify(res.body).includes("short-secret"), "the error names the salt, never shows it");
     assert.deepEqual(app.store.list().map((r) => r.policy.name), ["chat"]);
   });

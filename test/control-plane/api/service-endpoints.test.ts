@@ -26,7 +26,7 @@ function servedRoutes(): string[] {
     overrides: () => undefined,
     readiness: () => ({}),
     log: () => undefined,
-    traces: { store: new TraceStore(10), maxBodyBytes: 1024, linkTemplate: "" },
+    traces: { store: new TraceStore(10), linkTemplate: "" },
   });
   const out: string[] = [];
   const walk = (stack: Layer[]) => {

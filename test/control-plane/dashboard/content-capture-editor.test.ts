@@ -1,7 +1,7 @@
 // The policy editor's content capture fields in a real browser (headless Debian Chromium,
 // playwright-core) against the real control plane on 127.0.0.1: the fields show a policy's
-// spans.content, write it into the policy (a pseudonym salt drawn in the browser, an existing one
-// kept), and the REST API (validating pluginConfig with filter/config.schema.json) stores it or
+// spans.content, write it into the policy (pseudonyms on or off; the key is never in a policy),
+// and the REST API (validating pluginConfig with filter/config.schema.json) stores it or
 // refuses a bad value naming the field.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -18,7 +18,7 @@ interface Content {
   enabled?: boolean;
   maxBytes?: number;
   routes?: unknown[];
-  pseudonyms?: { salt: string };
+  pseudonyms?: Record<string, unknown>;
 }
 interface PolicyBody {
   policy: { pluginConfig: { spans?: { cluster: string; content?: Content } } };
@@ -57,14 +57,14 @@ test("policy editor: content capture fields read, write and save spans.content t
     assert.equal(first?.enabled, true);
     assert.equal(first?.maxBytes, 2048);
     assert.deepEqual(first?.routes, [{ routeName: "billing", enabled: false }], "route rules stay as they were");
-    assert.match(first?.pseudonyms?.salt ?? "", /^[0-9a-f]{64}$/, "a 32-byte salt drawn in the browser");
+    assert.deepEqual(first?.pseudonyms, {}, "pseudonyms on, and no key in the policy (the control plane holds it)");
 
-    // Applying again keeps the salt (a new one would unlink every pseudonym); unchecking drops it.
+    // Applying again keeps pseudonyms on; unchecking drops them.
     await page.fill("#content-max-bytes", "");
     await page.click("#content-apply");
     await saved();
     const second = await read();
-    assert.equal(second?.pseudonyms?.salt, first?.pseudonyms?.salt);
+    assert.deepEqual(second?.pseudonyms, {});
     assert.equal(second?.maxBytes, undefined);
     await page.uncheck("#content-pseudonyms");
     await page.click("#content-apply");

@@ -85,6 +85,7 @@ export async function startReplicas(
   for (const identity of identities) {
     const loaded = loadConfig([], {
       TOKENTRACE_LISTEN_PORT: "0",
+      TOKENTRACE_FILTERS_PORT: "0",
       TOKENTRACE_STORE_MODE: "kubernetes",
       TOKENTRACE_STORE_PATH: join(dir, identity, "policies.json"),
       TOKENTRACE_KUBECONFIG: kubeconfig,

@@ -52,7 +52,8 @@ describe("file-backed policy store", () => {
     assert.deepEqual((await second.history("a"))?.map((h) => [h.action, h.version, h.previousVersion]), [["create", "1", null], ["replace", "3", "1"], ["delete", "4", "3"]]);
     const next = await second.create(samplePolicy("c"), { by: "admin" });
     assert.equal(next.ok && next.record?.version, "5");
-    assert.deepEqual(readdirSync(join(path, "..")).sort(), ["policies.json.journal"]);
+    // The store is still open: it holds its lock file beside the journal.
+    assert.deepEqual(readdirSync(join(path, "..")).sort(), ["policies.json.journal", "policies.json.lock"]);
   });
 
   it("hands out frozen records that readers share: no caller can change what is stored", async () => {
@@ -287,7 +288,7 @@ describe("file-backed policy store", () => {
     writeFileSync(join(dir, "notes.tmp"), "keep me");
     const logs: object[] = [];
     open(path, { log: (r) => logs.push(r) });
-    assert.deepEqual(readdirSync(dir).sort(), ["notes.tmp", "policies.json.journal"]);
+    assert.deepEqual(readdirSync(dir).sort(), ["notes.tmp", "policies.json.journal", "policies.json.lock"]);
     assert.deepEqual(logs, [{ level: "warn", msg: "policy store: removed a temporary file left by an interrupted write", file: ".policies.json.4242.0a1b2c3d.tmp" }]);
   });
 

@@ -24,6 +24,7 @@ test("the control plane serves /dashboard and fills /v1/dashboard/series from it
     {
       ...defaultConfig,
       listen: { host: "127.0.0.1", port: 0 },
+      filters: { ...defaultConfig.filters, port: 0 },
       store: { mode: "embedded", path: join(dir, "policies.json") },
       adaptive: { ...defaultConfig.adaptive, enabled: false },
       pipeline: { enabled: true, scrape: { intervalMs: 100, timeoutMs: 100, spreadStart: false, static: [{ url, kind: "envoy", namespace: "llm", pod: "chat-0" }] } },
@@ -90,7 +91,7 @@ test("the control plane on a taken port: start-up fails naming the port and list
   const dir = mkdtempSync(join(tmpdir(), "tt-dashboard-"));
   try {
     await assert.rejects(
-      startControlPlane({ ...defaultConfig, listen: { host: "127.0.0.1", port }, store: { mode: "embedded", path: join(dir, "policies.json") }, adaptive: { ...defaultConfig.adaptive, enabled: false } }, { log: () => undefined }),
+      startControlPlane({ ...defaultConfig, listen: { host: "127.0.0.1", port }, filters: { ...defaultConfig.filters, port: 0 }, store: { mode: "embedded", path: join(dir, "policies.json") }, adaptive: { ...defaultConfig.adaptive, enabled: false } }, { log: () => undefined }),
       { message: `port ${port} on 127.0.0.1 is already in use: set listen.port (TOKENTRACE_LISTEN_PORT) to another port (0 picks a free one)` },
     );
   } finally {

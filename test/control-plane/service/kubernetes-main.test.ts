@@ -25,7 +25,7 @@ interface Proc {
 function spawnReplica(identity: string, configPath: string, kubeconfig: string): Proc {
   const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/main.ts", "--config", configPath], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TOKENTRACE_KUBECONFIG: kubeconfig, TOKENTRACE_LEADER_ELECTION_IDENTITY: identity },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TOKENTRACE_KUBECONFIG: kubeconfig, TOKENTRACE_LEADER_ELECTION_IDENTITY: identity, TOKENTRACE_FILTERS_PORT: "0" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const proc: Proc = { child, lines: [], stderr: [], exited: new Promise((resolve) => child.on("exit", (code) => resolve(code))) };

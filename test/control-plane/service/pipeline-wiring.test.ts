@@ -16,6 +16,7 @@ function configWith(pipeline: Config["pipeline"]): Config {
   return {
     ...defaultConfig,
     listen: { host: "127.0.0.1", port: 0 },
+    filters: { ...defaultConfig.filters, port: 0 },
     store: { mode: "embedded", path: join(dir, "policies.json") },
     adaptive: { ...defaultConfig.adaptive, enabled: false },
     pipeline,

@@ -22,11 +22,14 @@ after(() => {
   for (const child of running) child.kill("SIGKILL");
 });
 
-/** Starts the control plane with only `env` (and PATH, HOME) in its environment; killed at the latest when the test file ends. */
+/**
+ * Starts the control plane with only `env` (and PATH, HOME) in its environment, the filter-facing
+ * listener on a free port unless `env` names one; killed at the latest when the test file ends.
+ */
 export function spawnControlPlane(env: Record<string, string>, args: string[] = []): Proc {
   const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/main.ts", ...args], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TOKENTRACE_FILTERS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: string[] = [];

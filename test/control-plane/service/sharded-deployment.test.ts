@@ -127,7 +127,7 @@ async function startReplica(podName: string): Promise<Replica> {
   const kubeconfig = join(dir, "kubeconfig.json");
   writeFileSync(kubeconfig, kubeConfigFor(emulator.url, NAMESPACE, SERVICE_ACCOUNT_TOKEN).exportConfig());
   const args = (container.args as string[]).map((a) => (a === "/etc/tokentrace/config.yaml" ? configPath : a));
-  const loaded = loadConfig(args, { ...podEnv(podName), TOKENTRACE_LISTEN_HOST: "127.0.0.1", TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_KUBECONFIG: kubeconfig });
+  const loaded = loadConfig(args, { ...podEnv(podName), TOKENTRACE_LISTEN_HOST: "127.0.0.1", TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_FILTERS_PORT: "0", TOKENTRACE_KUBECONFIG: kubeconfig });
   assert.ok(loaded.ok, loaded.ok ? "" : loaded.errors.join("; "));
   const logs: object[] = [];
   const running = await startControlPlane(loaded.config, {

@@ -12,7 +12,7 @@ import { gzipSync } from "node:zlib";
 import express from "express";
 import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { readAccess } from "../../../control-plane/src/api/auth.js";
-import { traceRoutes } from "../../../control-plane/src/traces/routes.js";
+import { traceReadRoutes, traceReceiverRoutes } from "../../../control-plane/src/traces/routes.js";
 import { TraceStore } from "../../../control-plane/src/traces/store.js";
 
 const NS = 1_796_000_000_000_000_000n;
@@ -47,7 +47,8 @@ const exportBody = (spans: unknown[]): string => JSON.stringify({ resourceSpans:
 
 async function withReceiver(store: TraceStore, fn: (url: string) => Promise<void>): Promise<void> {
   const app = express();
-  app.use(traceRoutes({ store, maxBodyBytes: 64 * 1024, read: readAccess([], "public") }));
+  app.use(traceReceiverRoutes({ store, maxBodyBytes: 64 * 1024 }));
+  app.use(traceReadRoutes({ store, read: readAccess([], "public") }));
   app.use(errorHandler(() => undefined));
   const server: Server = await new Promise((resolve) => {
     const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
