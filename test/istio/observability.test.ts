@@ -107,7 +107,7 @@ describe("Grafana dashboard (queries checked against the emulated-stack catalogu
       const refIds = p.targets.map((t) => t.refId);
       assert.equal(new Set(refIds).size, refIds.length, `${p.title} refIds`);
       // Grafana unit ids (its valueFormats): a typo renders as a plain number.
-      assert.ok(["ms", "µs", "s", "percent", "percentunit", "watt", "short", "reqps", "cps", "bytes"].includes(p.fieldConfig?.defaults.unit ?? ""), `${p.title} unit ${p.fieldConfig?.defaults.unit}`);
+      assert.ok(["ms", "µs", "s", "percent", "percentunit", "watt", "short", "reqps", "cps", "bytes", "celsius"].includes(p.fieldConfig?.defaults.unit ?? ""), `${p.title} unit ${p.fieldConfig?.defaults.unit}`);
     }
   });
 
