@@ -120,8 +120,10 @@ export class GpuHealthPanels {
     let smSource: string | undefined;
     let basis: string | undefined;
     for (const s of series) {
-      const name = s.labels[0] === "__name__" ? s.labels[1] : labelValue(s.labels, "__name__");
-      if (name === undefined || !name.startsWith("tokentrace_pod_gpu_")) continue;
+      // The join writes its own series name first (forwarded ones carry it last): one comparison per forwarded series.
+      if (s.labels[0] !== "__name__") continue;
+      const name = s.labels[1]!;
+      if (!name.startsWith("tokentrace_pod_gpu_")) continue;
       const sample = s.samples[s.samples.length - 1];
       if (!sample || sample.stale || !Number.isFinite(sample.value)) continue;
       const v = sample.value;
