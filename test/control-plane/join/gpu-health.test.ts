@@ -82,6 +82,17 @@ describe("XIDs", () => {
     assert.deepEqual(rows(v100, "tokentrace_gpu_xid_errors", "xid", "xid_class"), [["2", "63", "memory", 1]]);
   });
 
+  it("label values stay bounded whatever the exporter writes: an XID outside 1-999 or not a number is `other`, an unknown clock event is `other`", () => {
+    const text = fixture("dcgm-exp-counts.prom")
+      .replace('xid="79"', 'xid="1e9"')
+      .replace('clock_event="gpu_idle"', `clock_event="${"x".repeat(300)}"`);
+    const out = new Joiner().join(scrape(DCGM("gpu-node-k"), text, T0));
+    assert.deepEqual(rows(out, "tokentrace_gpu_xid_errors", "xid", "xid_class"), [["0", "other", "other", 1]]);
+    assert.deepEqual(active(out), { "0": ["power_cap", "other"] });
+    const last = new Joiner().join(scrape(DCGM("gpu-node-h"), fixture("dcgm-health-h100.prom").replace(/(DCGM_FI_DEV_XID_ERRORS\{gpu="0"[^}]*\}) 48/, "$1 1234567"), T0));
+    assert.deepEqual(rows(last, "tokentrace_gpu_xid_errors", "xid", "xid_class"), [["0", "other", "other", 1]]);
+  });
+
   it("DCGM_EXP_XID_ERRORS_COUNT gives the count per XID in the exporter's window", () => {
     const out = new Joiner().join(scrape(DCGM("gpu-node-k"), fixture("dcgm-exp-counts.prom"), T0));
     assert.deepEqual(rows(out, "tokentrace_gpu_xid_errors", "xid", "xid_class"), [["0", "79", "devastating", 1]]);
