@@ -1,12 +1,15 @@
 // The alert rules the demo's Prometheus evaluates: the very expressions of
-// istio/observability/prometheus-rules.yaml (a PrometheusRule; its spec.groups are a Prometheus rule
-// file), evaluated every few seconds and with `for` dropped, so a scenario's alert fires within a
-// minute instead of after the 10 to 15 minutes production asks for.
+// istio/observability/prometheus-rules.yaml and gpu-health-rules.yaml (PrometheusRules; their
+// spec.groups are Prometheus rule groups), evaluated every few seconds and with `for` dropped, so a
+// scenario's alert fires within a minute instead of after the 10 to 15 minutes production asks for.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parse, stringify } from "yaml";
+import { parseAllDocuments, stringify } from "yaml";
 
 export const RULES_FILE = fileURLToPath(new URL("../../istio/observability/prometheus-rules.yaml", import.meta.url));
+export const GPU_RULES_FILE = fileURLToPath(new URL("../../istio/observability/gpu-health-rules.yaml", import.meta.url));
+/** Every alert rule file of istio/observability/ (recording-rules.yaml is the alternative to the pipeline, not loaded beside it). */
+export const ALERT_RULE_FILES = [RULES_FILE, GPU_RULES_FILE];
 
 interface Rule {
   alert?: string;
@@ -17,13 +20,17 @@ interface Rule {
   annotations?: Record<string, string>;
 }
 
-/** The rule file text for the demo: every group of the PrometheusRule, `interval` set, `for` removed. */
-export function demoRuleFile(evaluationInterval = "5s", text = readFileSync(RULES_FILE, "utf8")): string {
-  const doc = parse(text) as { spec?: { groups?: { name: string; rules: Rule[] }[] } };
-  const groups = doc.spec?.groups;
-  if (!Array.isArray(groups) || groups.length === 0) throw new Error(`${RULES_FILE}: no spec.groups`);
+/** The groups of every PrometheusRule document in `text`; throws when there are none. */
+function groupsOf(file: string, text: string): { name: string; rules: Rule[] }[] {
+  const groups = parseAllDocuments(text).flatMap((d) => (d.toJS() as { spec?: { groups?: { name: string; rules: Rule[] }[] } }).spec?.groups ?? []);
+  if (groups.length === 0) throw new Error(`${file}: no spec.groups`);
+  return groups;
+}
+
+/** The rule file text for the demo: every group of the PrometheusRules, `interval` set, `for` removed. */
+export function demoRuleFile(evaluationInterval = "5s", files: readonly { file: string; text: string }[] = ALERT_RULE_FILES.map((file) => ({ file, text: readFileSync(file, "utf8") }))): string {
   return stringify({
-    groups: groups.map((g) => ({
+    groups: files.flatMap(({ file, text }) => groupsOf(file, text)).map((g) => ({
       name: g.name,
       interval: evaluationInterval,
       rules: g.rules.map(({ for: _for, ...rule }) => rule),

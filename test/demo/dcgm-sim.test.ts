@@ -1,58 +1,113 @@
-// The simulated dcgm-exporter: its /metrics parses cleanly with the pipeline's parser, maps its GPUs
-// to the simulated pod the way the join reads dcgm-exporter, collects at its interval like the real
-// exporter (scrapes in between get the last collection), and its utilisation is the GPU's busy share
-// of the last interval (energy integrated over an injected clock).
+// The simulated dcgm-exporter: exactly the fields of dcgm-exporter's default counters file unless a
+// scenario adds some, in its text format, parsed cleanly by the pipeline's parser and read by the
+// join; it collects at its interval like the real exporter (scrapes in between get the last
+// collection), and every value comes from the engine's GPU time over the interval (utilisation the
+// busy share, the profiling fields the activity-weighted shares, power and energy following them).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { GpuIndex } from "../../control-plane/src/join/gpu-index.js";
-import { gpuValues, startDcgmSim } from "./dcgm-sim.js";
+import type { GpuActivity } from "./engine.js";
+import { gpuValues, startDcgmSim, type GpuThrottle } from "./dcgm-sim.js";
 
-test("gpuValues: idle and fully busy simulated H100, the second GPU a little behind", () => {
-  assert.deepEqual(gpuValues(0, 0), { util: 0, smActive: 0, powerWatts: 70, fbUsedMiB: 52000, tempC: 34 });
-  assert.deepEqual(gpuValues(1, 0), { util: 100, smActive: 0.92, powerWatts: 700, fbUsedMiB: 72000, tempC: 74 });
-  assert.deepEqual(gpuValues(1, 1), { util: 90, smActive: 0.828, powerWatts: 625.177, fbUsedMiB: 72000, tempC: 70 });
-  assert.deepEqual(gpuValues(7, 0), gpuValues(1, 0), "the busy share is clamped to [0, 1]");
+/**
+ * The fields NVIDIA/dcgm-exporter d5e5f51 etc/default-counters.csv enables (its uncommented lines,
+ * DCGM_FI_DRIVER_VERSION being a label), in its order: the oracle of "exactly the default set".
+ */
+const UPSTREAM_DEFAULT_FIELDS = [
+  "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+  "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL",
+  "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED",
+  "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+  "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+  "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
+  "DCGM_FI_PROF_PCIE_RX_BYTES",
+];
+
+const IDLE = { busy: 0, sm: 0, occupancy: 0, tensor: 0, dram: 0 };
+
+test("gpuValues: idle, working and starved simulated H100s; the second GPU a little behind; throttling sets the reasons, the heat and the clock", () => {
+  assert.deepEqual(gpuValues(IDLE, 0), { util: 0, grEngineActive: 0, smActive: 0, smOccupancy: 0, tensorActive: 0, dramActive: 0, memCopyUtil: 0, powerWatts: 70, fbUsedMiB: 52000, tempC: 34, memTempC: 39, smClockMHz: 345, clockEventReasons: 1 });
+  const working = { busy: 0.95, sm: 0.85, occupancy: 0.36, tensor: 0.3, dram: 0.6 };
+  assert.deepEqual(gpuValues(working, 0), { util: 95, grEngineActive: 0.95, smActive: 0.85, smOccupancy: 0.36, tensorActive: 0.3, dramActive: 0.6, memCopyUtil: 60, powerWatts: 617.783, fbUsedMiB: 71000, tempC: 69, memTempC: 74, smClockMHz: 1980, clockEventReasons: 0 });
+  assert.deepEqual(gpuValues(working, 1).util, 86, "90% of the first GPU's");
+  // Busy nearly all the time with little of the GPU in use: draws far less than the working one.
+  const starved = gpuValues({ busy: 0.97, sm: 0.3, occupancy: 0.1, tensor: 0.03, dram: 0.2 }, 0);
+  assert.equal(starved.util, 97);
+  assert.ok(starved.powerWatts < 400, `starved GPU draws ${starved.powerWatts} W`);
+  const hot: GpuThrottle = { reasons: 0x60, slowdown: 1.8 };
+  assert.deepEqual([gpuValues(working, 0, hot).clockEventReasons, gpuValues(working, 0, hot).tempC, gpuValues(working, 0, hot).smClockMHz], [0x60, 88, 1100]);
+  assert.deepEqual(gpuValues({ busy: 7, sm: 7, occupancy: 7, tensor: 7, dram: 7 }, 0).util, 100, "shares are clamped to [0, 1]");
 });
 
-test("simulated dcgm-exporter: real format, pod mapping labels the join uses, one collection per interval, utilisation = busy share of the interval, power and energy follow it", async () => {
-  let busyMs = 0;
+test("simulated dcgm-exporter: exactly the default counters' fields in dcgm-exporter d5e5f51's format, one collection per interval, values from the engine's GPU time", async () => {
+  const activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
   let nowMs = 1_000_000;
-  const sim = await startDcgmSim({ namespace: "demo", pod: "llm-sim-0", hostname: "node-a", gpuCount: 2, gpuBusyMs: () => busyMs, collectIntervalMs: 2000, nowMs: () => nowMs });
+  const sim = await startDcgmSim({ namespace: "demo", pod: "llm-sim-0", hostname: "node-a", gpuCount: 2, gpuActivity: () => activity, collectIntervalMs: 2000, nowMs: () => nowMs });
   try {
     const scrape = async () => {
       const res = await fetch(sim.metricsUrl);
       assert.equal(res.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
-      const parsed = parseText(await res.text());
+      const text = await res.text();
+      const parsed = parseText(text);
       assert.deepEqual(parsed.errors, []);
       const index = new GpuIndex();
       index.setExporter("sim", parsed.samples);
-      return { parsed, gpus: index.gpusOfPod("demo", "llm-sim-0", undefined) };
+      return { text, parsed, gpus: index.gpusOfPod("demo", "llm-sim-0", undefined) };
     };
     const idle = await scrape();
+    assert.deepEqual([...idle.parsed.families.keys()], UPSTREAM_DEFAULT_FIELDS, "the default counters file's fields, nothing more (no SM_ACTIVE, no SM_OCCUPANCY)");
     assert.equal(idle.parsed.families.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")?.type, "counter");
     assert.equal(idle.parsed.families.get("DCGM_FI_DEV_GPU_UTIL")?.type, "gauge");
+    // render_metrics.go: identity labels in its order, then DCGM_FI_DRIVER_VERSION, then the pod attributes sorted; doubles with six decimals.
+    assert.match(idle.text, /^DCGM_FI_DEV_POWER_USAGE\{gpu="0",UUID="GPU-d3e0aaaa-0000-4000-8000-000000000000",pci_bus_id="00000000:10:00\.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",hostname="node-a",DCGM_FI_DRIVER_VERSION="570\.86\.15",container="vllm",namespace="demo",pod="llm-sim-0"\} 70\.000000$/m);
+    assert.match(idle.text, /^DCGM_FI_DEV_GPU_UTIL\{gpu="1",[^}]*\} 0$/m);
     assert.equal(idle.gpus.attribution, "pod");
-    assert.deepEqual(idle.gpus.gpus.map((g) => [g.gpu, g.modelName, g.hostname, g.utilizationPercent, g.powerWatts, g.energyMj]), [
-      ["0", "NVIDIA H100 80GB HBM3", "node-a", 0, 70, 3_000_000_000],
-      ["1", "NVIDIA H100 80GB HBM3", "node-a", 0, 70, 4_000_000_000],
+    assert.deepEqual(idle.gpus.gpus.map((g) => [g.gpu, g.modelName, g.hostname, g.utilizationPercent, g.powerWatts, g.energyMj, g.smActiveRatio]), [
+      ["0", "NVIDIA H100 80GB HBM3", "node-a", 0, 70, 3_000_000_000, undefined],
+      ["1", "NVIDIA H100 80GB HBM3", "node-a", 0, 70, 4_000_000_000, undefined],
     ]);
 
     // Within the collect interval a scrape gets the last collection, whatever the GPU did since.
-    busyMs = 1000;
+    activity.busyMs = 1000;
     nowMs += 1000;
     assert.deepEqual((await scrape()).gpus.gpus.map((g) => g.utilizationPercent), [0, 0]);
 
-    // 2 s after the first collection, 1.5 s of them busy: 75 %; energy grows by power x time (W x ms = mJ).
-    busyMs = 1500;
+    // 2 s after the first collection, 1.5 s of them busy, at the working H100's activity shares.
+    Object.assign(activity, { busyMs: 1500, smMs: 1275, occupancyMs: 540, tensorMs: 450, dramMs: 900 });
     nowMs += 1000;
     const busy = await scrape();
-    assert.deepEqual(busy.gpus.gpus.map((g) => [g.utilizationPercent, g.powerWatts, g.energyMj]), [
-      [75, 516.081, 3_000_000_000 + 1_032_162],
-      [68, 466.599, 4_000_000_000 + 933_198],
+    assert.deepEqual(busy.gpus.gpus.map((g) => [g.utilizationPercent, g.grEngineActiveRatio, g.tensorActiveRatio, g.dramActiveRatio, g.smActiveRatio]), [
+      [75, 0.75, 0.225, 0.45, undefined],
+      [68, 0.675, 0.203, 0.405, undefined],
     ]);
+    const p0 = busy.gpus.gpus[0]!.powerWatts!;
+    assert.equal(busy.gpus.gpus[0]!.energyMj, 3_000_000_000 + Math.round(p0 * 2000), "energy grows by power x time (W x ms = mJ)");
     assert.equal(sim.scrapes, 3);
     assert.equal((await fetch(`${sim.url}/other`)).status, 404);
+  } finally {
+    await sim.close();
+  }
+});
+
+test("simulated dcgm-exporter: a counters file that adds SM_ACTIVE, SM_OCCUPANCY and the clock-event reasons gets exactly those more, and the throttle shows in them", async () => {
+  const activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
+  let nowMs = 0;
+  let throttle: GpuThrottle = { reasons: 0, slowdown: 1 };
+  const sim = await startDcgmSim({ namespace: "demo", pod: "llm-sim-0", gpuActivity: () => activity, extraCounters: ["DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"], throttle: () => throttle, collectIntervalMs: 1000, nowMs: () => nowMs });
+  try {
+    const scrape = async () => {
+      const parsed = parseText(await (await fetch(sim.metricsUrl)).text());
+      const index = new GpuIndex();
+      index.setExporter("sim", parsed.samples);
+      return { parsed, gpu: index.gpusOfPod("demo", "llm-sim-0", undefined).gpus[0]! };
+    };
+    assert.deepEqual([...(await scrape()).parsed.families.keys()], [...UPSTREAM_DEFAULT_FIELDS, "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"]);
+    Object.assign(activity, { busyMs: 1000, smMs: 300, occupancyMs: 100, tensorMs: 30, dramMs: 200 });
+    throttle = { reasons: 0x20, slowdown: 1.5 };
+    nowMs += 1000;
+    const { gpu } = await scrape();
+    assert.deepEqual([gpu.utilizationPercent, gpu.smActiveRatio, gpu.smOccupancyRatio, gpu.health?.clockEventReasons, gpu.health?.temperatureC], [100, 0.3, 0.1, 0x20, 88]);
   } finally {
     await sim.close();
   }

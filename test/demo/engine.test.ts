@@ -5,10 +5,10 @@
 // a step computes. Driven by a fake clock: no test waits on real time.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Engine, type EngineParams, type RequestTimings } from "./engine.js";
+import { Engine, GPU_ACTIVITY, type EngineParams, type RequestTimings } from "./engine.js";
 import { FakeClock } from "./fake-clock.js";
 
-const SIMPLE: EngineParams = { maxNumSeqs: 2, maxNumBatchedTokens: 8192, kvCacheTokens: 1_000_000, blockSize: 16, prefixCaching: false, numSpeculativeTokens: 0, draftAcceptance: 1, hostOverheadMs: 0, stepBaseMs: 10, decodeMsPerSeq: 0, prefillMsPerToken: 0 };
+const SIMPLE: EngineParams = { maxNumSeqs: 2, maxNumBatchedTokens: 8192, kvCacheTokens: 1_000_000, blockSize: 16, prefixCaching: false, numSpeculativeTokens: 0, draftAcceptance: 1, hostOverheadMs: 0, stepBaseMs: 10, decodeMsPerSeq: 0, prefillMsPerToken: 0, eagerKernelMsPerStep: 0, gpuSlowdown: 1 };
 
 function runBatch(params: Partial<EngineParams>, requests: { promptTokens: number; outputTokens: number }[]): { timings: RequestTimings[]; engine: Engine; clock: FakeClock; order: number[] } {
   const clock = new FakeClock();
@@ -62,6 +62,27 @@ test("emulated vLLM engine: the GPU is busy while steps compute, idle during hos
   const idle = slowHost.engine.state().gpuBusyMs / slowHost.clock.nowMs;
   assert.ok(idle < 0.15, `GPU busy ${idle} of the time when the host takes 150 ms a step`);
   assert.ok(slowHost.timings.at(-1)!.firstTokenMs > compute.timings.at(-1)!.firstTokenMs * 5, "the slow host's queue makes TTFT far longer");
+});
+
+test("emulated vLLM engine: each part of a step's GPU time adds its units' activity (weights and KV memory-bound, prompt tokens on the tensor pipe, eager kernels little of either)", () => {
+  // One request of 100 prompt tokens and 1 output token: one step of 10 ms of weights, 2 ms of KV, 5 ms of compute, 20 ms of eager kernels.
+  const { engine, clock } = runBatch({ stepBaseMs: 10, decodeMsPerSeq: 2, prefillMsPerToken: 0.05, eagerKernelMsPerStep: 20 }, [{ promptTokens: 100, outputTokens: 1 }]);
+  const g = engine.state().gpu;
+  const w = { weights: 10, kv: 2, compute: 5, eager: 20 } as const;
+  const sum = (unit: "sm" | "occupancy" | "tensor" | "dram"): number => Object.entries(w).reduce((n, [k, ms]) => n + ms * GPU_ACTIVITY[k as keyof typeof w][unit], 0);
+  assert.equal(g.busyMs, 37);
+  assert.equal(clock.nowMs, 37, "no host time: the GPU was busy the whole step");
+  assert.deepEqual([g.smMs, g.occupancyMs, g.tensorMs, g.dramMs].map((v) => Math.round(v * 1e6) / 1e6), [sum("sm"), sum("occupancy"), sum("tensor"), sum("dram")].map((v) => Math.round(v * 1e6) / 1e6));
+  // Eager kernels keep the GPU busy while its SMs mostly wait: SM activity per busy ms well under one half.
+  assert.ok(g.smMs / g.busyMs < 0.5, `SM activity per busy ms ${g.smMs / g.busyMs}`);
+  assert.equal(engine.state().gpuBusyMs, g.busyMs);
+});
+
+test("emulated vLLM engine: a throttled GPU (gpuSlowdown) takes longer for every step's GPU time", () => {
+  const full = runBatch({ stepBaseMs: 10 }, [{ promptTokens: 10, outputTokens: 4 }]).timings[0]!;
+  const throttled = runBatch({ stepBaseMs: 10, gpuSlowdown: 1.8 }, [{ promptTokens: 10, outputTokens: 4 }]).timings[0]!;
+  assert.equal(full.finishedMs, 40);
+  assert.equal(throttled.finishedMs, 72);
 });
 
 test("emulated vLLM engine: decode slows as the batch grows (memory-bound steps)", () => {

@@ -13,7 +13,11 @@
 // finishes its prefill. A step costs host time (scheduling, detokenising: the GPU idles) plus GPU
 // time (weights read once per step, KV reads per sequence, compute per prefilled or verified token),
 // so TTFT grows with the queue while the GPU stays busy, a slow host leaves the GPU idle, and a
-// cache too small for the batch makes the GPU recompute prompts.
+// cache too small for the batch makes the GPU recompute prompts. Each part of a step's GPU time
+// keeps the GPU's units busy its own way (GPU_ACTIVITY below), which the simulated dcgm-exporter
+// reports as DCGM's profiling fields: reading weights and KV is memory-bound, computing tokens is
+// tensor-bound, and a step of small kernels launched one by one (no CUDA graphs) keeps the GPU
+// "utilised" while using little of it.
 
 /** Timers the engine runs on (tests drive a fake one). */
 export interface EngineClock {
@@ -52,6 +56,13 @@ export interface EngineParams {
   decodeMsPerSeq: number;
   /** GPU time per prompt token prefilled or draft token verified (compute-bound), ms. */
   prefillMsPerToken: number;
+  /**
+   * GPU time per step in small kernels launched one at a time, ms: what vLLM's --enforce-eager (no
+   * CUDA graphs) adds to every step. The GPU counts as busy (a kernel runs) with few SMs in use.
+   */
+  eagerKernelMsPerStep: number;
+  /** Factor on every step's GPU time: 1 at full clocks, more while the GPU's clocks are held down (thermal or power throttling). */
+  gpuSlowdown: number;
 }
 
 /**
@@ -71,7 +82,36 @@ export const ENGINE_DEFAULTS: EngineParams = {
   stepBaseMs: 16,
   decodeMsPerSeq: 0.8,
   prefillMsPerToken: 0.05,
+  eagerKernelMsPerStep: 0,
+  gpuSlowdown: 1,
 };
+
+/** What a step's GPU time is spent on. */
+export type GpuWork = "weights" | "kv" | "compute" | "eager";
+
+/**
+ * How busy each of the GPU's units is during each kind of work, as DCGM's profiling fields measure
+ * them (NVIDIA/DCGM 72fa3fe dcgmlib/dcgm_fields.h): sm, cycles an SM has a warp (SM_ACTIVE);
+ * occupancy, warps resident of the maximum (SM_OCCUPANCY); tensor, cycles the tensor pipe is busy
+ * (PIPE_TENSOR_ACTIVE); dram, cycles the memory interface moves data (DRAM_ACTIVE). Reading weights
+ * and the KV cache streams memory through every SM; computing prompt and draft tokens is matrix
+ * multiplication on the tensor cores; eager small kernels touch a few SMs at a time.
+ */
+export const GPU_ACTIVITY: Readonly<Record<GpuWork, Readonly<{ sm: number; occupancy: number; tensor: number; dram: number }>>> = {
+  weights: { sm: 0.85, occupancy: 0.3, tensor: 0.1, dram: 0.8 },
+  kv: { sm: 0.8, occupancy: 0.35, tensor: 0.15, dram: 0.75 },
+  compute: { sm: 0.95, occupancy: 0.45, tensor: 0.6, dram: 0.3 },
+  eager: { sm: 0.15, occupancy: 0.05, tensor: 0.02, dram: 0.05 },
+};
+
+/** GPU time since start, ms: busy in total, and weighted by each unit's activity (sm, occupancy, tensor, dram). */
+export interface GpuActivity {
+  busyMs: number;
+  smMs: number;
+  occupancyMs: number;
+  tensorMs: number;
+  dramMs: number;
+}
 
 /** What a request asks of the engine. */
 export interface EngineRequest {
@@ -160,6 +200,8 @@ export interface EngineState {
   waiting: number;
   /** GPU busy time since start, ms: what a utilisation sample integrates. */
   gpuBusyMs: number;
+  /** The same time weighted by how busy each unit of the GPU was (what profiling fields integrate). */
+  gpu: GpuActivity;
   /** Share of KV blocks in use by running requests (vLLM's kv_cache_usage: cached free blocks count as free). */
   kvCacheUsage: number;
   steps: number;
@@ -181,7 +223,7 @@ export class Engine {
   private running: Sequence[] = [];
   private readonly prefixes = new Map<string, CachedPrefix>();
   private stepTimer: unknown = undefined;
-  private busyMs = 0;
+  private readonly activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
   private steps = 0;
   private stopped = false;
   private readonly counters: EngineCounters = { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, preemptions: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0 };
@@ -218,7 +260,7 @@ export class Engine {
   }
 
   state(): EngineState {
-    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: this.busyMs, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
+    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: this.activity.busyMs, gpu: { ...this.activity }, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
   }
 
   /** Stops stepping; requests in flight never finish. */
@@ -376,8 +418,28 @@ export class Engine {
       budget -= chunk;
     }
     const computedTokens = planned.reduce((n, x) => n + x.prefill + x.drafts, 0);
-    const gpuMs = p.stepBaseMs + p.decodeMsPerSeq * planned.length + p.prefillMsPerToken * computedTokens;
-    this.stepTimer = this.clock.setTimeout(() => this.complete(planned, gpuMs), p.hostOverheadMs + gpuMs);
+    const work: Record<GpuWork, number> = {
+      weights: p.stepBaseMs * p.gpuSlowdown,
+      kv: p.decodeMsPerSeq * planned.length * p.gpuSlowdown,
+      compute: p.prefillMsPerToken * computedTokens * p.gpuSlowdown,
+      eager: p.eagerKernelMsPerStep * p.gpuSlowdown,
+    };
+    const gpuMs = work.weights + work.kv + work.compute + work.eager;
+    this.stepTimer = this.clock.setTimeout(() => this.complete(planned, work), p.hostOverheadMs + gpuMs);
+  }
+
+  /** Adds a finished step's GPU time, by kind of work, to the activity integrals. */
+  private account(work: Record<GpuWork, number>): void {
+    const a = this.activity;
+    for (const kind of Object.keys(work) as GpuWork[]) {
+      const ms = work[kind];
+      const u = GPU_ACTIVITY[kind];
+      a.busyMs += ms;
+      a.smMs += ms * u.sm;
+      a.occupancyMs += ms * u.occupancy;
+      a.tensorMs += ms * u.tensor;
+      a.dramMs += ms * u.dram;
+    }
   }
 
   /** Drafted tokens the target model accepts: each in turn with `draftAcceptance`, stopping at the first rejection. */
@@ -387,10 +449,10 @@ export class Engine {
     return n;
   }
 
-  private complete(planned: Planned[], gpuMs: number): void {
+  private complete(planned: Planned[], work: Record<GpuWork, number>): void {
     this.stepTimer = undefined;
     if (this.stopped) return;
-    this.busyMs += gpuMs;
+    this.account(work);
     this.steps++;
     const now = this.clock.now();
     for (const { seq, prefill, decode, drafts } of planned) {

@@ -84,7 +84,8 @@ test("make demo (emulated Envoy, simulated LLM and dcgm-exporter): prints URLs, 
     assert.equal(page.status, 200);
     assert.match(await page.text(), /<title>tokentrace dashboard<\/title>/);
     const gpu = await (await fetch(dcgm)).text();
-    assert.match(gpu, /^DCGM_FI_DEV_GPU_UTIL\{gpu="0",.*namespace="demo",pod="llm-sim-0",pod_uid=""\} 0$/m, "idle GPU of the simulated pod");
+    // dcgm-exporter d5e5f51 writes pod_uid only with --kubernetes-enable-pod-uid (transformation/kubernetes.go Process).
+    assert.match(gpu, /^DCGM_FI_DEV_GPU_UTIL\{gpu="0",.*namespace="demo",pod="llm-sim-0"\} 0$/m, "idle GPU of the simulated pod");
 
     const json = await fetch(`${proxy}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "Say hello" }] }) });
     assert.equal(json.status, 200);

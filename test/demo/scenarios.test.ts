@@ -34,11 +34,13 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
 
 const lastValues = (cols: Record<string, (number | null)[]>, key: string): number[] => (cols[key] ?? []).filter((v): v is number => v !== null);
 
-test("demoRuleFile: every group of the PrometheusRule, evaluated every 5 s, with `for` dropped and the expressions unchanged", () => {
+test("demoRuleFile: every group of the alert PrometheusRules (prometheus-rules.yaml, gpu-health-rules.yaml), evaluated every 5 s, with `for` dropped and the expressions unchanged", () => {
   const text = demoRuleFile("5s");
   assert.doesNotMatch(text, /^\s+for:/m);
   assert.match(text, /interval: 5s/);
   assert.match(text, /alert: TokentraceTTFTHighGPUIdle/);
+  assert.match(text, /alert: TokentraceGPUBusyButStarved/);
+  assert.match(text, /record: tokentrace:gpu_threshold:parameter/);
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-rules-"));
   try {
     writeFileSync(join(dir, "rules.yml"), text);

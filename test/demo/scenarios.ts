@@ -2,6 +2,7 @@
 // that, within a minute, the dashboard shows one of the stories docs/demo.md tells and the matching
 // alert of istio/observability/prometheus-rules.yaml fires in the demo's Prometheus.
 import type { EngineParams } from "./engine.js";
+import type { OptionalCounter } from "./dcgm-sim.js";
 
 /** One scenario. */
 export interface Scenario {
@@ -22,6 +23,10 @@ export interface Scenario {
   contextTokens: number;
   /** Completion tokens of every request; undefined: the load's max_tokens (up to 12). */
   outputTokens?: number;
+  /** Fields the story needs added to the simulated dcgm-exporter's default counters (none: a stock exporter). */
+  dcgmCounters?: OptionalCounter[];
+  /** The GPU starts throttling this long after start: its clock-event reason bits and how much slower its steps get. */
+  throttle?: { afterMs: number; reasons: number; slowdown: number };
 }
 
 export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
@@ -80,6 +85,36 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
       tenants: 32,
       contextTokens: 200,
       outputTokens: 240,
+    },
+  ],
+  [
+    "gpu-starved",
+    {
+      name: "gpu-starved",
+      story: "busy but starved: the engine runs without CUDA graphs (vLLM --enforce-eager) and with a batch of 4, so every step is a train of small kernels launched one by one: the GPU shows over 90% utilisation while its tensor pipe and memory interface do about a quarter of what they could (dcgm-exporter's default counters, no SM_ACTIVE needed); more GPUs would not help, CUDA graphs and a bigger batch would",
+      alert: "TokentraceGPUBusyButStarved",
+      engine: { eagerKernelMsPerStep: 60, maxNumSeqs: 4, numSpeculativeTokens: 0, hostOverheadMs: 2 },
+      loadRps: 3,
+      maxInFlight: 24,
+      systemPromptTokens: 1000,
+      tenants: 4,
+      contextTokens: 0,
+    },
+  ],
+  [
+    "gpu-thermal",
+    {
+      name: "gpu-thermal",
+      story: "an afternoon of thermal throttling: the normal server until, 25 s in, its GPU reaches its slowdown temperature and DCGM's clock-event reasons say sw_thermal and hw_thermal (the exporter's counters file adds DCGM_FI_DEV_CLOCKS_EVENT_REASONS); clocks drop to 40% and TTFT P95 more than doubles with no change in load",
+      alert: "TokentraceGPUThrottledTTFTRise",
+      engine: {},
+      loadRps: 5,
+      maxInFlight: 64,
+      systemPromptTokens: 1000,
+      tenants: 4,
+      contextTokens: 0,
+      dcgmCounters: ["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"],
+      throttle: { afterMs: 25_000, reasons: 0x20 | 0x40, slowdown: 2.5 },
     },
   ],
 ]);

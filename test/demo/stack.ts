@@ -28,7 +28,7 @@ import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
 import { PrometheusInstance } from "../support/prometheus.js";
 import { demoRuleFile } from "./alert-rules.js";
-import { startDcgmSim, type DcgmSim } from "./dcgm-sim.js";
+import { startDcgmSim, type DcgmSim, type GpuThrottle } from "./dcgm-sim.js";
 import { Engine, type EngineParams } from "./engine.js";
 import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
@@ -269,13 +269,25 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   closers.push(() => proxy.close());
 
   let load: Load | undefined;
-  // The exporter reads the engine's GPU busy time on the engine's clock.
+  // A scenario's throttling starts after its delay: the exporter reports the reasons, the engine slows.
+  let throttle: GpuThrottle = { reasons: 0, slowdown: 1 };
+  if (scenario.throttle) {
+    const { afterMs, reasons, slowdown } = scenario.throttle;
+    const timer = setTimeout(() => {
+      throttle = { reasons, slowdown };
+      engine.setParams({ gpuSlowdown: slowdown });
+    }, afterMs);
+    closers.push(async () => clearTimeout(timer));
+  }
+  // The exporter reads the engine's GPU time on the engine's clock.
   const dcgm = await startDcgmSim({
     port: opts.dcgmPort ?? 0,
     namespace: DEMO_NAMESPACE,
     pod: DEMO_POD,
     hostname: DEMO_NODE,
-    gpuBusyMs: () => engine.state().gpuBusyMs,
+    gpuActivity: () => engine.state().gpu,
+    extraCounters: scenario.dcgmCounters ?? [],
+    throttle: () => throttle,
     collectIntervalMs: opts.dcgmCollectIntervalMs ?? 1000,
   });
   closers.push(() => dcgm.close());

@@ -20,10 +20,12 @@ interface Dashboard { uid: string; title: string; schemaVersion: number; panels:
 
 const dashboard = JSON.parse(readFileSync(join(ISTIO_DIR, "observability/grafana-dashboard.json"), "utf8")) as Dashboard;
 const rules = one(manifests(), "PrometheusRule", "tokentrace");
+// GPU health, starvation and stragglers (gpu-health-rules.yaml), over the same produced series.
+const gpuRules = one(manifests(), "PrometheusRule", "tokentrace-gpu-health");
 const plugin = one(manifests(), "WasmPlugin", "tokentrace");
 const operator = one(manifests(), "IstioOperator", "tokentrace");
 const queryPanels = dashboard.panels.filter((p) => p.type !== "row");
-const ruleEntries = (rules.spec.groups as Array<{ name: string; rules: Array<{ alert?: string; record?: string; expr: string; for?: string; labels: Record<string, string>; annotations: Record<string, string> }> }>).flatMap((g) => g.rules);
+const ruleEntries = [rules, gpuRules].flatMap((r) => r.spec.groups as Array<{ name: string; rules: Array<{ alert?: string; record?: string; expr: string; for?: string; labels: Record<string, string>; annotations: Record<string, string> }> }>).flatMap((g) => g.rules);
 const allRules = ruleEntries.filter((r): r is typeof r & { alert: string } => r.alert !== undefined);
 // Series the alert file records itself (its threshold parameters): what the alerts may also name.
 const recordRules = ruleEntries.filter((r): r is typeof r & { record: string } => r.record !== undefined);
@@ -36,12 +38,15 @@ before(async () => {
   // The filter runs with the shipped default pluginConfig and the mesh's extraStatTags.
   ({ sidecar, joined } = await filterAndPipelineSeries(plugin.spec.pluginConfig, operator.spec.meshConfig.defaultConfig.extraStatTags));
   produced = merge(sidecar, joined, controlPlaneSeries());
-  const recorded: SeriesCatalogue = new Map();
-  for (const r of recordRules) {
-    const labels = new Set([...checkExpression(r.expr, produced).outputLabels, ...Object.keys(r.labels ?? {})]);
-    recorded.set(r.record, new Set([...(recorded.get(r.record) ?? []), ...labels]));
+  // Recorded series may read other recorded series: until their labels stop changing.
+  for (let pass = 0; pass < 4; pass++) {
+    const recorded: SeriesCatalogue = new Map();
+    for (const r of recordRules) {
+      const labels = new Set([...checkExpression(r.expr, produced).outputLabels, ...Object.keys(r.labels ?? {})]);
+      recorded.set(r.record, new Set([...(recorded.get(r.record) ?? []), ...labels]));
+    }
+    produced = merge(produced, recorded);
   }
-  produced = merge(produced, recorded);
 });
 
 describe("the produced-series catalogue the checks rely on (filter.wasm under the emulated Envoy host, emulated dcgm-exporter and vLLM scrapes)", () => {
@@ -102,7 +107,7 @@ describe("Grafana dashboard (queries checked against the emulated-stack catalogu
       const refIds = p.targets.map((t) => t.refId);
       assert.equal(new Set(refIds).size, refIds.length, `${p.title} refIds`);
       // Grafana unit ids (its valueFormats): a typo renders as a plain number.
-      assert.ok(["ms", "µs", "s", "percent", "percentunit", "watt", "short", "reqps", "cps", "bytes"].includes(p.fieldConfig?.defaults.unit ?? ""), `${p.title} unit ${p.fieldConfig?.defaults.unit}`);
+      assert.ok(["ms", "µs", "s", "percent", "percentunit", "watt", "short", "reqps", "cps", "bytes", "celsius"].includes(p.fieldConfig?.defaults.unit ?? ""), `${p.title} unit ${p.fieldConfig?.defaults.unit}`);
     }
   });
 
@@ -240,6 +245,7 @@ describe("point fixes checked with the real rule engine and the pipeline's own n
 
   it("the PrometheusRule carries the label kube-prometheus-stack's default ruleSelector matches (release), and says how to change it", () => {
     assert.equal(rules.metadata.labels?.release, "kube-prometheus-stack");
+    assert.equal(gpuRules.metadata.labels?.release, "kube-prometheus-stack");
     assert.match(readFileSync(join(ISTIO_DIR, "observability/prometheus-rules.yaml"), "utf8"), /kubectl -n tokentrace-system label prometheusrule tokentrace release=<release> --overwrite/);
   });
 });

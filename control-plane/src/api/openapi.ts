@@ -270,6 +270,20 @@ const paths = {
       responses: { "200": { description: "Models with data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
     },
   },
+  "/v1/dashboard/gpus": {
+    get: {
+      operationId: "dashboardGpus",
+      summary: "The GPU health panels per pod (utilisation beside SM, tensor and DRAM activity, busy but starved, stragglers, throttling, temperature), from the metrics pipeline's joined scrapes",
+      description:
+        "Per pod (namespace, pod) with GPUs: gpuCount; smSource (sm_active or gr_engine_active: which DCGM field SM activity comes from); basis (sm_active or tensor_dram: what activity per busy second is measured on); problems (its GPUs' current XIDs and memory errors, as text); columns for uPlot, one point per step over the range: t (s); utilization, smActive, tensorActive, dramActive, smOccupancy, activityWhileBusy (ratios; the least active GPU for activityWhileBusy, means over the pod's GPUs otherwise), utilizationSpreadPercent, memorySpreadRatio, thermalThrottled, powerThrottled (1 while any GPU of the pod throttles for that cause), temperatureC (the hottest GPU); each the pod's newest value within lookbackSeconds, null where none. thresholds: the GPU alerts' (istio/observability/gpu-health-rules.yaml); needs: what each panel needs dcgm-exporter to export.",
+      security: readSecurity,
+      parameters: [
+        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's pods; default every namespace." },
+        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+      ],
+      responses: { "200": { description: "Pods with GPU data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
+    },
+  },
   "/v1/dashboard/status": {
     get: {
       operationId: "dashboardStatus",

@@ -15,6 +15,7 @@ import type { PolicyRepository } from "../policy/repository.js";
 import type { DashboardSource, RouteKey } from "./series.js";
 import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
 import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
+import { gpuRoutes } from "./gpu-route.js";
 
 /** What the dashboard routes need (a subset of the app's deps). */
 export interface DashboardDeps {
@@ -56,6 +57,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/policies.js", join(staticDir, "policies.js"), js],
     ["/dashboard/traces.js", join(staticDir, "traces.js"), js],
     ["/dashboard/diff.js", join(staticDir, "diff.js"), js],
+    ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
@@ -121,7 +123,7 @@ function rangeOf(req: Request, next: NextFunction): number | undefined {
   return undefined;
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route) and GET /v1/dashboard/models (engine signals per model). */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model) and GET /v1/dashboard/gpus (GPU health per pod). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -217,6 +219,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       models: keys.map((k) => ({ namespace: k.namespace, model: k.model, pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(), columns: engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }) })),
     });
   });
+  gpuRoutes(router, { deps, read, now });
   return router;
 }
 

@@ -8,6 +8,7 @@ import { labelValue } from "../scrape/sample.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 import { counterDelta } from "../join/joiner.js";
 import { EngineSignals } from "./engine-signals.js";
+import { GpuHealthPanels } from "./gpu-health.js";
 
 /** Cumulative bucket counts (or their increase) keyed by upper bound; `Infinity` is +Inf. */
 export type Buckets = Map<number, number>;
@@ -64,6 +65,8 @@ export interface DashboardSource {
   intervals(key: RouteKey): readonly RouteInterval[];
   /** The model servers' SLO signals per model (absent: the page shows no engine panels). */
   readonly engine?: EngineSignals;
+  /** The GPU health panels per pod (absent: the page shows none). */
+  readonly gpu?: GpuHealthPanels;
 }
 
 /** Bounds of the in-memory window. */
@@ -129,6 +132,7 @@ export class DashboardSeries implements DashboardSource {
   private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts> }>();
   private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
   readonly engine = new EngineSignals();
+  readonly gpu = new GpuHealthPanels();
 
   constructor(private readonly limits: SeriesLimits = DEFAULT_LIMITS) {}
 
@@ -136,6 +140,7 @@ export class DashboardSeries implements DashboardSource {
   observe(series: WriteSeries[], source: BatchSource): void {
     const t = source.target;
     this.engine.observe(series, source);
+    this.gpu.observe(series, source);
     if (t.kind !== "envoy" && t.kind !== "static") return;
     const routes = new Map<string, RouteCounts>();
     const route = (name: string): RouteCounts => {

@@ -2,11 +2,54 @@
 
 /** GPU state of each (pod, GPU) link, emitted with each Envoy scrape of the pod. */
 export const POD_GPU_UTILIZATION = "tokentrace_pod_gpu_utilization_percent";
+/**
+ * SM activity, 0-1: DCGM_FI_PROF_SM_ACTIVE where the exporter's counters enable it, else (the default
+ * counters) DCGM_FI_PROF_GR_ENGINE_ACTIVE; label `source` says which (sm_active, gr_engine_active).
+ */
 export const POD_GPU_SM_ACTIVE = "tokentrace_pod_gpu_sm_active_ratio";
+/** DCGM_FI_PROF_SM_OCCUPANCY, 0-1 (only where the exporter's counters enable it). */
+export const POD_GPU_SM_OCCUPANCY = "tokentrace_pod_gpu_sm_occupancy_ratio";
+/** DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, 0-1 (default counters). */
+export const POD_GPU_TENSOR_ACTIVE = "tokentrace_pod_gpu_tensor_active_ratio";
+/** DCGM_FI_PROF_DRAM_ACTIVE, 0-1 (default counters). */
+export const POD_GPU_DRAM_ACTIVE = "tokentrace_pod_gpu_dram_active_ratio";
 export const POD_GPU_MEMORY_USED = "tokentrace_pod_gpu_memory_used_bytes";
 export const POD_GPU_POWER = "tokentrace_pod_gpu_power_watts";
+/**
+ * How full the GPU was while busy, 0-1: its activity divided by its utilisation (the share of time a
+ * kernel ran). Label `basis`: sm_active (DCGM_FI_PROF_SM_ACTIVE) where exported, else tensor_dram (the
+ * busier of the tensor pipe and the memory interface, both in the default counters). Low while
+ * utilisation is high is "busy but starved"; the thresholds are recorded in gpu-health-rules.yaml.
+ */
+export const POD_GPU_ACTIVITY_WHILE_BUSY = "tokentrace_pod_gpu_activity_while_busy_ratio";
+/** Per pod with two or more GPUs: max - min of its GPUs' utilisation, percentage points. */
+export const POD_GPU_UTILIZATION_SPREAD = "tokentrace_pod_gpu_utilization_spread_percent";
+/** Per pod with two or more GPUs: (max - min) / max of its GPUs' framebuffer use. */
+export const POD_GPU_MEMORY_USED_SPREAD = "tokentrace_pod_gpu_memory_used_spread_ratio";
+/** Per pod with two or more GPUs: max - min of their SM activity (label source as POD_GPU_SM_ACTIVE). */
+export const POD_GPU_SM_ACTIVE_SPREAD = "tokentrace_pod_gpu_sm_active_spread_ratio";
 /** 1 per (pod, GPU) link dcgm-exporter reports; `gpu_pods` = pods sharing that GPU. */
 export const POD_GPU_INFO = "tokentrace_pod_gpu_info";
+// Health of each GPU, at each dcgm-exporter scrape, one series per GPU key (a MIG instance gets its
+// GPU's), labels gpu, gpu_uuid, gpu_model, hostname; each only where the exporter exports its field.
+/** DCGM_FI_DEV_GPU_TEMP (sensor="gpu") and DCGM_FI_DEV_MEMORY_TEMP (sensor="memory"), °C. */
+export const GPU_TEMPERATURE = "tokentrace_gpu_temperature_celsius";
+/** 1 while a clock-event (throttle) reason holds, 0 otherwise, one series per reason (label reason). */
+export const GPU_CLOCK_EVENT_ACTIVE = "tokentrace_gpu_clock_event_active";
+/** Labels xid and xid_class: 1 for the last XID reported, or the count DCGM_EXP_XID_ERRORS_COUNT gives. */
+export const GPU_XID_ERRORS = "tokentrace_gpu_xid_errors";
+/** Double-bit ECC errors (label scope: volatile, since the last driver load; aggregate, lifetime). */
+export const GPU_ECC_DBE_ERRORS = "tokentrace_gpu_ecc_dbe_errors";
+/** Pages retired (label cause: dbe, sbe). */
+export const GPU_RETIRED_PAGES = "tokentrace_gpu_retired_pages";
+/** 1 while a page waits for a GPU reset to be retired. */
+export const GPU_RETIRED_PAGES_PENDING = "tokentrace_gpu_retired_pages_pending";
+/** Rows remapped (label cause: uncorrectable, correctable). */
+export const GPU_REMAPPED_ROWS = "tokentrace_gpu_remapped_rows";
+/** 1 once remapping a row failed. */
+export const GPU_ROW_REMAP_FAILED = "tokentrace_gpu_row_remap_failed";
+/** PCIe replays since boot (a counter). */
+export const GPU_PCIE_REPLAYS = "tokentrace_gpu_pcie_replays_total";
 /** Output tokens per second per GPU of the pod, per route and model, over the last scrape interval. */
 export const OUTPUT_TOKENS_PER_SECOND_PER_GPU = "tokentrace_output_tokens_per_second_per_gpu";
 /** GPU-seconds the pod held per 1000 output tokens over the last interval. */

@@ -15,8 +15,8 @@ export interface ForwardRules {
   static: string[];
 }
 
-/** Default forwarding: the filter's own series, all of dcgm-exporter, the model server's (vLLM, SGLang, TGI). */
-export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["DCGM_FI_"], vllm: [...ENGINE_PREFIXES], static: ["tokentrace_", "DCGM_FI_", ...ENGINE_PREFIXES] };
+/** Default forwarding: the filter's own series, all of dcgm-exporter (its DCGM fields and its own DCGM_EXP_ counts), the model server's (vLLM, SGLang, TGI). */
+export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["DCGM_FI_", "DCGM_EXP_"], vllm: [...ENGINE_PREFIXES], static: ["tokentrace_", "DCGM_FI_", "DCGM_EXP_", ...ENGINE_PREFIXES] };
 
 /** Appends the series of `r` its kind forwards, each with `extra` labels set (replacing the series' own). */
 export function enrich(r: ScrapeResult, rules: ForwardRules, extra: Labels, out: WriteSeries[]): void {

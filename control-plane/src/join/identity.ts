@@ -10,7 +10,7 @@ import type { Labels } from "../scrape/sample.js";
 import type { ScrapeResult } from "../scrape/scraper.js";
 import type { ScrapeTarget } from "../scrape/targets.js";
 import type { WriteSeries } from "../remote-write/series.js";
-import { GpuIndex } from "./gpu-index.js";
+import { GpuIndex, type ExporterLabelNote } from "./gpu-index.js";
 
 /** A pod's settled GPU identity (sticky while its targets live). */
 export interface PodIdentity {
@@ -42,6 +42,8 @@ export interface IdentityView {
 export interface IdentityOptions {
   identityWaitMs: number;
   onIdentityTimeout?: (() => void) | undefined;
+  /** Called when a dcgm-exporter's label spellings (other than its defaults) change, first scrape included. */
+  onExporterLabels?: ((target: ScrapeTarget, notes: ReadonlySet<ExporterLabelNote>) => void) | undefined;
 }
 
 interface PodState {
@@ -59,6 +61,8 @@ interface ExporterState {
   node?: string;
   /** Start time of its latest successful scrape. */
   lastOkMs?: number;
+  /** Its label spellings other than the default at its latest scrape, sorted and joined. */
+  labelNotes?: string;
 }
 
 /** "namespace/pod" of a target that belongs to a pod. */
@@ -79,6 +83,16 @@ export class IdentityStage implements IdentityView {
     let n = 0;
     for (const p of this.pods.values()) if (!p.identity) n++;
     return n;
+  }
+
+  /** How many dcgm-exporters' latest scrape used each label spelling other than the default. */
+  exporterLabelNoteCounts(): Map<ExporterLabelNote, number> {
+    const out = new Map<ExporterLabelNote, number>();
+    for (const e of this.exporters.values()) {
+      if (!e.labelNotes) continue;
+      for (const n of e.labelNotes.split(",") as ExporterLabelNote[]) out.set(n, (out.get(n) ?? 0) + 1);
+    }
+    return out;
   }
 
   identityOf(podKey: string): PodIdentity | undefined {
@@ -123,7 +137,11 @@ export class IdentityStage implements IdentityView {
       if (t.node !== undefined) exporter.node = t.node;
       exporter.lastOkMs = ts;
       this.exporters.set(t.id, exporter);
-      this.index.setExporter(t.id, r.samples);
+      const notes = this.index.setExporter(t.id, r.samples).labelNotes;
+      const text = [...notes].sort().join(",");
+      const changed = text !== (exporter.labelNotes ?? "");
+      exporter.labelNotes = text;
+      if (changed) this.options.onExporterLabels?.(t, notes);
       return { result: r, report, pod: undefined };
     }
     const podKey = podKeyOf(t);

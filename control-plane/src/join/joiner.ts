@@ -12,7 +12,7 @@
 import type { ScrapeResult } from "../scrape/scraper.js";
 import type { ScrapeTarget } from "../scrape/targets.js";
 import type { WriteSeries } from "../remote-write/series.js";
-import type { GpuIndex } from "./gpu-index.js";
+import type { ExporterLabelNote, GpuIndex } from "./gpu-index.js";
 import { IdentityStage, type Admitted } from "./identity.js";
 import { DEFAULT_FORWARD, enrich, type ForwardRules } from "./enrich.js";
 import { reportOf } from "./report.js";
@@ -22,9 +22,13 @@ import { PodInterval } from "./derivations/pod-interval.js";
 import { EngineSignals } from "./derivations/engine-signals.js";
 import { RouteAttribution } from "./derivations/route-attribution.js";
 import { GpuEnergy } from "./derivations/gpu-energy.js";
+import { GpuStarvation } from "./derivations/gpu-starvation.js";
+import { GpuStragglers } from "./derivations/gpu-stragglers.js";
+import { GpuHealthState } from "./derivations/gpu-health.js";
 
 export { counterDelta } from "./counter.js";
 export { DEFAULT_FORWARD, type ForwardRules } from "./enrich.js";
+export type { ExporterLabelNote } from "./gpu-index.js";
 export { instanceAndPath, targetLabels } from "./report.js";
 
 /** The scraped series of one scrape, ready to ship, with the scrape they came from. */
@@ -50,6 +54,8 @@ export interface JoinerOptions {
   identityWaitMs?: number;
   /** Called when a pod's identity was settled by the wait running out. */
   onIdentityTimeout?: () => void;
+  /** Called when a dcgm-exporter's label spellings other than its defaults change (see gpu-index.ts ExporterLabelNote). */
+  onExporterLabels?: (target: ScrapeTarget, notes: ReadonlySet<ExporterLabelNote>) => void;
   /** The range of the engine's and the sidecar's percentiles and rates (PromQL `[5m]` in the recording rules); default 5 min. */
   rateWindowMs?: number;
 }
@@ -64,6 +70,9 @@ function derivations(identity: IdentityStage, rateWindowMs: number): Derivation[
     engine, // tokentrace_model_*, per engine scrape
     new RouteAttribution(engine, rateWindowMs), // tokentrace_route_latency_quantile_seconds, per sidecar scrape
     new GpuEnergy(identity, podInterval), // tokentrace_gpu_tokens_per_joule, per dcgm-exporter scrape
+    new GpuStarvation(identity), // tokentrace_pod_gpu_activity_while_busy_ratio, per sidecar scrape
+    new GpuStragglers(identity), // tokentrace_pod_gpu_*_spread_*, per sidecar scrape
+    new GpuHealthState(identity), // tokentrace_gpu_* health, per dcgm-exporter scrape
   ];
 }
 
@@ -75,13 +84,18 @@ export class Joiner {
 
   constructor(options: JoinerOptions = {}) {
     this.forward = options.forward ?? DEFAULT_FORWARD;
-    this.identity = new IdentityStage({ identityWaitMs: options.identityWaitMs ?? 60_000, onIdentityTimeout: options.onIdentityTimeout });
+    this.identity = new IdentityStage({ identityWaitMs: options.identityWaitMs ?? 60_000, onIdentityTimeout: options.onIdentityTimeout, onExporterLabels: options.onExporterLabels });
     this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000);
   }
 
   /** The current GPU index (for tests and diagnostics). */
   get gpuIndex(): GpuIndex {
     return this.identity.index;
+  }
+
+  /** How many dcgm-exporters' latest scrape used each label spelling other than the default. */
+  exporterLabelNoteCounts(): Map<ExporterLabelNote, number> {
+    return this.identity.exporterLabelNoteCounts();
   }
 
   /** Pods whose scrapes are held waiting for their GPU identity. */

@@ -7,6 +7,7 @@ import { Scraper, type ScrapeResult } from "../scrape/scraper.js";
 import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
 import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
 import { Joiner, type JoinedBatch } from "../join/joiner.js";
+import { labelNoteMessage } from "../join/gpu-index.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
 import type { WriteSeries } from "../remote-write/series.js";
@@ -74,7 +75,15 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     identityWaitMs: config.join.gpuIdentityWaitMs,
     rateWindowMs: config.join.rateWindowMs,
     onIdentityTimeout: () => metrics.identityTimeouts.inc(),
+    onExporterLabels: (target, notes) => {
+      for (const note of notes) deps.log?.(labelNoteMessage(note, target.url));
+      countSpellings();
+    },
   });
+  function countSpellings(): void {
+    const counts = joiner.exporterLabelNoteCounts();
+    for (const spelling of ["old_namespace", "honor_labels_renamed"] as const) metrics.dcgmLabelSpellings.set({ spelling }, counts.get(spelling) ?? 0);
+  }
   const gate = new SeriesGate(writer.registry, config.join.maxSeries, (reason) => metrics.seriesDropped.inc({ reason }));
 
   // A target's report (up, scrape_duration_seconds) and its scraped series are two sources for
@@ -116,6 +125,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     const all = [...fixed, ...discovered].filter((t) => !config.sharding.enabled || (assignment?.owns(t, now) ?? false));
     for (const removed of scraper.setTargets(all, options)) {
       const released = joiner.removeTarget(removed);
+      if (removed.kind === "dcgm") countSpellings();
       const now = clock.now();
       writer.writeGated([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
       metrics.activeSeries.set(gate.activeSeries);

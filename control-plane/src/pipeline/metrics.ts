@@ -12,6 +12,7 @@ export interface PipelineMetrics {
   heldPods: Gauge;
   shardMembers: Gauge;
   identityTimeouts: Counter;
+  dcgmLabelSpellings: Gauge<"spelling">;
 }
 
 /** Creates them on `registry`. */
@@ -27,5 +28,11 @@ export function createPipelineMetrics(registry: Registry): PipelineMetrics {
     shardMembers: new Gauge({ name: "tokentrace_pipeline_shard_members", help: "Live pipeline replicas splitting the targets (from their Leases); 0 while this replica cannot renew its own.", registers }),
     heldPods: new Gauge({ name: "tokentrace_join_pods_awaiting_gpu_identity", help: "Pods whose scraped series are held until dcgm-exporter says which GPUs they use (or that they use none).", registers }),
     identityTimeouts: new Counter({ name: "tokentrace_join_gpu_identity_timeouts_total", help: "Pods whose GPU identity was settled by join.gpuIdentityWaitMs running out (their dcgm-exporter kept failing).", registers }),
+    dcgmLabelSpellings: new Gauge({
+      name: "tokentrace_join_dcgm_label_spellings",
+      help: "dcgm-exporters whose latest scrape labelled pods other than the exporter's default way, by spelling: old_namespace (run with --use-old-namespace), honor_labels_renamed (scraped through a Prometheus with honor_labels false). The join reads both; other consumers do not.",
+      labelNames: ["spelling"],
+      registers,
+    }),
   };
 }

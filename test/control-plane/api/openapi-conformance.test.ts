@@ -122,6 +122,9 @@ const rows: Row[] = [
   { app: "public", method: "GET", path: "/v1/dashboard/models", status: 200 },
   { app: "public", method: "GET", path: "/v1/dashboard/models?range=7", status: 400 },
   { app: "token", method: "GET", path: "/v1/dashboard/models", status: 401 },
+  { app: "public", method: "GET", path: "/v1/dashboard/gpus", status: 200 },
+  { app: "public", method: "GET", path: "/v1/dashboard/gpus?range=7", status: 400 },
+  { app: "token", method: "GET", path: "/v1/dashboard/gpus", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/status", status: 200 },
   { app: "token", method: "GET", path: "/v1/dashboard/status", status: 401 },
 

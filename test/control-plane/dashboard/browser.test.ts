@@ -112,6 +112,21 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     assert.deepEqual(engine.map((e) => e.model), ["tokentrace-sim-1"], "one panel for the one model");
     assert.deepEqual(engine[0]!.labels, ["GPU utilisation", "prefix-cache hit ratio", "speculative acceptance", "GPU utilisation alert threshold", "prefix-cache hit ratio alert threshold", "speculative acceptance alert threshold"]);
     assert.match(await text(page, "#engine-panels figcaption"), /^tokentrace-sim-1 \(demo\): engine SLO signals$/);
+    // The GPU health family: one group for the demo's pod, its panels with data, each caption saying what it needs dcgm-exporter to export.
+    const gpuPanels = (): Promise<{ id: string; pod: string | undefined; nonNull: number }[]> =>
+      page.evaluate(() => {
+        const w = globalThis as unknown as Win;
+        return Object.entries(w.tokentraceDashboard.charts)
+          .filter(([id]) => id.startsWith("chart-gpuhealth-"))
+          .map(([id, c]) => ({ id, pod: w.document.getElementById(id)?.dataset.pod, nonNull: c.plot.data[1]!.filter((v) => v !== null && v !== undefined).length }));
+      });
+    await until("the GPU health panels to hold data", async () => (await gpuPanels()).filter((g) => g.nonNull > 0).length >= 2, 15_000);
+    const gpu = await gpuPanels();
+    assert.deepEqual(gpu.map((g) => [g.id, g.pod]), ["activity", "starved", "throttle", "temperature"].map((suffix) => [`chart-gpuhealth-0-${suffix}`, "llm-sim-0"]), "one GPU: no straggler panel");
+    const gpuCaptions = await page.locator("#gpu-panels figcaption").allTextContents();
+    assert.match(gpuCaptions[0]!, /DCGM_FI_PROF_GR_ENGINE_ACTIVE: SM_ACTIVE not exported/, "the stock exporter's SM activity is named for what it is");
+    assert.match(gpuCaptions[2]!, /Needs: DCGM_FI_DEV_CLOCKS_EVENT_REASONS/);
+    assert.match(await text(page, "#gpu-panels h3"), /^llm-sim-0 \(demo\): 1 GPU$/);
     assert.equal(await page.inputValue("#route"), "demo\u0000chat");
     assert.deepEqual(await page.locator("#route option").allTextContents(), ["chat (demo)", "completions (demo)", "embeddings (demo)"]);
 
@@ -135,7 +150,7 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     const box = (await page.locator("#chart-ttft .u-over").boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
     const cursorTimes = await page.locator("table.legend thead th:nth-child(2)").allTextContents();
-    assert.equal(cursorTimes.length, PANELS.length + engine.length, "the route's panels and the engine panel");
+    assert.equal(cursorTimes.length, PANELS.length + engine.length + gpu.length, "the route's panels, the engine panel and the GPU panels");
     assert.match(cursorTimes[0]!, /^\d\d:\d\d:\d\d$/);
     assert.deepEqual(new Set(cursorTimes).size, 1, `cursor times ${JSON.stringify(cursorTimes)}`);
     // The time range picker: 5 minutes (at this scrape interval, one point a second) instead of 15.

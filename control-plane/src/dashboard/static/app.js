@@ -140,8 +140,8 @@ async function refresh() {
       : `Decode: first token to last byte, streaming, ${scope} (histogram over ${w})`,
   );
   setCaption("chart-duration", `Request duration, every LLM call, ${scope} (histogram over ${w})`);
-  setCaption("chart-gpu-util", `GPU utilisation of the route's pods (mean)`);
-  setCaption("chart-gpu-power", `GPU power of the route's pods (sum)`);
+  setCaption("chart-gpu-util", `GPU utilisation of the route's pods (mean; dcgm-exporter's default counters, DCGM_FI_DEV_GPU_UTIL)`);
+  setCaption("chart-gpu-power", `GPU power of the route's pods (sum; dcgm-exporter's default counters, DCGM_FI_DEV_POWER_USAGE)`);
   setCaption("chart-sampling", samplingText(body.sampling, body));
   for (const [id, spec] of Object.entries(PANELS)) {
     if (!charts[id]) charts[id] = createPanel($(id), spec);

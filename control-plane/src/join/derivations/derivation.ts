@@ -30,6 +30,24 @@ export function gpusOf(identities: IdentityView, pod: PodIdentity): GpuInfo[] {
   return pod.gpuKeys.map((k) => identities.index.gpus.get(k)).filter((g): g is GpuInfo => g !== undefined);
 }
 
+/**
+ * A GPU's SM activity: DCGM_FI_PROF_SM_ACTIVE where the exporter's counters enable it, else
+ * DCGM_FI_PROF_GR_ENGINE_ACTIVE, the one the default counters keep (NVIDIA/dcgm-exporter d5e5f51
+ * etc/default-counters.csv comments SM_ACTIVE out): the share of time the compute engine was busy,
+ * an upper bound of SM activity that cannot show SMs left idle by a busy engine.
+ */
+export function smActivityOf(g: GpuInfo): { value: number; source: "sm_active" | "gr_engine_active" } | undefined {
+  if (g.smActiveRatio !== undefined) return { value: g.smActiveRatio, source: "sm_active" };
+  if (g.grEngineActiveRatio !== undefined) return { value: g.grEngineActiveRatio, source: "gr_engine_active" };
+  return undefined;
+}
+
+/** Whether dcgm-exporter mapped the pod's GPUs to it (not the node-level fallback). */
+export const mappedToPod = (pod: PodIdentity): boolean => {
+  for (let i = 0; i < pod.labels.length; i += 2) if (pod.labels[i] === "gpu_attribution") return pod.labels[i + 1] === "pod";
+  return false;
+};
+
 /** Series windows per pod, each held long enough for the rate window and an instant selector's lookback before it. */
 export class PodWindows<I> {
   private readonly windows = new Map<string, SeriesWindow<I>>();
