@@ -5,6 +5,7 @@ import type { Clock } from "../remote-write/retry.js";
 import type { FamilyMetadata, ParsedSample } from "./sample.js";
 import { TextParser, type ParseError } from "./text-parser.js";
 import type { ScrapeTarget } from "./targets.js";
+import { isApplicationSeries, MERGED_QUERY } from "./merged.js";
 
 /** The outcome of one scrape. */
 export interface ScrapeResult {
@@ -13,7 +14,10 @@ export interface ScrapeResult {
   timestampMs: number;
   durationMs: number;
   ok: boolean;
-  /** Bounded reason when !ok: timeout, network, http_<status>, body_too_large. */
+  /**
+   * Bounded reason when !ok: timeout, network, http_<status>, body_too_large, and for a merged
+   * target app_unavailable (pilot-agent answered, but without the application's series).
+   */
   error?: string;
   samples: ParsedSample[];
   families: Map<string, FamilyMetadata>;
@@ -50,15 +54,22 @@ export async function scrapeOnce(target: ScrapeTarget, clock: Clock, maxBodyByte
   const timestampMs = clock.now();
   const t0 = monotonicMs();
   const samples: ParsedSample[] = [];
-  const parser = new TextParser((s) => samples.push(s));
+  // A merged answer (Istio metrics merging) keeps only the application's series.
+  const parser = new TextParser(target.merged ? (s) => isApplicationSeries(s.name) && samples.push(s) : (s) => samples.push(s));
   const result = (ok: boolean, error?: string): ScrapeResult => {
     const r: ScrapeResult = { target, timestampMs, durationMs: monotonicMs() - t0, ok, samples: ok ? samples : [], families: parser.families, parseErrors: parser.errors };
     if (error !== undefined) r.error = error;
+    if (target.merged) for (const name of [...r.families.keys()]) if (!isApplicationSeries(name)) r.families.delete(name);
     return r;
   };
   try {
-    const res = await fetch(target.url, {
-      headers: { Accept: "text/plain;version=0.0.4;q=1,*/*;q=0.1", "User-Agent": "tokentrace-control-plane/0.1.0" },
+    const res = await fetch(target.merged ? `${target.url}?${MERGED_QUERY}` : target.url, {
+      headers: {
+        Accept: "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+        "User-Agent": "tokentrace-control-plane/0.1.0",
+        // As Prometheus sends it (scrape/scrape.go): pilot-agent bounds its application request by it.
+        "X-Prometheus-Scrape-Timeout-Seconds": String(target.timeoutMs / 1000),
+      },
       signal: AbortSignal.timeout(target.timeoutMs),
     });
     if (res.status !== 200 || !res.body) {
@@ -74,6 +85,9 @@ export async function scrapeOnce(target: ScrapeTarget, clock: Clock, maxBodyByte
     }
     parser.push(decoder.decode());
     parser.end();
+    // pilot-agent answers 200 whatever became of the application (handleStats only counts the
+    // failure): no application series means the engine was not read.
+    if (target.merged && samples.length === 0) return result(false, "app_unavailable");
     return result(true);
   } catch (err) {
     const name = (err as { name?: string }).name;
