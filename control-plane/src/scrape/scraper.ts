@@ -31,7 +31,12 @@ export interface ScraperOptions {
   onResult: (r: ScrapeResult) => void;
   /** Largest body accepted, bytes. */
   maxBodyBytes?: number;
-  /** Spread first scrapes over the interval by a stable hash of the target id (default true). */
+  /**
+   * Scrape each target at a fixed phase of its interval, a stable hash of its id counted from the
+   * epoch (default true), as Prometheus fixes a target's offset (scrape/target.go offset): every
+   * replica places a target's scrapes at the same instants, so one can hand a target to another at
+   * a scrape boundary. False: the first scrape at once, then every interval.
+   */
   spreadStart?: boolean;
   /** Monotonic ms for durations (default performance.now). */
   monotonicMs?: () => number;
@@ -40,7 +45,15 @@ export interface ScraperOptions {
 interface Scheduled {
   target: ScrapeTarget;
   nextAt: number;
+  /** No scrape starts at or after this instant (the target is being handed to another replica). */
+  untilMs: number;
   running: boolean;
+}
+
+/** When a replica may scrape a target: from `fromMs` (its first scrape the first slot at or after it), until `untilMs` (exclusive). */
+export interface ScrapeWindow {
+  fromMs?: number;
+  untilMs?: number;
 }
 
 function stableHash(s: string): number {
@@ -106,12 +119,20 @@ export class Scraper {
 
   constructor(private readonly opts: ScraperOptions) {}
 
+  /** The first scrape slot of `t` at or after `atMs`: its phase on the epoch grid, or `atMs` itself without spreading. */
+  slotAtOrAfter(t: ScrapeTarget, atMs: number): number {
+    if (this.opts.spreadStart === false) return atMs;
+    const phase = stableHash(t.id) % t.intervalMs;
+    return atMs + ((((phase - atMs) % t.intervalMs) + t.intervalMs) % t.intervalMs);
+  }
+
   /**
-   * Replaces the target set; kept targets keep their schedule. Returns the removed targets. New
-   * targets start at their spread offset, or at once with `immediate` (a replica taking over
-   * another's targets, which must be scraped within one interval of the loss).
+   * Replaces the target set; kept targets keep their schedule (and take a new `untilMs`). Returns
+   * the removed targets. A new target's first scrape is its first slot at or after its window's
+   * `fromMs` (default now); a slot already past (a window opening in the past, for a target whose
+   * previous owner may have missed it) is scraped at once.
    */
-  setTargets(targets: ScrapeTarget[], options: { immediate?: boolean } = {}): ScrapeTarget[] {
+  setTargets(targets: ScrapeTarget[], windows: ReadonlyMap<string, ScrapeWindow> = new Map()): ScrapeTarget[] {
     const now = this.opts.clock.now();
     const next = new Map(targets.map((t) => [t.id, t]));
     const removed: ScrapeTarget[] = [];
@@ -122,21 +143,24 @@ export class Scraper {
       }
     }
     for (const t of targets) {
+      const window = windows.get(t.id);
+      const untilMs = window?.untilMs ?? Infinity;
       const cur = this.scheduled.get(t.id);
       if (cur) {
         cur.target = t;
+        cur.untilMs = untilMs;
         continue;
       }
-      const offset = this.opts.spreadStart === false || options.immediate ? 0 : stableHash(t.id) % t.intervalMs;
-      this.scheduled.set(t.id, { target: t, nextAt: now + offset, running: false });
+      const nextAt = Math.max(now, this.slotAtOrAfter(t, window?.fromMs ?? now));
+      this.scheduled.set(t.id, { target: t, nextAt, untilMs, running: false });
     }
     this.wake();
     return removed;
   }
 
-  /** The targets currently scheduled. */
+  /** The targets this scraper scrapes now: scheduled, and not past the end of their window. */
   get targets(): ScrapeTarget[] {
-    return [...this.scheduled.values()].map((s) => s.target);
+    return [...this.scheduled.values()].filter((s) => s.running || s.nextAt < s.untilMs).map((s) => s.target);
   }
 
   start(): void {
@@ -162,13 +186,13 @@ export class Scraper {
     while (!this.stopped) {
       this.wakeController = new AbortController();
       const now = clock.now();
-      const due = [...this.scheduled.values()].filter((s) => !s.running && s.nextAt <= now).sort((a, b) => a.nextAt - b.nextAt);
+      const due = [...this.scheduled.values()].filter((s) => !s.running && s.nextAt <= now && s.nextAt < s.untilMs).sort((a, b) => a.nextAt - b.nextAt);
       for (const s of due) {
         if (this.inFlight >= this.opts.concurrency) break;
         this.launch(s, now);
       }
       let nextAt = Infinity;
-      for (const s of this.scheduled.values()) if (!s.running) nextAt = Math.min(nextAt, s.nextAt);
+      for (const s of this.scheduled.values()) if (!s.running && s.nextAt < s.untilMs) nextAt = Math.min(nextAt, s.nextAt);
       // When every slot is busy, wait for a completion (wake) rather than spinning on due targets.
       const waitMs = this.inFlight >= this.opts.concurrency || nextAt === Infinity ? 3_600_000 : Math.max(0, nextAt - now);
       if (waitMs > 0 || due.length === 0) await clock.sleep(waitMs, this.wakeController.signal);
@@ -178,9 +202,14 @@ export class Scraper {
   private launch(s: Scheduled, now: number): void {
     s.running = true;
     this.inFlight++;
-    // Keep the phase; after a long stall skip missed slots instead of scraping in a burst.
-    s.nextAt += s.target.intervalMs;
-    if (s.nextAt <= now) s.nextAt = now + s.target.intervalMs;
+    // Keep the phase: the next slot on the target's grid (after a late scrape, or a long stall, the
+    // first one still ahead: missed slots are skipped, not scraped in a burst).
+    if (this.opts.spreadStart === false) {
+      s.nextAt += s.target.intervalMs;
+      if (s.nextAt <= now) s.nextAt = now + s.target.intervalMs;
+    } else {
+      s.nextAt = this.slotAtOrAfter(s.target, Math.max(s.nextAt, now) + 1);
+    }
     const p = scrapeOnce(s.target, this.opts.clock, this.opts.maxBodyBytes, this.opts.monotonicMs)
       .then((r) => {
         if (this.scheduled.get(s.target.id) === s) this.opts.onResult(r);
