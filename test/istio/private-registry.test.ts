@@ -21,6 +21,7 @@ const OCI_DIR = join(REPO, "build/oci");
 const CREDENTIALS = { username: "puller", password: "registry-token-0123456789" };
 const all = manifests();
 const basePlugin = one(all, "WasmPlugin", "tokentrace");
+const waypointPlugin = one(all, "WasmPlugin", "tokentrace-waypoint");
 const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
 
 let registry: OciRegistry;
@@ -87,7 +88,7 @@ describe("private registries", () => {
     assert.equal(anonymous.typeUrl === RBAC_HTTP_TYPE && anonymous.error.includes("status 401"), true);
   });
 
-  it("istio/private-registry names the Secret on the base WasmPlugin and in the control plane's env; the patched objects stay valid and agree", () => {
+  it("istio/private-registry names the Secret on both base WasmPlugins and in the control plane's env; the patched objects stay valid and agree", () => {
     const dir = join(ISTIO_DIR, "private-registry");
     const component = parseYaml(readFileSync(join(dir, "kustomization.yaml"), "utf8")) as { kind: string; patches: { path: string }[] };
     assert.equal(component.kind, "Component");
@@ -99,12 +100,16 @@ describe("private registries", () => {
       return merge(object, patch as unknown as Record<string, unknown>);
     };
     const plugin = patched(basePlugin) as { spec: { imagePullSecret: string } };
+    const waypoint = patched(waypointPlugin) as { spec: { imagePullSecret: string } };
     const env = patched(envConfigMap) as { data: Record<string, string> };
     assert.deepEqual(schemaErrors(plugin), []);
+    assert.deepEqual(schemaErrors(waypoint), []);
+    assert.equal(waypoint.spec.imagePullSecret, "tokentrace-registry");
     assert.deepEqual(schemaErrors(env), []);
     assert.equal(plugin.spec.imagePullSecret, "tokentrace-registry");
     assert.equal(controlPlaneSpec(env.data).imagePullSecret, plugin.spec.imagePullSecret);
     // The base alone names no Secret: a name that does not resolve would keep the filter from loading.
     assert.equal(basePlugin.spec.imagePullSecret, undefined);
+    assert.equal(waypointPlugin.spec.imagePullSecret, undefined);
   });
 });
