@@ -114,6 +114,7 @@ export class TokentraceRoot extends RootContext {
     const stats = this.statsOrInit();
     stats.maxRoutes = config.maxRoutes;
     stats.maxModels = config.maxModels;
+    stats.maxDestinationPods = config.maxDestinationPods;
     stats.setBatching(config.statsFlushIntervalMs > 0);
     // Ticks flush counters and partial span batches and drive polls: the shortest interval wins.
     let tickMs: i32 = config.statsFlushIntervalMs;

@@ -10,7 +10,7 @@ import { matchedPrefixLength, protocolOf } from "./protocols/llm-paths";
 import { kserveModelOf } from "./protocols/kserve";
 import { Protocol } from "./protocols";
 import { PII_NAMES } from "./content/redact";
-import { codeClassIndex, ErrorReason } from "./telemetry/metrics";
+import { codeClassIndex, ErrorReason, sanitizeLabelValue } from "./telemetry/metrics";
 import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./trace/sampler";
 import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
@@ -28,6 +28,7 @@ const REQUEST_DURATION_PROPERTY = host.utf8("request\0duration");
 const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
 const REQUEST_HOST_PROPERTY = host.utf8("request\0host");
 const REQUEST_SCHEME_PROPERTY = host.utf8("request\0scheme");
+const UPSTREAM_ADDRESS_PROPERTY = host.utf8("upstream\0address");
 // Layout of a stream's span ids (hex).
 const SPAN_ID_OFFSET: usize = 32;
 const SPAN_PARENT_OFFSET: usize = 48;
@@ -62,6 +63,7 @@ const AUTHORITY_VALUE = new host.HostValue(memory.data(256), 256);
 const FORCE_VALUE = new host.HostValue(memory.data(256), 256);
 const SERVER_VALUE = new host.HostValue(memory.data(256), 256);
 const SCHEME_VALUE = new host.HostValue(memory.data(16), 16);
+const UPSTREAM_ADDRESS = new host.HostValue(memory.data(128), 128);
 /** The whole request header map, read when a trace header came (most fit; a larger map arrives managed). */
 const REQUEST_PAIRS = new host.HostValue(memory.data(4096), 4096);
 const TRACE_HEADERS = new TraceHeaders();
@@ -437,8 +439,10 @@ export class TokentraceStream extends Context {
   // Final per-request stats belong here: Envoy calls proxy_on_log once the stream is complete,
   // including streams reset before a response.
   onLog(): void {
-    const route = this.route;
+    let route = this.route;
     if (route === null) return; // the stream ended before its request headers reached us
+    // On a waypoint the stats of one pod's calls are the pod's own (its GPUs join them downstream).
+    if (this.stats.maxDestinationPods > 0) route = destinationRoute(this.stats, route);
     const code = host.getIntProperty(RESPONSE_CODE_PROPERTY, 0);
     this.stats.count(route.requestsFor(codeClassIndex(code)), 1);
     const llm = this.llm;
@@ -458,7 +462,7 @@ export class TokentraceStream extends Context {
       durationNs = startNs > 0 && nowNs > startNs ? nowNs - startNs : 0;
     }
     if (llm !== null) {
-      llm.record(startNs, startNs + durationNs, code);
+      llm.record(startNs, startNs + durationNs, code, route);
       if (exportSpan) {
         const span = this.spanRecord(llm, route, code, startNs, durationNs);
         if (span !== null) {
@@ -481,6 +485,45 @@ export class TokentraceStream extends Context {
     host.recordHistogram(route.durationMs, <u64>durationNs / NS_PER_MS);
     this.stats.flushHostFailures();
   }
+}
+
+const ENVOY_INTERNAL_PREFIX = "envoy://";
+
+/**
+ * `route`'s stats for the pod a request went to: the host of upstream.address, the upstream host's
+ * address (envoy 00ab8ce9 source/extensions/filters/common/expr/context.cc, UpstreamLookupValues).
+ * On a waypoint that host is an internal address whose endpoint id is the pod's ip:port (istio
+ * 86c9f01f pilot/pkg/xds/endpoints/endpoint_builder.go builds it with BuildInternalAddressWithIdentifier;
+ * envoy f182cf98 source/common/network/address_impl.cc EnvoyInternalInstance prints it
+ * envoy://<listener>/<endpoint id>); elsewhere ip:port or [ipv6]:port. No upstream (a local reply): the route's.
+ */
+function destinationRoute(stats: Stats, route: RouteStats): RouteStats {
+  if (!host.readProperty(UPSTREAM_ADDRESS_PROPERTY, UPSTREAM_ADDRESS)) return route;
+  let p = UPSTREAM_ADDRESS.ptr;
+  let n = UPSTREAM_ADDRESS.length;
+  if (n > ENVOY_INTERNAL_PREFIX.length && load<u64>(p) == 0x2f2f3a796f766e65) {
+    // "envoy://" then the listener name: the endpoint id follows the next '/'.
+    let i = ENVOY_INTERNAL_PREFIX.length;
+    while (i < n && load<u8>(p + i) != 0x2f) i++;
+    p += i + 1;
+    n -= i + 1;
+  }
+  let start = 0;
+  let end = n;
+  if (n > 0 && load<u8>(p) == 0x5b) {
+    start = 1; // [ipv6]:port
+    end = 1;
+    while (end < n && load<u8>(p + end) != 0x5d) end++;
+  } else {
+    for (let i = n - 1; i >= 0; i--) {
+      if (load<u8>(p + i) == 0x3a) {
+        end = i;
+        break;
+      }
+    }
+  }
+  if (end <= start) return route;
+  return stats.forDestination(route, sanitizeLabelValue(String.UTF8.decodeUnsafe(p + start, end - start)));
 }
 
 /** Tail keep: a route's own slow threshold, else the default, in ns (-1: none). */

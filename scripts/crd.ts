@@ -12,7 +12,7 @@
 // `make manifests` writes it to istio/base/samplingpolicy-crd.yaml.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { policySchema } from "../control-plane/src/policy/validate.js";
+import { policySchema, TARGET_REF_GROUPS, WAYPOINT_GATEWAY_CLASS } from "../control-plane/src/policy/validate.js";
 
 type Schema = Record<string, unknown>;
 
@@ -115,6 +115,16 @@ function specSchema(): Schema {
   if ((target.required as string[]).length === 0) delete target.required;
   // validatePolicy's rules that a structural schema cannot say.
   target["x-kubernetes-validations"] = [{ rule: "has(self.selector) != has(self.targetRefs)", message: "exactly one of selector or targetRefs is required" }];
+  const refs = (target.properties as Record<string, Schema>).targetRefs as Schema;
+  const groupOf = [...TARGET_REF_GROUPS].map(([kind, group]) => `self.kind == ${celString(kind)} ? ${celString(group)} : `).join("");
+  refs.items = {
+    ...(refs.items as Schema),
+    "x-kubernetes-validations": [
+      // policyattachment.go matchesGroupKind on CanonicalGroup (empty reads as core), as validatePolicy.
+      { rule: `(has(self.group) && self.group != '' ? self.group : 'core') == (${groupOf}'')`, message: "group must be gateway.networking.k8s.io for Gateway and GatewayClass, networking.istio.io for ServiceEntry, empty or core for Service (what Istio attaches)" },
+      { rule: `self.kind != 'GatewayClass' || self.name == ${celString(WAYPOINT_GATEWAY_CLASS)}`, message: `the only GatewayClass Istio attaches a policy to is ${WAYPOINT_GATEWAY_CLASS}` },
+    ],
+  };
   properties.target = target;
   const pluginConfig = properties.pluginConfig as Schema;
   pluginConfig["x-kubernetes-validations"] = [...((pluginConfig["x-kubernetes-validations"] as unknown[]) ?? []), { rule: "!has(self.policySource)", message: "policySource is only for a filter's local pluginConfig, never in a policy" }];

@@ -20,6 +20,8 @@ import { parseAllDocuments, type Document } from "yaml";
 
 /** Files (under the root) and the paths in them that `make manifests` writes. */
 export const WASMPLUGIN_FILE = "istio/base/wasmplugin.yaml";
+/** The second WasmPlugin of WASMPLUGIN_FILE: the filter on ambient waypoints. */
+export const WAYPOINT_WASMPLUGIN = "tokentrace-waypoint";
 export const CONFIGMAP_FILE = "istio/base/configmap.yaml";
 export const ENVOYFILTER_FILE = "istio/envoyfilter/envoyfilter.yaml";
 export const CRD_FILE = "istio/base/samplingpolicy-crd.yaml";
@@ -106,6 +108,9 @@ export function updateManifests(root: string, pins: Pins): { pinned: Record<stri
   const plugin = docOfKind(wpDocs, wpPath, "WasmPlugin", "tokentrace");
   pinned.wasmPlugin = pinFor(String(plugin.getIn(["spec", "url"])), pins);
   plugin.setIn(["spec", "sha256"], pinned.wasmPlugin);
+  // The waypoints' WasmPlugin (ambient mode) pulls the same module.
+  const waypoint = docOfKind(wpDocs, wpPath, "WasmPlugin", WAYPOINT_WASMPLUGIN);
+  waypoint.setIn(["spec", "sha256"], pinFor(String(waypoint.getIn(["spec", "url"])), pins));
   const pluginConfig: unknown = plugin.getIn(["spec", "pluginConfig"], false);
   const configJson = JSON.stringify((pluginConfig as { toJSON(): unknown } | undefined)?.toJSON() ?? {});
   if (save(wpPath, wpDocs, wpText)) changed.push(WASMPLUGIN_FILE);

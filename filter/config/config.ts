@@ -140,6 +140,8 @@ export class Config {
   tokenTraceIdHeader: ArrayBuffer = String.UTF8.encode(DEFAULT_TOKEN_TRACE_ID_HEADER);
   maxRoutes: i32 = DEFAULT_MAX_ROUTES;
   maxModels: i32 = DEFAULT_MAX_MODELS;
+  /** On a waypoint: distinct destination pods labelled per VM (0: none, the sidecar default). */
+  maxDestinationPods: i32 = 0;
   /** Counter increments are held in the VM and flushed this often (0: sent as they happen). */
   statsFlushIntervalMs: i32 = DEFAULT_STATS_FLUSH_INTERVAL_MS;
   llm: LlmConfig = new LlmConfig();
@@ -268,7 +270,7 @@ class Validator {
     }
     const stats = root.get("stats");
     if (stats !== null) {
-      if (!this.objectWithKeys(stats, "stats", ["maxRoutes", "maxModels", "flushIntervalMs"])) return null;
+      if (!this.objectWithKeys(stats, "stats", ["maxRoutes", "maxModels", "maxDestinationPods", "flushIntervalMs"])) return null;
       const flush = stats.get("flushIntervalMs");
       if (flush !== null) {
         if (!this.integer(flush, "stats.flushIntervalMs", 0, 60000)) return null;
@@ -283,6 +285,11 @@ class Validator {
       if (maxModels !== null) {
         if (!this.integer(maxModels, "stats.maxModels", 1, 1024)) return null;
         c.maxModels = <i32>maxModels.num;
+      }
+      const maxDestinationPods = stats.get("maxDestinationPods");
+      if (maxDestinationPods !== null) {
+        if (!this.integer(maxDestinationPods, "stats.maxDestinationPods", 0, 1024)) return null;
+        c.maxDestinationPods = <i32>maxDestinationPods.num;
       }
     }
     const llm = root.get("llm");

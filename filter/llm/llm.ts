@@ -295,7 +295,8 @@ export class LlmExchange {
    * Records the request's LLM stats; `startNs` and `endNs` are wall-clock request start and end,
    * `statusCode` the response's (0: none).
    */
-  record(startNs: i64, endNs: i64, statusCode: i64): void {
+  /** Records the call's stats, under `route` (the request's, or on a waypoint its destination pod's). */
+  record(startNs: i64, endNs: i64, statusCode: i64, route: RouteStats): void {
     this.endResponse();
     const request = this.requestScanner;
     if (request !== null) request.finish();
@@ -379,7 +380,7 @@ export class LlmExchange {
     this.outputTokens = completionTokens;
     // The model asked for names the series; the one that answered stands in when the request had none.
     const model = this.requestModel.length > 0 ? this.requestModel : responseModel;
-    const llm = this.stats.forLlm(this.route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
+    const llm = this.stats.forLlm(route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
     this.stats.count(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
     const durationNs = endNs - startNs;
     if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));

@@ -44,6 +44,11 @@ export const TAG_STATUS_CLASS = "status_class";
 export const TAG_ERROR = "error";
 /** The type of a value redacted from captured content (no tag ends with "redacted", and it ends with none). */
 export const TAG_REDACTED = "redacted";
+/**
+ * On a waypoint (stats.maxDestinationPods > 0): the IP of the pod a request went to, so the
+ * pipeline can join the waypoint's stats with that pod's GPUs. No tag ends with "pod_ip", and it ends with none.
+ */
+export const TAG_POD_IP = "pod_ip";
 
 /** Label value for requests whose route name is empty (Istio's unnamed routes). */
 export const ROUTE_DEFAULT = "default";
@@ -65,6 +70,7 @@ export const enum ErrorReason {
   ModelOverflow,
   UsageInvalid,
   UnknownShape,
+  DestinationOverflow,
   COUNT,
 }
 
@@ -83,6 +89,7 @@ export function errorReasonName(reason: ErrorReason): string {
     case ErrorReason.ModelOverflow: return "model_overflow";
     case ErrorReason.UsageInvalid: return "usage_invalid";
     case ErrorReason.UnknownShape: return "unknown_shape";
+    case ErrorReason.DestinationOverflow: return "destination_overflow";
     default: return "unknown";
   }
 }
@@ -197,3 +204,5 @@ export function finishReasonName(index: i32): string {
 /** Model label for requests whose model is not known. */
 export const MODEL_UNKNOWN = "unknown";
 export const MODEL_OTHER = "other";
+/** Label value for destination pods past stats.maxDestinationPods. */
+export const POD_IP_OTHER = "other";

@@ -10,7 +10,7 @@ import {
   CONTENT_CAPTURED_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
-  TRACES_STARTED_TOTAL,
+  TRACES_STARTED_TOTAL, POD_IP_OTHER, TAG_POD_IP,
 } from "./metrics";
 
 /** No counter: its definition was refused (or not made yet); adding to it does nothing. */
@@ -51,10 +51,13 @@ export class Counters {
   }
 }
 
-/** The stats of one route label value. */
+/** The stats of one route label value (and, on a waypoint, one destination pod). */
 export class RouteStats {
   label: string;
-  private prefix: string;
+  /** The route's tags as a stat name prefix (with the destination pod's on a waypoint). */
+  prefix: string;
+  /** Unique per (route, destination pod): what LLM stats are keyed by. */
+  key: string;
   private counters: Counters;
   private requests: StaticArray<i32> = new StaticArray<i32>(CODE_CLASS_COUNT);
   durationMs: u32;
@@ -64,10 +67,11 @@ export class RouteStats {
   private bodyLimitExceeded: i32 = NO_COUNTER;
 
 
-  constructor(label: string, counters: Counters) {
+  constructor(label: string, counters: Counters, podIp: string = "") {
     this.label = label;
     this.counters = counters;
-    this.prefix = tagSegment(TAG_ROUTE, label);
+    this.prefix = tagSegment(TAG_ROUTE, label) + (podIp.length > 0 ? tagSegment(TAG_POD_IP, podIp) : "");
+    this.key = podIp.length > 0 ? label + "\0" + podIp : label;
     for (let i = 0; i < CODE_CLASS_COUNT; i++) this.requests[i] = NO_COUNTER;
     this.durationMs = host.defineMetric(host.MetricKind.Histogram, this.prefix + REQUEST_DURATION_MS);
     this.tracesStarted = counters.define(this.prefix + TRACES_STARTED_TOTAL);
@@ -107,8 +111,8 @@ export class LlmStats {
   streamChunks: i32;
   usageMissing: i32;
 
-  constructor(route: string, model: string, counters: Counters) {
-    const prefix = tagSegment(TAG_ROUTE, route) + tagSegment(TAG_MODEL, model);
+  constructor(route: RouteStats, model: string, counters: Counters) {
+    const prefix = route.prefix + tagSegment(TAG_MODEL, model);
     this.prefix = prefix;
     this.counters = counters;
     for (let i = 0; i < 2 * FINISH_REASON_COUNT; i++) this.requests[i] = NO_COUNTER;
@@ -141,6 +145,10 @@ export class Stats {
   private errors: StaticArray<i32> = new StaticArray<i32>(ErrorReason.COUNT);
   maxRoutes: i32;
   maxModels: i32;
+  /** Distinct destination pods per VM (a waypoint's stats.maxDestinationPods; 0: not labelled). */
+  maxDestinationPods: i32 = 0;
+  private destinationPods: Set<string> = new Set();
+  private byDestination: Map<string, RouteStats> = new Map();
   private counters: Counters = new Counters();
   private models: Set<string> = new Set();
   private llm: Map<string, LlmStats> = new Map();
@@ -235,10 +243,30 @@ export class Stats {
         this.models.add(model);
       }
     }
-    const key = route.label + "\0" + model;
+    const key = route.key + "\0" + model;
     if (this.llm.has(key)) return this.llm.get(key);
-    const stats = new LlmStats(route.label, model, this.counters);
+    const stats = new LlmStats(route, model, this.counters);
     this.llm.set(key, stats);
+    return stats;
+  }
+
+  /**
+   * The stats of `route` for one destination pod (a sanitised IP); pods past maxDestinationPods
+   * share "other" and count an overflow on every request.
+   */
+  forDestination(route: RouteStats, podIp: string): RouteStats {
+    if (!this.destinationPods.has(podIp)) {
+      if (this.destinationPods.size >= this.maxDestinationPods) {
+        this.error(ErrorReason.DestinationOverflow);
+        podIp = POD_IP_OTHER;
+      } else {
+        this.destinationPods.add(podIp);
+      }
+    }
+    const key = route.label + "\0" + podIp;
+    if (this.byDestination.has(key)) return this.byDestination.get(key);
+    const stats = new RouteStats(route.label, this.counters, podIp);
+    this.byDestination.set(key, stats);
     return stats;
   }
 

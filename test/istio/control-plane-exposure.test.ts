@@ -13,14 +13,14 @@ import { loadConfig } from "../../control-plane/src/config.js";
 import { manifests, one } from "./support.js";
 
 const all = manifests();
-const deployment = one(all, "Deployment", "tokentrace-control-plane");
+const statefulSet = one(all, "StatefulSet", "tokentrace-control-plane");
 const configMap = one(all, "ConfigMap", "tokentrace-control-plane");
 const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
 const service = one(all, "Service", "tokentrace-control-plane");
 const peer = one(all, "PeerAuthentication", "tokentrace-control-plane");
 const authz = one(all, "AuthorizationPolicy", "tokentrace-control-plane-filters");
 const netpol = one(all, "NetworkPolicy", "tokentrace-control-plane");
-const pod = deployment.spec.template.spec;
+const pod = statefulSet.spec.template.spec;
 const container = pod.containers[0];
 
 function deployed() {
@@ -53,10 +53,10 @@ describe("the control plane's exposure in istio/base", () => {
   });
 
   it("the sidecar captures exactly that port, STRICT mTLS holds on it, and the AuthorizationPolicy admits mesh identities to the filters' paths only there", () => {
-    assert.equal(deployment.spec.template.metadata.annotations["traffic.sidecar.istio.io/includeInboundPorts"], String(filtersPort));
+    assert.equal(statefulSet.spec.template.metadata.annotations["traffic.sidecar.istio.io/includeInboundPorts"], String(filtersPort));
     assert.deepEqual(peer.spec.portLevelMtls, { [String(filtersPort)]: { mode: "STRICT" } });
-    assert.deepEqual(peer.spec.selector, { matchLabels: deployment.spec.selector.matchLabels });
-    assert.deepEqual(authz.spec.selector, { matchLabels: deployment.spec.selector.matchLabels });
+    assert.deepEqual(peer.spec.selector, { matchLabels: statefulSet.spec.selector.matchLabels });
+    assert.deepEqual(authz.spec.selector, { matchLabels: statefulSet.spec.selector.matchLabels });
     assert.equal(authz.spec.action, "ALLOW");
     const operations = (authz.spec.rules as { from: { source: { principals: string[] } }[]; to: { operation: { ports: string[]; methods: string[]; paths: string[] } }[] }[]).flatMap((r) => {
       assert.deepEqual(r.from, [{ source: { principals: ["*"] } }], "a peer identity is required");
@@ -80,7 +80,7 @@ describe("the control plane's exposure in istio/base", () => {
     assert.equal(volume.secret?.optional, true);
     const mounts = (pod.containers as { volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[] }[]).flatMap((c) => c.volumeMounts.filter((m) => m.name === volume.name));
     assert.deepEqual(mounts, [{ name: volume.name, mountPath: config.content.keysDir, readOnly: true }]);
-    const secretsElsewhere = all.filter((m) => m.kind !== "Deployment" && JSON.stringify(m).includes("tokentrace-content-keys"));
+    const secretsElsewhere = all.filter((m) => m.kind !== "StatefulSet" && JSON.stringify(m).includes("tokentrace-content-keys"));
     assert.deepEqual(secretsElsewhere.map((m) => `${m.kind}/${m.metadata.name}`), [], "no other object names the key Secret (no RBAC on Secrets is needed)");
   });
 });

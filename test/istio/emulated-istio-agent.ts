@@ -40,11 +40,26 @@ function extractPluginWasm(layer: Buffer): Buffer {
 export type RegistryResolver = (host: string) => string;
 
 /**
+ * imagefetcher.go wasmKeyChain.Resolve: the dockerconfigjson's `auths` entry for the registry
+ * (host[:port]) gives Basic credentials (`auth` = base64 user:password, or username and password);
+ * no entry, or no pull secret, is anonymous.
+ */
+function authorizationFor(registry: string, pullSecret: Buffer | undefined): string | undefined {
+  if (pullSecret === undefined) return undefined;
+  const config = JSON.parse(pullSecret.toString("utf8")) as { auths?: Record<string, { auth?: string; username?: string; password?: string }> };
+  const entry = config.auths?.[registry];
+  if (entry === undefined) return undefined;
+  if (entry.auth !== undefined) return `Basic ${entry.auth}`;
+  if (entry.username !== undefined) return `Basic ${Buffer.from(`${entry.username}:${entry.password ?? ""}`).toString("base64")}`;
+  return undefined;
+}
+
+/**
  * cache.go getOrFetch for `url` with the WasmPlugin's `sha256` (`checksum`, "" = none):
  * http(s) hashes the downloaded bytes; oci pulls the manifest and takes its digest *before*
  * downloading the layer, compares, then extracts the compat (or Docker) variant.
  */
-export async function fetchWasmModule(url: string, checksum: string, resolve: RegistryResolver): Promise<FetchResult> {
+export async function fetchWasmModule(url: string, checksum: string, resolve: RegistryResolver, pullSecret?: Buffer): Promise<FetchResult> {
   const parsed = new URL(url);
   let expected = checksum;
   if (parsed.protocol === "http:" || parsed.protocol === "https:") {
@@ -75,8 +90,10 @@ export async function fetchWasmModule(url: string, checksum: string, resolve: Re
     reference = colon < 0 ? "latest" : rest.slice(colon + 1);
   }
   const base = `http://${resolve(hostPart)}/v2/${repo}`;
+  const authorization = authorizationFor(hostPart, pullSecret);
+  const auth: Record<string, string> = authorization === undefined ? {} : { authorization };
   // remote.Get accepts image manifests of these media types only (remote/image.go acceptableImageMediaTypes).
-  const manifestResponse = await fetch(`${base}/manifests/${reference}`, { headers: { accept: [OCI_MANIFEST, DOCKER_MANIFEST].join(",") } });
+  const manifestResponse = await fetch(`${base}/manifests/${reference}`, { headers: { accept: [OCI_MANIFEST, DOCKER_MANIFEST].join(","), ...auth } });
   if (!manifestResponse.ok) return { ok: false, error: `could not fetch Wasm OCI image: could not fetch manifest: status ${manifestResponse.status}` };
   const mediaType = (manifestResponse.headers.get("content-type") ?? "").split(";")[0]?.trim();
   if (mediaType !== OCI_MANIFEST && mediaType !== DOCKER_MANIFEST) return { ok: false, error: `could not fetch Wasm OCI image: unexpected media type ${mediaType}` };
@@ -91,7 +108,7 @@ export async function fetchWasmModule(url: string, checksum: string, resolve: Re
   // extractOCIStandardImage / extractDockerImage: the last layer, of the variant's layer type.
   const wantLayer = manifest.mediaType === DOCKER_MANIFEST ? DOCKER_LAYER : OCI_LAYER;
   if (last.mediaType !== wantLayer) return { ok: false, error: `could not fetch Wasm binary: invalid media type ${last.mediaType} (expect ${wantLayer})` };
-  const layerResponse = await fetch(`${base}/blobs/${last.digest}`);
+  const layerResponse = await fetch(`${base}/blobs/${last.digest}`, { headers: auth });
   const layer = Buffer.from(await layerResponse.arrayBuffer());
   // go-containerregistry verifies every blob it reads against its digest.
   if (!layerResponse.ok || `sha256:${hex(layer)}` !== last.digest) return { ok: false, error: `could not fetch Wasm binary: layer ${last.digest} failed verification` };
@@ -108,8 +125,11 @@ export async function fetchWasmModule(url: string, checksum: string, resolve: Re
 export interface WasmFilterConfig {
   failure_policy?: "UNSPECIFIED" | "FAIL_RELOAD" | "FAIL_CLOSED" | "FAIL_OPEN";
   fail_open?: boolean;
-  vm_config: { code: { remote: { http_uri: { uri: string }; sha256?: string } } };
+  vm_config: { code: { remote: { http_uri: { uri: string }; sha256?: string } }; environment_variables?: { key_values: Record<string, string> } };
 }
+
+/** pkg/model/wasm.go WasmSecretEnv: the VM env var istiod puts a pull secret in, for the agent to take out. */
+export const WASM_SECRET_ENV = "ISTIO_META_WASM_IMAGE_PULL_SECRET";
 
 /** The ECDS resource the agent forwards to Envoy. */
 export type ForwardedConfig = { typeUrl: typeof WASM_HTTP_TYPE; wasm: Buffer } | { typeUrl: typeof RBAC_HTTP_TYPE; allowAll: boolean; error: string };
@@ -127,19 +147,41 @@ export function failsOpen(config: WasmFilterConfig): boolean {
  */
 export async function convertWasmExtensionConfig(config: WasmFilterConfig, resolve: RegistryResolver): Promise<ForwardedConfig> {
   const remote = config.vm_config.code.remote;
-  const fetched = await fetchWasmModule(remote.http_uri.uri, remote.sha256 ?? "", resolve);
+  // rewriteVMConfig: a pull secret env present but empty (istiod found no such Secret) fails the fetch.
+  const secret = config.vm_config.environment_variables?.key_values[WASM_SECRET_ENV];
+  if (secret === "") return { typeUrl: RBAC_HTTP_TYPE, allowAll: failsOpen(config), error: "cannot fetch Wasm module: missing image pulling secret" };
+  const fetched = await fetchWasmModule(remote.http_uri.uri, remote.sha256 ?? "", resolve, secret === undefined ? undefined : Buffer.from(secret, "utf8"));
   if (fetched.ok) return { typeUrl: WASM_HTTP_TYPE, wasm: fetched.wasm };
   return { typeUrl: RBAC_HTTP_TYPE, allowAll: failsOpen(config), error: fetched.error };
 }
 
+/** A Secret as istiod's credentials controller reads it. */
+export interface SecretObject {
+  type: string;
+  data: Record<string, Buffer>;
+}
+
 /**
  * The Wasm config istiod sends for a WasmPlugin (pilot/pkg/model/extensions.go buildWasmConfig and
- * buildDataSource): url (oci:// when no scheme) and sha256 into remote, failStrategy into failure_policy.
+ * buildDataSource): url (oci:// when no scheme) and sha256 into remote, failStrategy into
+ * failure_policy. An imagePullSecret is looked up in the plugin's own namespace whatever its name
+ * says (extensions.go forces the namespace), through GetDockerCredential (credentials/kube/secrets.go:
+ * type kubernetes.io/dockerconfigjson, key .dockerconfigjson); updatePluginConfig
+ * (networking/core/extension/extensionfilter.go) puts its content in the VM env, or "" when not found.
  */
-export function wasmConfigOfPlugin(spec: { url: string; sha256?: string; failStrategy?: string }): WasmFilterConfig {
+export function wasmConfigOfPlugin(
+  spec: { url: string; sha256?: string; failStrategy?: string; imagePullSecret?: string },
+  pullSecrets?: { namespace: string; secrets: Map<string, SecretObject> },
+): WasmFilterConfig {
   const url = /^[a-z]+:\/\//.test(spec.url) ? spec.url : `oci://${spec.url}`;
   const policy = spec.failStrategy === "FAIL_OPEN" ? "FAIL_OPEN" : spec.failStrategy === "FAIL_RELOAD" ? "FAIL_RELOAD" : spec.failStrategy === "FAIL_CLOSE" ? "FAIL_CLOSED" : undefined;
   const config: WasmFilterConfig = { vm_config: { code: { remote: { http_uri: { uri: url }, sha256: spec.sha256 ?? "" } } } };
   if (policy !== undefined) config.failure_policy = policy;
+  if (spec.imagePullSecret !== undefined && spec.imagePullSecret !== "") {
+    const name = spec.imagePullSecret.split("/").pop() ?? "";
+    const secret = pullSecrets?.secrets.get(`${pullSecrets.namespace}/${name}`);
+    const cred = secret?.type === "kubernetes.io/dockerconfigjson" ? secret.data[".dockerconfigjson"] : undefined;
+    config.vm_config.environment_variables = { key_values: { [WASM_SECRET_ENV]: cred === undefined ? "" : cred.toString("utf8") } };
+  }
   return config;
 }

@@ -106,3 +106,67 @@ export function deliverExtensionConfig(slot: HttpFilter, typeUrl: string): SlotO
   if ((slot.typeUrls ?? []).includes(typeUrl)) return { kind: "configured", typeUrl };
   return { kind: "missing-config", status: 500, rejected: `Error: filter config has type URL ${typeUrl} but expect ${(slot.typeUrls ?? []).join(", ")}.` };
 }
+
+/** A proxy as istiod sees it for policy attachment: a sidecar or an ambient waypoint. */
+export interface AttachProxy {
+  namespace: string;
+  labels: Record<string, string>;
+  /** model.Proxy.IsWaypointProxy (node type Waypoint). */
+  waypoint: boolean;
+  /** Services whose traffic a waypoint listener carries (ListenerInfo.Services): Kubernetes Services or ServiceEntries. */
+  services?: { name: string; namespace: string; registry: "Kubernetes" | "External" }[];
+}
+
+/** What attachment reads of a WasmPlugin (a TrafficExtension at this commit). */
+export interface AttachPlugin {
+  namespace: string;
+  name: string;
+  selector?: { matchLabels?: Record<string, string> };
+  targetRefs?: { group?: string; kind: string; name: string; namespace?: string }[];
+  match?: TrafficSelector[];
+}
+
+/** The label naming the Gateway a workload is an instance of (policyattachment.go workloadGatewayName). */
+export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
+
+// pkg/config/model.go CanonicalGroup: an empty group is "core".
+const canonicalGroup = (group: string | undefined): string => (group === undefined || group === "" ? "core" : group);
+// policyattachment.go matchesGroupKind.
+const matchesGroupKind = (ref: { group?: string; kind: string }, group: string, kind: string): boolean => canonicalGroup(ref.group) === canonicalGroup(group) && ref.kind === kind;
+
+/** pilot/pkg/model/policyattachment.go ShouldAttachPolicy (EnableSelectorBasedK8sGatewayPolicy at its default, true). */
+export function shouldAttachPolicy(proxy: AttachProxy, plugin: AttachPlugin, rootNamespace: string): boolean {
+  const gatewayName = proxy.labels[GATEWAY_NAME_LABEL];
+  const refs = plugin.targetRefs ?? [];
+  // isSelected: no selector selects every workload.
+  const selected = (): boolean => Object.entries(plugin.selector?.matchLabels ?? {}).every(([k, v]) => proxy.labels[k] === v);
+  // Not a Gateway API workload (a sidecar): a policy with targetRefs is ignored altogether.
+  if (gatewayName === undefined) return refs.length === 0 && selected();
+  // A gateway with no targetRefs falls back to the selector; a waypoint never uses it.
+  if (refs.length === 0) return !proxy.waypoint && selected();
+  for (const ref of refs) {
+    const services = proxy.services ?? [];
+    if (proxy.waypoint && matchesGroupKind(ref, "", "Service") && services.some((s) => s.name === ref.name && s.namespace === plugin.namespace && s.registry === "Kubernetes")) return true;
+    if (proxy.waypoint && matchesGroupKind(ref, "networking.istio.io", "ServiceEntry") && services.some((s) => s.name === ref.name && s.namespace === plugin.namespace && s.registry === "External")) return true;
+    // constants.WaypointGatewayClassName, for a policy in the root namespace only.
+    if (plugin.namespace === rootNamespace && proxy.waypoint && matchesGroupKind(ref, "gateway.networking.k8s.io", "GatewayClass") && ref.name === "istio-waypoint") return true;
+    if (proxy.namespace !== plugin.namespace) continue;
+    if (!(ref.namespace === undefined || ref.namespace === "" || ref.namespace === proxy.namespace)) continue;
+    if (matchesGroupKind(ref, "gateway.networking.k8s.io", "Gateway") && ref.name === gatewayName) return true;
+  }
+  return false;
+}
+
+/**
+ * The WasmPlugins on a proxy's HTTP listener: push_context.go TrafficExtensionsByListenerInfo looks
+ * in the proxy's namespace, the root namespace and its services' namespaces, then
+ * extensions.go MatchListener (ShouldAttachPolicy, then the traffic selectors). A waypoint's
+ * listener is class SidecarInbound with no port (listener_waypoint.go buildWaypointHTTPFilters).
+ */
+export function pluginsOnHttpListener(proxy: AttachProxy, plugins: AttachPlugin[], rootNamespace: string, port: number): string[] {
+  const namespaces = new Set([proxy.namespace, rootNamespace, ...(proxy.services ?? []).map((s) => s.namespace)]);
+  const listenerPort = proxy.waypoint ? 0 : port;
+  return plugins
+    .filter((p) => namespaces.has(p.namespace) && shouldAttachPolicy(proxy, p, rootNamespace) && wasmPluginApplies(p.match, "SIDECAR_INBOUND", listenerPort))
+    .map((p) => `${p.namespace}/${p.name}`);
+}

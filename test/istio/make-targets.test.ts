@@ -58,7 +58,7 @@ describe("make manifests", () => {
     // Only the hash lines differ from the committed files.
     const committed = readFileSync(join(REPO, WASMPLUGIN_FILE), "utf8").split("\n");
     const changed = after1[0]!.split("\n").filter((line, i) => line !== committed[i]);
-    assert.deepEqual(changed, [`  sha256: ${digest}`]);
+    assert.deepEqual(changed, [`  sha256: ${digest}`, `  sha256: ${digest}`], "the sidecars' and the waypoints' WasmPlugin");
     assert.match(runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]), /manifests already up to date\n$/);
     const after2 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
     assert.deepEqual(after2, after1);

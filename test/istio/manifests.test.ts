@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { envOverrides, loadConfig, type Config } from "../../control-plane/src/config.js";
+import { pipelineConfigOf } from "../../control-plane/src/pipeline/config.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { desiredWasmPlugin, managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
@@ -28,16 +29,16 @@ function errorsOf(m: Manifest | Record<string, unknown>): string[] {
 const all = manifests();
 const plugin = one(all, "WasmPlugin", "tokentrace");
 const envoyFilter = one(all, "EnvoyFilter", "tokentrace");
-const deployment = one(all, "Deployment", "tokentrace-control-plane");
+const statefulSet = one(all, "StatefulSet", "tokentrace-control-plane");
 const service = one(all, "Service", "tokentrace-control-plane");
 const serviceAccount = one(all, "ServiceAccount", "tokentrace-control-plane");
 const configMap = one(all, "ConfigMap", "tokentrace-control-plane");
 const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
-const container = deployment.spec.template.spec.containers[0];
+const container = statefulSet.spec.template.spec.containers[0];
 const filterSchema = JSON.parse(readFileSync(join(REPO, "filter/config.schema.json"), "utf8")) as object;
 const validatePluginConfig = new Ajv2020({ strict: true, allErrors: true }).compile(filterSchema);
 
-/** The control plane's config as the Deployment loads it (config.yaml, env ConfigMap, a token), or the loader's errors. */
+/** The control plane's config as the StatefulSet loads it (config.yaml, env ConfigMap, a token), or the loader's errors. */
 function deployedConfig(mutateFile: (text: string) => string = (t) => t): ReturnType<typeof loadConfig> & { path: string } {
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-istio-"));
   try {
@@ -65,7 +66,7 @@ describe("istio/ manifests against the real schemas", () => {
     ["ServiceAccount", "tokentrace-control-plane", (o) => { o.automountServiceAccountTokn = false; }, "automountServiceAccountTokn"],
     ["ConfigMap", "tokentrace-control-plane", (o) => { o.binarydata = {}; }, "binarydata"],
     ["Service", "tokentrace-control-plane", (o) => { o.spec.ports[0].targetport = "http"; }, "spec.ports[0].targetport"],
-    ["Deployment", "tokentrace-control-plane", (o) => { o.spec.template.spec.containers[0].readinessProbe.httpGet.paht = "/readyz"; }, "spec.template.spec.containers[0].readinessProbe.httpGet.paht"],
+    ["StatefulSet", "tokentrace-control-plane", (o) => { o.spec.template.spec.containers[0].readinessProbe.httpGet.paht = "/readyz"; }, "spec.template.spec.containers[0].readinessProbe.httpGet.paht"],
     ["PodDisruptionBudget", "tokentrace-control-plane", (o) => { o.spec.minAvailble = 1; }, "spec.minAvailble"],
     ["ClusterRole", "tokentrace-control-plane", (o) => { o.rules[0].resourcenames = ["x"]; }, "rules[0].resourcenames"],
     ["ClusterRoleBinding", "tokentrace-control-plane", (o) => { o.subjects[0].namspace = "x"; }, "subjects[0].namspace"],
@@ -100,8 +101,8 @@ describe("istio/ manifests against the real schemas", () => {
     ["WasmPlugin with both selector and targetRefs (its CEL rule)", plugin, (o) => { o.spec.targetRefs = [{ kind: "Service", name: "vllm" }]; }, /^spec: .*only one of targetRefs or selector can be set/],
     ["EnvoyFilter whose match names a listener and a cluster (its oneOf)", envoyFilter, (o) => { o.spec.configPatches[1].match.cluster = { name: "outbound|8000||vllm" }; }, /^spec\.configPatches\[1\]\.match: .*must validate one and only one schema \(oneOf\)/],
     ["EnvoyFilter with an unknown patch operation", envoyFilter, (o) => { o.spec.configPatches[0].patch.operation = "APPEND"; }, /^spec\.configPatches\[0\]\.patch\.operation: Unsupported value/],
-    ["Deployment with a string container port", deployment, (o) => { o.spec.template.spec.containers[0].ports[0].containerPort = "http"; }, /^spec\.template\.spec\.containers\[0\]\.ports\[0\]\.containerPort: .*must be of type integer/],
-    ["Deployment with a memory request that is no quantity", deployment, (o) => { o.spec.template.spec.containers[0].resources.requests.memory = "128 MB"; }, /^spec\.template\.spec\.containers\[0\]\.resources\.requests\.memory: .*anyOf/],
+    ["StatefulSet with a string container port", statefulSet, (o) => { o.spec.template.spec.containers[0].ports[0].containerPort = "http"; }, /^spec\.template\.spec\.containers\[0\]\.ports\[0\]\.containerPort: .*must be of type integer/],
+    ["StatefulSet with a memory request that is no quantity", statefulSet, (o) => { o.spec.template.spec.containers[0].resources.requests.memory = "128 MB"; }, /^spec\.template\.spec\.containers\[0\]\.resources\.requests\.memory: .*anyOf/],
     ["Service with a named port number", service, (o) => { o.spec.ports[0].port = "http"; }, /^spec\.ports\[0\]\.port: .*must be of type integer/],
     ["IstioOperator whose extraStatTags is not a list", one(all, "IstioOperator", "tokentrace"), (o) => { o.spec.meshConfig.defaultConfig.extraStatTags = "route"; }, /^spec\.meshConfig\.defaultConfig\.extraStatTags: .*must be of type array/],
     ["IstioOperator with a status (istioctl's IstioOperator has none)", one(all, "IstioOperator", "tokentrace"), (o) => { o.status = {}; }, /^status: unknown field/],
@@ -211,28 +212,47 @@ describe("mesh settings", () => {
   });
 });
 
-describe("control plane Deployment, Service, RBAC and config", () => {
-  it("runs two or more replicas, rolls without losing one, spreads them, and a PodDisruptionBudget keeps one through a drain", () => {
-    assert.ok(deployment.spec.replicas >= 2);
-    assert.equal(deployment.spec.strategy.type, "RollingUpdate");
-    assert.equal(deployment.spec.strategy.rollingUpdate.maxUnavailable, 0);
+describe("control plane StatefulSet, Service, RBAC and config", () => {
+  it("runs two or more replicas, rolls one pod at a time once the last one's hand-over is done, spreads them over zones and nodes, and a PodDisruptionBudget keeps one through a drain", () => {
+    assert.ok(statefulSet.spec.replicas >= 2);
+    assert.equal(statefulSet.spec.updateStrategy.type, "RollingUpdate");
+    assert.equal(statefulSet.spec.updateStrategy.rollingUpdate?.maxUnavailable, undefined, "one pod at a time");
+    // A restarted replica's targets change hands at a scrape boundary at most two membership
+    // periods (a third of the lease each) and one interval after it joins (pipeline/handover.ts).
+    const config = deployedConfig();
+    assert.ok(config.ok, config.ok ? "" : config.errors.join("; "));
+    const pipeline = pipelineConfigOf((config as { config: Config }).config.pipeline);
+    assert.ok(pipeline.ok);
+    const { sharding, scrape } = pipeline.config;
+    assert.ok(statefulSet.spec.minReadySeconds * 1000 >= (2 * sharding.leaseDurationMs) / 3 + scrape.intervalMs, `minReadySeconds ${statefulSet.spec.minReadySeconds}`);
     const pdb = one(all, "PodDisruptionBudget", "tokentrace-control-plane");
-    assert.equal(pdb.metadata.namespace, deployment.metadata.namespace);
-    assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
-    assert.ok(pdb.spec.minAvailable >= 1 && pdb.spec.minAvailable < deployment.spec.replicas, "a drain can still evict one replica at a time");
-    const spread = deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
-    assert.equal(spread.topologyKey, "kubernetes.io/hostname");
-    assert.deepEqual(spread.labelSelector.matchLabels, deployment.spec.selector.matchLabels);
+    assert.equal(pdb.metadata.namespace, statefulSet.metadata.namespace);
+    assert.deepEqual(pdb.spec.selector.matchLabels, statefulSet.spec.selector.matchLabels);
+    assert.ok(pdb.spec.minAvailable >= 1 && pdb.spec.minAvailable < statefulSet.spec.replicas, "a drain can still evict one replica at a time");
+    const spread = statefulSet.spec.template.spec.topologySpreadConstraints as Array<{ topologyKey: string; maxSkew: number; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } }>;
+    assert.deepEqual(spread.map((c) => [c.topologyKey, c.maxSkew, c.whenUnsatisfiable]), [["topology.kubernetes.io/zone", 1, "ScheduleAnyway"], ["kubernetes.io/hostname", 1, "ScheduleAnyway"]]);
+    for (const c of spread) assert.deepEqual(c.labelSelector.matchLabels, statefulSet.spec.selector.matchLabels);
+    assert.equal(statefulSet.spec.serviceName, service.metadata.name);
+  });
+
+  it("keeps each replica's remote-write queue on a persistent volume of its own (a claim template, never an emptyDir), kept when scaled down", () => {
+    const queueDir = (parseYaml(configMap.data["config.yaml"]) as { pipeline: { remoteWrite: { queueDir: string } } }).pipeline.remoteWrite.queueDir;
+    const mount = (container.volumeMounts as Array<{ name: string; mountPath: string }>).find((v) => queueDir === v.mountPath || queueDir.startsWith(`${v.mountPath}/`));
+    const claim = (statefulSet.spec.volumeClaimTemplates as Array<{ metadata: { name: string }; spec: { accessModes: string[]; resources: { requests: { storage: string } } } }>).find((c) => c.metadata.name === mount?.name);
+    assert.ok(claim, `${queueDir} is on a volumeClaimTemplate`);
+    assert.deepEqual(claim.spec.accessModes, ["ReadWriteOnce"]);
+    assert.ok(!(statefulSet.spec.template.spec.volumes as Array<{ name: string }>).some((v) => v.name === mount?.name), "no pod volume shadows the claim");
+    assert.deepEqual(statefulSet.spec.persistentVolumeClaimRetentionPolicy, { whenDeleted: "Retain", whenScaled: "Retain" });
   });
 
   it("everything of the control plane lives in its Namespace", () => {
     const ns = one(all, "Namespace", "tokentrace-system");
-    for (const m of [deployment, service, serviceAccount, configMap, envConfigMap]) assert.equal(m.metadata.namespace, ns.metadata.name, `${m.kind} ${m.metadata.name}`);
+    for (const m of [statefulSet, service, serviceAccount, configMap, envConfigMap]) assert.equal(m.metadata.namespace, ns.metadata.name, `${m.kind} ${m.metadata.name}`);
   });
 
-  it("Service selects the Deployment's pods and targets its named container port 8080", () => {
-    const podLabels = deployment.spec.template.metadata.labels as Record<string, string>;
-    assert.deepEqual(deployment.spec.selector.matchLabels, Object.fromEntries(Object.keys(deployment.spec.selector.matchLabels).map((k) => [k, podLabels[k]])));
+  it("Service selects the StatefulSet's pods and targets its named container port 8080", () => {
+    const podLabels = statefulSet.spec.template.metadata.labels as Record<string, string>;
+    assert.deepEqual(statefulSet.spec.selector.matchLabels, Object.fromEntries(Object.keys(statefulSet.spec.selector.matchLabels).map((k) => [k, podLabels[k]])));
     for (const [k, v] of Object.entries(service.spec.selector as Record<string, string>)) assert.equal(podLabels[k], v, `service selector ${k}`);
     const [port] = service.spec.ports;
     assert.equal(port.port, 8080);
@@ -241,7 +261,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
   });
 
   it("runs as the ServiceAccount that the RBAC binding names", () => {
-    assert.equal(deployment.spec.template.spec.serviceAccountName, serviceAccount.metadata.name);
+    assert.equal(statefulSet.spec.template.spec.serviceAccountName, serviceAccount.metadata.name);
     const binding = one(all, "ClusterRoleBinding", "tokentrace-control-plane");
     assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
     assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "tokentrace-control-plane" });
@@ -282,7 +302,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
   it("leader election is granted exactly the Lease calls it makes, on its own Lease in its own namespace (a Role, not cluster-wide)", () => {
     const role = one(all, "Role", "tokentrace-control-plane-leader-election");
     const binding = one(all, "RoleBinding", "tokentrace-control-plane-leader-election");
-    assert.equal(role.metadata.namespace, deployment.metadata.namespace);
+    assert.equal(role.metadata.namespace, statefulSet.metadata.namespace);
     assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
     assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
     const grants = new Set<string>();
@@ -317,7 +337,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath, "metadata.namespace");
     const role = one(all, "Role", "tokentrace-control-plane-pipeline-members");
     const binding = one(all, "RoleBinding", "tokentrace-control-plane-pipeline-members");
-    assert.equal(role.metadata.namespace, deployment.metadata.namespace);
+    assert.equal(role.metadata.namespace, statefulSet.metadata.namespace);
     assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
     assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
     const grants = new Set<string>();
@@ -333,7 +353,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     assert.deepEqual([...grants].sort(), [...used].sort());
   });
 
-  it("the ConfigMap's config.yaml loads with the control plane's own loader, with the Deployment's env and args", () => {
+  it("the ConfigMap's config.yaml loads with the control plane's own loader, with the StatefulSet's env and args", () => {
     const result = deployedConfig();
     assert.equal(result.ok, true, result.ok ? "" : result.errors.join("; "));
     if (!result.ok) return;
@@ -370,7 +390,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     const args = container.args as string[];
     const configPath = args[args.indexOf("--config") + 1]!;
     const mount = container.volumeMounts.find((v: { mountPath: string }) => configPath.startsWith(`${v.mountPath}/`));
-    const volume = deployment.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name);
+    const volume = statefulSet.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name);
     assert.equal(volume.configMap.name, configMap.metadata.name);
     assert.ok(volume.configMap.items.some((i: { key: string; path: string }) => i.key === "config.yaml" && configPath === `${mount.mountPath}/${i.path}`));
     const config = parseYaml(configMap.data["config.yaml"]) as { store: { mode: string; path?: string }; pipeline: { remoteWrite: { queueDir: string } } };
@@ -398,7 +418,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
   });
 
   it("runs non-root with a read-only root filesystem, no privilege escalation, no capabilities, and resources set", () => {
-    const pod = deployment.spec.template.spec.securityContext;
+    const pod = statefulSet.spec.template.spec.securityContext;
     assert.equal(pod.runAsNonRoot, true);
     assert.ok(pod.runAsUser > 0);
     assert.equal(container.securityContext.readOnlyRootFilesystem, true);
@@ -407,7 +427,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     assert.ok(container.resources.requests.cpu && container.resources.requests.memory && container.resources.limits.memory);
     // SIGTERM handling needs shutdownGraceMs inside the pod's grace period.
     const config = parseYaml(configMap.data["config.yaml"]) as { shutdownGraceMs: number };
-    assert.ok(deployment.spec.template.spec.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs);
+    assert.ok(statefulSet.spec.template.spec.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs);
   });
 
   it("probes and the scrape annotation hit routes the control plane serves, on its port", async () => {
@@ -415,7 +435,7 @@ describe("control plane Deployment, Service, RBAC and config", () => {
     const probes = [container.readinessProbe.httpGet, container.livenessProbe.httpGet] as Array<{ path: string; port: string }>;
     assert.deepEqual(probes.map((p) => p.path), ["/readyz", "/healthz"]);
     for (const p of probes) assert.equal(portByName.get(p.port), 8080);
-    const annotations = deployment.spec.template.metadata.annotations as Record<string, string>;
+    const annotations = statefulSet.spec.template.metadata.annotations as Record<string, string>;
     assert.equal(Number(annotations["prometheus.io/port"]), 8080);
     const app = await startTestApp();
     try {

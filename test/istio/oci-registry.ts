@@ -24,8 +24,12 @@ interface IndexEntry {
   annotations?: Record<string, string>;
 }
 
-/** Serves `layoutDir` as repository `repo`; tags come from the layout's ref.name annotations. */
-export async function startOciRegistry(layoutDir: string, repo: string): Promise<OciRegistry> {
+/**
+ * Serves `layoutDir` as repository `repo`; tags come from the layout's ref.name annotations. With
+ * `basicAuth` it is a private registry: every /v2/ request without those credentials gets 401 and
+ * a Basic challenge (distribution spec "Authentication", as a registry behind basic auth answers).
+ */
+export async function startOciRegistry(layoutDir: string, repo: string, basicAuth?: { username: string; password: string }): Promise<OciRegistry> {
   const index = JSON.parse(readFileSync(join(layoutDir, "index.json"), "utf8")) as { manifests: IndexEntry[] };
   const blob = (digest: string): Buffer | undefined => {
     if (!/^sha256:[a-f0-9]{64}$/.test(digest)) return undefined;
@@ -36,8 +40,13 @@ export async function startOciRegistry(layoutDir: string, repo: string): Promise
     }
   };
   const pulls: string[] = [];
+  const expectedAuth = basicAuth === undefined ? undefined : `Basic ${Buffer.from(`${basicAuth.username}:${basicAuth.password}`).toString("base64")}`;
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://registry");
+    if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
+      res.writeHead(401, { "content-type": "application/json", "www-authenticate": 'Basic realm="registry"' }).end(JSON.stringify({ errors: [{ code: "UNAUTHORIZED" }] }));
+      return;
+    }
     const prefix = `/v2/${repo}/`;
     if (url.pathname === "/v2/") {
       res.writeHead(200, { "content-type": "application/json" }).end("{}");

@@ -41,6 +41,17 @@ const corpus: Array<[string, Edit]> = [
   ["an unknown protocol", (p) => { p.pluginConfig.llm = { protocols: { vllm: { pathSuffixes: ["/x"] } } }; }],
   ["a content size under 256 bytes", (p) => { p.pluginConfig.spans = { cluster: "otel", content: { maxBytes: 100 } }; }],
   ["a pseudonym salt under 32 characters", (p) => { p.pluginConfig.spans = { cluster: "otel", content: { pseudonyms: { salt: "short" } } }; }],
+  ["a waypoint's Service (group absent)", (p) => { p.target = { namespace: "llm", targetRefs: [{ kind: "Service", name: "vllm" }] }; }],
+  ["a Service in the core group (Istio's CanonicalGroup of an empty group)", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "core", kind: "Service", name: "vllm" }] }; }],
+  ["a group that is no DNS subdomain", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "Gateway.Networking.K8s.io", kind: "Gateway", name: "waypoint" }] }; }],
+  ["a ServiceEntry", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "networking.istio.io", kind: "ServiceEntry", name: "external-llm" }] }; }],
+  ["the istio-waypoint GatewayClass", (p) => { p.target = { namespace: "istio-system", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "GatewayClass", name: "istio-waypoint" }] }; }],
+  ["a kind Istio never attaches to (HTTPRoute)", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "chat" }] }; }],
+  ["a Deployment", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "apps", kind: "Deployment", name: "vllm" }] }; }],
+  ["a Gateway without its group", (p) => { p.target = { namespace: "llm", targetRefs: [{ kind: "Gateway", name: "waypoint" }] }; }],
+  ["a Service with the Gateway API group", (p) => { p.target = { namespace: "llm", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "Service", name: "vllm" }] }; }],
+  ["a ServiceEntry without its group", (p) => { p.target = { namespace: "llm", targetRefs: [{ kind: "ServiceEntry", name: "external-llm" }] }; }],
+  ["a GatewayClass other than istio-waypoint", (p) => { p.target = { namespace: "istio-system", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "GatewayClass", name: "istio" }] }; }],
   ["both selector and targetRefs", (p) => { p.target.targetRefs = [{ kind: "Service", name: "x" }]; }],
   ["neither selector nor targetRefs", (p) => { delete p.target.selector; }],
   ["a rate above 1", (p) => { p.pluginConfig.sampling.routes[0].rate = 1.5; }],
@@ -98,6 +109,22 @@ describe("SamplingPolicy CRD", () => {
       assert.equal(res.status < 300, rest.ok, `REST ${rest.ok ? "accepts" : `refuses (${JSON.stringify(rest.ok ? [] : rest.errors)})`}, the API server answers ${res.status} ${body.message ?? ""}`);
     });
   }
+
+  it("accepts only the targetRefs Istio attaches a policy to (pilot/pkg/model/policyattachment.go at 86c9f01f), naming the field", () => {
+    const verdict = (target: Record<string, unknown>): string[] => {
+      const r = validatePolicy({ ...samplePolicy("chat"), target });
+      return r.ok ? [] : r.errors.map((e) => `${e.field}: ${e.reason}`);
+    };
+    assert.deepEqual(verdict({ namespace: "llm", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "waypoint" }, { kind: "Service", name: "vllm" }, { group: "", kind: "Service", name: "vllm" }, { group: "core", kind: "Service", name: "vllm" }, { group: "networking.istio.io", kind: "ServiceEntry", name: "e" }] }), []);
+    assert.match(verdict({ namespace: "llm", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "chat" }] }).join(), /^target\.targetRefs\[0\]\.kind: must be one of "Gateway", "GatewayClass", "Service", "ServiceEntry"$/);
+    assert.deepEqual(verdict({ namespace: "llm", targetRefs: [{ kind: "Gateway", name: "waypoint" }, { group: "gateway.networking.k8s.io", kind: "Service", name: "vllm" }] }), [
+      'target.targetRefs[0].group: must be "gateway.networking.k8s.io" for kind Gateway (what Istio attaches)',
+      'target.targetRefs[1].group: must be empty, absent or "core" for kind Service (what Istio attaches)',
+    ]);
+    assert.deepEqual(verdict({ namespace: "istio-system", targetRefs: [{ group: "gateway.networking.k8s.io", kind: "GatewayClass", name: "istio" }] }), [
+      'target.targetRefs[0].name: must be "istio-waypoint": the only GatewayClass Istio attaches a policy to',
+    ]);
+  });
 
   it("reads back a created policy exactly as the REST document (no defaults stored, nothing pruned)", async () => {
     const policy: Policy = { ...samplePolicy("roundtrip"), adaptive: { targetTracesPerSecond: 1 } };

@@ -42,14 +42,14 @@ export function yamlFiles(dir = ISTIO_DIR): string[] {
 /** Strategic-merge patches (`*-patch.yaml`): partial objects, checked after applying them. */
 export const isPatch = (file: string): boolean => file.endsWith("-patch.yaml");
 
-/** Every Kubernetes object in istio/ (Kustomization files and patches excluded). */
+/** Every Kubernetes object in istio/ (Kustomization and Component files and patches excluded). */
 export function manifests(): Manifest[] {
   const out: Manifest[] = [];
   for (const file of yamlFiles()) {
     if (isPatch(file)) continue;
     for (const doc of readYaml(join(REPO, file))) {
       const m = doc as Manifest;
-      if (m.kind === "Kustomization") continue;
+      if (m.kind === "Kustomization" || m.kind === "Component") continue;
       out.push({ ...m, file });
     }
   }

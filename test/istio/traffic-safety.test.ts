@@ -27,12 +27,12 @@ const plugin = one(all, "WasmPlugin", "tokentrace");
 const envoyFilter = one(all, "EnvoyFilter", "tokentrace");
 const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
 const configMap = one(all, "ConfigMap", "tokentrace-control-plane");
-const deployment = one(all, "Deployment", "tokentrace-control-plane");
+const statefulSet = one(all, "StatefulSet", "tokentrace-control-plane");
 const [extensionPatch, slotPatch] = envoyFilter.spec.configPatches;
 const envoyWasm = extensionPatch.patch.value.typed_config.config as WasmFilterConfig & { vm_config: { code: { remote: { sha256: string } } } };
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 
-/** The WasmPlugins the deployed control plane writes for a policy (its config as the Deployment loads it). */
+/** The WasmPlugins the deployed control plane writes for a policy (its config as the StatefulSet loads it). */
 function controlPlanePlugin(): { url: string; sha256: string; failStrategy: string; match: unknown } {
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-traffic-"));
   try {
@@ -209,7 +209,7 @@ describe("where the filter runs (emulated istiod listener build)", () => {
   });
 
   it("the control plane's pod is injected with the label (istio/api labels.yaml; the annotation is deprecated), its sidecar capturing only the filter-facing port inbound and nothing outbound, and replacing any caller's XFCC (SANITIZE_SET)", () => {
-    const template = deployment.spec.template.metadata;
+    const template = statefulSet.spec.template.metadata;
     assert.equal(template.labels["sidecar.istio.io/inject"], "true");
     assert.equal(template.annotations?.["sidecar.istio.io/inject"], undefined);
     assert.equal(template.annotations?.["traffic.sidecar.istio.io/includeInboundPorts"], "8081");

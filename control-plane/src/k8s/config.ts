@@ -44,6 +44,7 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
       pluginName: "tokentrace",
       phase: "STATS",
       failStrategy: "FAIL_OPEN",
+      imagePullSecret: "",
     },
     resyncSeconds: 300,
     backoff: { initialMs: 500, maxMs: 30000 },
@@ -67,13 +68,15 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
       wasmPlugin: {
         type: "object",
         additionalProperties: false,
-        required: ["url", "sha256", "pluginName", "phase", "failStrategy"],
+        required: ["url", "sha256", "pluginName", "phase", "failStrategy", "imagePullSecret"],
         properties: {
           url: { type: "string", pattern: "^(oci|https?|file)://.+" },
           sha256: { type: "string", pattern: "^$|^[a-f0-9]{64}$" },
           pluginName: { type: "string", minLength: 1, maxLength: 256 },
           phase: { enum: ["STATS", "AUTHN", "AUTHZ", "UNSPECIFIED_PHASE"] },
           failStrategy: { enum: ["FAIL_OPEN", "FAIL_CLOSE", "FAIL_RELOAD"] },
+          // A Secret's name (DNS-1123 subdomain), never its content: the credential stays in the Secret.
+          imagePullSecret: { type: "string", maxLength: 253, pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" },
         },
       },
       resyncSeconds: { type: "integer", minimum: 10, maximum: 86400 },

@@ -32,6 +32,14 @@ export interface WasmPluginSettings {
   pluginName: string;
   phase: "STATS" | "AUTHN" | "AUTHZ" | "UNSPECIFIED_PHASE";
   failStrategy: "FAIL_OPEN" | "FAIL_CLOSE" | "FAIL_RELOAD";
+  /**
+   * A `kubernetes.io/dockerconfigjson` Secret for a private registry ("" = none). Istio looks it
+   * up in the WasmPlugin's own namespace whatever the name says (istio/istio 86c9f01f
+   * pilot/pkg/model/extensions.go rewrites the namespace to the plugin's), so it must exist in
+   * every namespace a policy targets; a name that is not found makes istiod send an empty
+   * credential and istio-agent refuse the fetch (pkg/wasm/convert.go rewriteVMConfig).
+   */
+  imagePullSecret: string;
 }
 
 /** A WasmPlugin object as the API returns it (only the fields we read or write are typed). */
@@ -68,6 +76,7 @@ export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, co
     : { targetRefs: target.targetRefs.map((r) => ({ ...r })) };
   spec.url = plugin.url;
   if (plugin.sha256 !== "") spec.sha256 = plugin.sha256;
+  if (plugin.imagePullSecret !== "") spec.imagePullSecret = plugin.imagePullSecret;
   spec.pluginName = plugin.pluginName;
   spec.phase = plugin.phase;
   spec.failStrategy = plugin.failStrategy;

@@ -16,8 +16,8 @@ import type { Transport } from "../remote-write/transport.js";
 import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
 import { hostname } from "node:os";
 import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
-import { ShardAssignment } from "./sharding.js";
-import { ClientNodeMemberLeaseApi, LeaseMembership, type MemberLeaseApi } from "./membership.js";
+import { ClientNodeMemberLeaseApi, LeaseMembership, memberLeaseName, type MemberLeaseApi } from "./membership.js";
+import { clientNodeLeaseReader, Handover, type MemberLeaseReader } from "./handover.js";
 import { SeriesGate } from "./series-gate.js";
 import { unshardedDiscovery, validatePipelineConfig, type PipelineConfig } from "./config.js";
 
@@ -36,6 +36,8 @@ export interface PipelineDeps {
   transportFor?: (target: RemoteWriteTargetConfig) => Transport;
   /** Overrides the Lease API sharding membership uses (tests). */
   memberLeaseApi?: MemberLeaseApi;
+  /** Overrides how hand-overs read a member's Lease (default: client-node with kubeConfig). */
+  readMemberLease?: MemberLeaseReader;
   /** Called with each joined batch before it is queued (diagnostics and tests). */
   onBatch?: (series: WriteSeries[], result: ScrapeResult) => void;
   log?: (msg: string) => void;
@@ -55,6 +57,23 @@ export interface RunningPipeline {
   targets(): ScrapeTarget[];
   /** The live replicas when sharding (sorted), else undefined. */
   members(): string[] | undefined;
+}
+
+/**
+ * What this replica left behind in its member Lease, read before it joins. A Lease renewed within
+ * `liveForMs` is still counted live by the others (a quick restart): the replica resumes its slots.
+ * An older one was counted out, and its slots taken over: it is deleted (only while unchanged), so
+ * the join starts a new Lease whose creationTimestamp all replicas time the hand-back from.
+ */
+async function resumeOrRenewLease(api: MemberLeaseApi, namespace: string, identity: string, nowMs: number, liveForMs: number, log?: (msg: string) => void): Promise<boolean> {
+  const name = memberLeaseName(identity);
+  const prior = await api.get(namespace, name);
+  if (!prior.ok || prior.value.holderIdentity !== identity) return false;
+  const age = nowMs - prior.value.renewTimeMs;
+  if (age >= 0 && age < liveForMs) return true;
+  const deleted = await api.delete(namespace, name, prior.value.resourceVersion);
+  if (!deleted.ok && deleted.code !== 404) log?.(`sharding: replacing the expired lease ${name}: ${deleted.code} ${deleted.message}`);
+  return false;
 }
 
 /** Validates `config` (throws with every {field, reason} when invalid) and starts the pipeline. */
@@ -115,19 +134,28 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, spreadStart: config.scrape.spreadStart, onResult });
   const fixed = staticTargets(config.scrape.static, config.scrape);
   let discovered: ScrapeTarget[] = [];
-  // Sharding: this replica scrapes only its share; until the first membership answer, nothing.
-  let assignment: ShardAssignment | undefined;
+  // Sharding: this replica scrapes only its share, each target in the window the hand-over gives
+  // it (handover.ts); until the first membership answer, nothing.
+  let handover: Handover | undefined;
   const identity = config.sharding.identity || process.env.POD_NAME || hostname();
   let stopping = false;
-  const apply = (options: { immediate?: boolean } = {}): void => {
+  const apply = (): void => {
     if (stopping) return;
-    const now = clock.now();
-    const all = [...fixed, ...discovered].filter((t) => !config.sharding.enabled || (assignment?.owns(t, now) ?? false));
-    for (const removed of scraper.setTargets(all, options)) {
+    const existing = [...fixed, ...discovered];
+    const { targets: all, windows } = !config.sharding.enabled ? { targets: existing, windows: undefined } : handover ? handover.assign(existing) : { targets: [], windows: undefined };
+    const present = new Set(existing.map((t) => t.id));
+    for (const removed of scraper.setTargets(all, windows)) {
       const released = joiner.removeTarget(removed);
       if (removed.kind === "dcgm") countSpellings();
       const now = clock.now();
-      writer.writeGated([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
+      if (present.has(removed.id)) {
+        // Handed to another replica, which goes on writing its series: no staleness markers.
+        gate.forgetSource(removed.id);
+        gate.forgetSource(reportSource(removed.id));
+        writer.writeGated([]);
+      } else {
+        writer.writeGated([...gate.removeSource(removed.id, now), ...gate.removeSource(reportSource(removed.id), now)]);
+      }
       metrics.activeSeries.set(gate.activeSeries);
       shipBatches(released);
     }
@@ -159,14 +187,11 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     await podSource.start(discovery);
   }
   let membership: LeaseMembership | undefined;
-  let stopHandover = (): void => undefined;
   if (config.sharding.enabled) {
     const api = deps.memberLeaseApi ?? (deps.kubeConfig ? new ClientNodeMemberLeaseApi(deps.kubeConfig) : undefined);
     if (!api) throw new Error("invalid pipeline config: sharding.enabled: needs a kubeConfig");
     let started = false;
-    const handoverStop = new AbortController();
-    stopHandover = () => handoverStop.abort();
-    membership = new LeaseMembership({
+    const created = new LeaseMembership({
       api,
       namespace: config.sharding.namespace,
       identity,
@@ -174,19 +199,18 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
       clock,
       onError: (message) => deps.log?.(`sharding: ${message}`),
       onChange: (members) => {
-        // Two membership periods: by then a live previous owner has listed the Leases and let go.
-        const current = new ShardAssignment(members, identity, assignment, clock.now() + 2 * membership!.periodMs);
-        assignment = current;
+        current.setMembers(members);
         metrics.shardMembers.set(members.length);
-        // Targets taken over from a lost replica are scraped at once, not at their spread offset.
-        if (started) apply({ immediate: true });
-        if (current.handingOver) {
-          void clock.sleep(2 * membership!.periodMs, handoverStop.signal).then(() => {
-            if (assignment === current && !handoverStop.signal.aborted) apply({ immediate: true });
-          });
-        }
+        if (started) apply();
       },
     });
+    membership = created;
+    const readLease: MemberLeaseReader =
+      deps.readMemberLease ?? (deps.kubeConfig ? clientNodeLeaseReader(deps.kubeConfig, config.sharding.namespace, clock, Math.max(1, Math.floor(created.periodMs / 2))) : async () => undefined);
+    const { leaseDurationMs } = config.sharding;
+    const resumed = await resumeOrRenewLease(api, config.sharding.namespace, identity, clock.now(), leaseDurationMs - created.periodMs, deps.log);
+    const current = new Handover({ self: identity, periodMs: created.periodMs, leaseDurationMs, clock, readLease, resumed, onChange: () => started && apply() });
+    handover = current;
     await membership.start();
     started = true;
   }
@@ -202,10 +226,10 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     joiner,
     gate,
     targets: () => scraper.targets,
-    members: () => (assignment ? [...assignment.members] : undefined),
+    members: () => (handover?.members ? [...handover.members] : undefined),
     async stop(): Promise<void> {
       stopping = true;
-      stopHandover();
+      handover?.stop();
       // Scraping ends before the member Lease is released: from then on a survivor may scrape
       // this replica's targets, and two replicas must never scrape one target at once.
       await scraper.stop();

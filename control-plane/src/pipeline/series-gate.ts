@@ -57,6 +57,14 @@ export class SeriesGate {
     return this.staleness.remove(source).map((e) => this.stale(e, ts));
   }
 
+  /**
+   * Forgets everything `source` reported without ending it: its series go on, written by another
+   * replica (a target handed over). Their slots under the cap are free again.
+   */
+  forgetSource(source: string): void {
+    for (const entry of this.staleness.remove(source)) this.registry.release(entry);
+  }
+
   /** The series ends here: its slot under the cap is free again (its ref once the marker is written). */
   private stale(entry: SeriesEntry, ts: number): GatedSeries {
     this.registry.release(entry);

@@ -47,38 +47,28 @@ export function slotOwners(members: readonly string[]): string[] {
 }
 
 /**
- * This replica's share of the targets for one membership. A slot taken from a member that is still
- * live (a replica joined, or this one just started) is scraped only after `handoverMs`, by when the
- * previous owner has seen the new membership and stopped: two replicas never scrape one target at
- * once. A slot of a member that is gone is scraped at once (that member counted itself out first).
+ * Which member owns which target for one membership. When targets change hands is the hand-over's
+ * business (handover.ts): rendezvous hashing moves a slot only to a member that joined, or away
+ * from one that left.
  */
 export class ShardAssignment {
   readonly owners: string[];
   private readonly slotOfKey = new Map<string, number>();
-  /** Slots this replica waits for until `readyAtMs`. */
-  private readonly waiting = new Set<number>();
 
-  constructor(readonly members: readonly string[], readonly self: string, previous?: ShardAssignment, readonly readyAtMs = 0) {
+  constructor(readonly members: readonly string[], readonly self: string) {
     this.owners = slotOwners(members);
-    const live = new Set(members);
-    for (let slot = 0; slot < SHARD_SLOTS; slot++) {
-      if (this.owners[slot] !== self) continue;
-      const before = previous?.owners[slot];
-      const fromLive = previous === undefined ? members.length > 1 : before !== self && before !== undefined && before !== "" && live.has(before);
-      if (fromLive) this.waiting.add(slot);
-    }
   }
 
-  /** True when some slot is waiting for its previous owner to let go. */
-  get handingOver(): boolean {
-    return this.waiting.size > 0;
-  }
-
-  /** True when this replica scrapes `t` at `nowMs`. */
-  owns(t: ScrapeTarget, nowMs: number): boolean {
+  /** The slot `t` hashes into. */
+  slotOf(t: ScrapeTarget): number {
     const key = shardKey(t);
     let slot = this.slotOfKey.get(key);
     if (slot === undefined) this.slotOfKey.set(key, (slot = hashmod(key, SHARD_SLOTS)));
-    return this.owners[slot] === this.self && (nowMs >= this.readyAtMs || !this.waiting.has(slot));
+    return slot;
+  }
+
+  /** The member owning `t` ("" while there is none). */
+  ownerOf(t: ScrapeTarget): string {
+    return this.owners[this.slotOf(t)] ?? "";
   }
 }

@@ -16,6 +16,27 @@ const labelKey = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9]
 const labelValue = "^$|^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
 const dnsLabel = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
+/**
+ * The targetRef kinds Istio attaches a policy to, with the canonical group each must name
+ * (istio pilot/pkg/model/policyattachment.go at 86c9f01f, matchesGroupKind; the group is compared
+ * after pkg/config/model.go CanonicalGroup, which reads an empty group as "core").
+ */
+export const TARGET_REF_GROUPS: ReadonlyMap<string, string> = new Map([
+  ["Gateway", "gateway.networking.k8s.io"],
+  ["GatewayClass", "gateway.networking.k8s.io"],
+  ["Service", "core"],
+  ["ServiceEntry", "networking.istio.io"],
+]);
+const TARGET_REF_KINDS = ["Gateway", "GatewayClass", "Service", "ServiceEntry"] as const;
+/** istio pkg/config/constants WaypointGatewayClassName: the one GatewayClass a policy attaches to. */
+export const WAYPOINT_GATEWAY_CLASS = "istio-waypoint";
+/** The group pattern of Istio's own PolicyTargetReference (manifests/charts/base/files/crd-all.gen.yaml at 86c9f01f). */
+const GROUP_PATTERN = "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/** pkg/config/model.go CanonicalGroup: an empty group is the core group. */
+export function canonicalGroup(group: string | undefined): string {
+  return group === undefined || group === "" ? "core" : group;
+}
+
 /** JSON Schema of a policy as the API accepts it (also published in /openapi.json). */
 export const policySchema = {
   $id: "https://tokentrace.dev/schemas/policy.json",
@@ -51,9 +72,12 @@ export const policySchema = {
             type: "object",
             additionalProperties: false,
             required: ["kind", "name"],
+            // What Istio attaches a WasmPlugin to (pilot/pkg/model/policyattachment.go at 86c9f01f,
+            // ShouldAttachPolicy): a Gateway (a waypoint or a gateway), the istio-waypoint
+            // GatewayClass, a Service or ServiceEntry (waypoints only). Anything else never attaches.
             properties: {
-              group: { type: "string", maxLength: 253 },
-              kind: { type: "string", minLength: 1, maxLength: 63, pattern: "^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$" },
+              group: { type: "string", maxLength: 253, pattern: GROUP_PATTERN, description: "gateway.networking.k8s.io for Gateway and GatewayClass, networking.istio.io for ServiceEntry, empty, absent or core for Service." },
+              kind: { type: "string", enum: [...TARGET_REF_KINDS], description: "Gateway (a waypoint's or a gateway's), GatewayClass (istio-waypoint: every waypoint; the policy in Istio's root namespace), Service or ServiceEntry (a waypoint's traffic to it). A sidecar ignores every targetRefs policy." },
               name: { type: "string", minLength: 1, maxLength: 253 },
             },
           },
@@ -147,5 +171,12 @@ export function validatePolicy(body: unknown): PolicyValidation {
   if (hasSel === hasRefs) {
     return { ok: false, errors: [{ field: "target", reason: "exactly one of selector or targetRefs is required" }] };
   }
+  const refErrors: FieldError[] = [];
+  ((target.targetRefs as { group?: string; kind: string; name: string }[] | undefined) ?? []).forEach((ref, i) => {
+    const group = TARGET_REF_GROUPS.get(ref.kind) ?? "";
+    if (canonicalGroup(ref.group) !== group) refErrors.push({ field: `target.targetRefs[${i}].group`, reason: `must be ${group === "core" ? 'empty, absent or "core"' : `"${group}"`} for kind ${ref.kind} (what Istio attaches)` });
+    if (ref.kind === "GatewayClass" && ref.name !== WAYPOINT_GATEWAY_CLASS) refErrors.push({ field: `target.targetRefs[${i}].name`, reason: `must be "${WAYPOINT_GATEWAY_CLASS}": the only GatewayClass Istio attaches a policy to` });
+  });
+  if (refErrors.length > 0) return { ok: false, errors: refErrors };
   return { ok: true, policy };
 }

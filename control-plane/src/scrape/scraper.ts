@@ -5,6 +5,7 @@ import type { Clock } from "../remote-write/retry.js";
 import type { FamilyMetadata, ParsedSample } from "./sample.js";
 import { TextParser, type ParseError } from "./text-parser.js";
 import type { ScrapeTarget } from "./targets.js";
+import { isApplicationSeries, MERGED_QUERY } from "./merged.js";
 
 /** The outcome of one scrape. */
 export interface ScrapeResult {
@@ -13,7 +14,10 @@ export interface ScrapeResult {
   timestampMs: number;
   durationMs: number;
   ok: boolean;
-  /** Bounded reason when !ok: timeout, network, http_<status>, body_too_large. */
+  /**
+   * Bounded reason when !ok: timeout, network, http_<status>, body_too_large, and for a merged
+   * target app_unavailable (pilot-agent answered, but without the application's series).
+   */
   error?: string;
   samples: ParsedSample[];
   families: Map<string, FamilyMetadata>;
@@ -27,7 +31,12 @@ export interface ScraperOptions {
   onResult: (r: ScrapeResult) => void;
   /** Largest body accepted, bytes. */
   maxBodyBytes?: number;
-  /** Spread first scrapes over the interval by a stable hash of the target id (default true). */
+  /**
+   * Scrape each target at a fixed phase of its interval, a stable hash of its id counted from the
+   * epoch (default true), as Prometheus fixes a target's offset (scrape/target.go offset): every
+   * replica places a target's scrapes at the same instants, so one can hand a target to another at
+   * a scrape boundary. False: the first scrape at once, then every interval.
+   */
   spreadStart?: boolean;
   /** Monotonic ms for durations (default performance.now). */
   monotonicMs?: () => number;
@@ -36,7 +45,15 @@ export interface ScraperOptions {
 interface Scheduled {
   target: ScrapeTarget;
   nextAt: number;
+  /** No scrape starts at or after this instant (the target is being handed to another replica). */
+  untilMs: number;
   running: boolean;
+}
+
+/** When a replica may scrape a target: from `fromMs` (its first scrape the first slot at or after it), until `untilMs` (exclusive). */
+export interface ScrapeWindow {
+  fromMs?: number;
+  untilMs?: number;
 }
 
 function stableHash(s: string): number {
@@ -50,15 +67,22 @@ export async function scrapeOnce(target: ScrapeTarget, clock: Clock, maxBodyByte
   const timestampMs = clock.now();
   const t0 = monotonicMs();
   const samples: ParsedSample[] = [];
-  const parser = new TextParser((s) => samples.push(s));
+  // A merged answer (Istio metrics merging) keeps only the application's series.
+  const parser = new TextParser(target.merged ? (s) => isApplicationSeries(s.name) && samples.push(s) : (s) => samples.push(s));
   const result = (ok: boolean, error?: string): ScrapeResult => {
     const r: ScrapeResult = { target, timestampMs, durationMs: monotonicMs() - t0, ok, samples: ok ? samples : [], families: parser.families, parseErrors: parser.errors };
     if (error !== undefined) r.error = error;
+    if (target.merged) for (const name of [...r.families.keys()]) if (!isApplicationSeries(name)) r.families.delete(name);
     return r;
   };
   try {
-    const res = await fetch(target.url, {
-      headers: { Accept: "text/plain;version=0.0.4;q=1,*/*;q=0.1", "User-Agent": "tokentrace-control-plane/0.1.0" },
+    const res = await fetch(target.merged ? `${target.url}?${MERGED_QUERY}` : target.url, {
+      headers: {
+        Accept: "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+        "User-Agent": "tokentrace-control-plane/0.1.0",
+        // As Prometheus sends it (scrape/scrape.go): pilot-agent bounds its application request by it.
+        "X-Prometheus-Scrape-Timeout-Seconds": String(target.timeoutMs / 1000),
+      },
       signal: AbortSignal.timeout(target.timeoutMs),
     });
     if (res.status !== 200 || !res.body) {
@@ -74,6 +98,9 @@ export async function scrapeOnce(target: ScrapeTarget, clock: Clock, maxBodyByte
     }
     parser.push(decoder.decode());
     parser.end();
+    // pilot-agent answers 200 whatever became of the application (handleStats only counts the
+    // failure): no application series means the engine was not read.
+    if (target.merged && samples.length === 0) return result(false, "app_unavailable");
     return result(true);
   } catch (err) {
     const name = (err as { name?: string }).name;
@@ -92,12 +119,20 @@ export class Scraper {
 
   constructor(private readonly opts: ScraperOptions) {}
 
+  /** The first scrape slot of `t` at or after `atMs`: its phase on the epoch grid, or `atMs` itself without spreading. */
+  slotAtOrAfter(t: ScrapeTarget, atMs: number): number {
+    if (this.opts.spreadStart === false) return atMs;
+    const phase = stableHash(t.id) % t.intervalMs;
+    return atMs + ((((phase - atMs) % t.intervalMs) + t.intervalMs) % t.intervalMs);
+  }
+
   /**
-   * Replaces the target set; kept targets keep their schedule. Returns the removed targets. New
-   * targets start at their spread offset, or at once with `immediate` (a replica taking over
-   * another's targets, which must be scraped within one interval of the loss).
+   * Replaces the target set; kept targets keep their schedule (and take a new `untilMs`). Returns
+   * the removed targets. A new target's first scrape is its first slot at or after its window's
+   * `fromMs` (default now); a slot already past (a window opening in the past, for a target whose
+   * previous owner may have missed it) is scraped at once.
    */
-  setTargets(targets: ScrapeTarget[], options: { immediate?: boolean } = {}): ScrapeTarget[] {
+  setTargets(targets: ScrapeTarget[], windows: ReadonlyMap<string, ScrapeWindow> = new Map()): ScrapeTarget[] {
     const now = this.opts.clock.now();
     const next = new Map(targets.map((t) => [t.id, t]));
     const removed: ScrapeTarget[] = [];
@@ -108,21 +143,24 @@ export class Scraper {
       }
     }
     for (const t of targets) {
+      const window = windows.get(t.id);
+      const untilMs = window?.untilMs ?? Infinity;
       const cur = this.scheduled.get(t.id);
       if (cur) {
         cur.target = t;
+        cur.untilMs = untilMs;
         continue;
       }
-      const offset = this.opts.spreadStart === false || options.immediate ? 0 : stableHash(t.id) % t.intervalMs;
-      this.scheduled.set(t.id, { target: t, nextAt: now + offset, running: false });
+      const nextAt = Math.max(now, this.slotAtOrAfter(t, window?.fromMs ?? now));
+      this.scheduled.set(t.id, { target: t, nextAt, untilMs, running: false });
     }
     this.wake();
     return removed;
   }
 
-  /** The targets currently scheduled. */
+  /** The targets this scraper scrapes now: scheduled, and not past the end of their window. */
   get targets(): ScrapeTarget[] {
-    return [...this.scheduled.values()].map((s) => s.target);
+    return [...this.scheduled.values()].filter((s) => s.running || s.nextAt < s.untilMs).map((s) => s.target);
   }
 
   start(): void {
@@ -148,13 +186,13 @@ export class Scraper {
     while (!this.stopped) {
       this.wakeController = new AbortController();
       const now = clock.now();
-      const due = [...this.scheduled.values()].filter((s) => !s.running && s.nextAt <= now).sort((a, b) => a.nextAt - b.nextAt);
+      const due = [...this.scheduled.values()].filter((s) => !s.running && s.nextAt <= now && s.nextAt < s.untilMs).sort((a, b) => a.nextAt - b.nextAt);
       for (const s of due) {
         if (this.inFlight >= this.opts.concurrency) break;
         this.launch(s, now);
       }
       let nextAt = Infinity;
-      for (const s of this.scheduled.values()) if (!s.running) nextAt = Math.min(nextAt, s.nextAt);
+      for (const s of this.scheduled.values()) if (!s.running && s.nextAt < s.untilMs) nextAt = Math.min(nextAt, s.nextAt);
       // When every slot is busy, wait for a completion (wake) rather than spinning on due targets.
       const waitMs = this.inFlight >= this.opts.concurrency || nextAt === Infinity ? 3_600_000 : Math.max(0, nextAt - now);
       if (waitMs > 0 || due.length === 0) await clock.sleep(waitMs, this.wakeController.signal);
@@ -164,9 +202,14 @@ export class Scraper {
   private launch(s: Scheduled, now: number): void {
     s.running = true;
     this.inFlight++;
-    // Keep the phase; after a long stall skip missed slots instead of scraping in a burst.
-    s.nextAt += s.target.intervalMs;
-    if (s.nextAt <= now) s.nextAt = now + s.target.intervalMs;
+    // Keep the phase: the next slot on the target's grid (after a late scrape, or a long stall, the
+    // first one still ahead: missed slots are skipped, not scraped in a burst).
+    if (this.opts.spreadStart === false) {
+      s.nextAt += s.target.intervalMs;
+      if (s.nextAt <= now) s.nextAt = now + s.target.intervalMs;
+    } else {
+      s.nextAt = this.slotAtOrAfter(s.target, Math.max(s.nextAt, now) + 1);
+    }
     const p = scrapeOnce(s.target, this.opts.clock, this.opts.maxBodyBytes, this.opts.monotonicMs)
       .then((r) => {
         if (this.scheduled.get(s.target.id) === s) this.opts.onResult(r);

@@ -17,6 +17,11 @@ export interface ScrapeTarget {
   pod?: string;
   /** The node the pod runs on (dcgm-exporter's node, for the node-level fallback). */
   node?: string;
+  /**
+   * Read through Istio's metrics merging (pilot-agent's status port): the answer also holds the
+   * agent's and Envoy's series, which the scrape sets apart (see `merged.ts`).
+   */
+  merged?: true;
 }
 
 /**
@@ -58,6 +63,10 @@ export interface PodTargetRules {
 export const VLLM_PORT_ANNOTATION = "tokentrace.io/vllm-metrics-port";
 const ENVOY_PORT = 15090;
 const DCGM_PORT = 9400;
+/** The istio-proxy container's env var holding the scrape configuration the injector moved there. */
+const ISTIO_PROMETHEUS_ANNOTATIONS = "ISTIO_PROMETHEUS_ANNOTATIONS";
+/** Longest ISTIO_PROMETHEUS_ANNOTATIONS read (it comes from the pod spec, so from outside the process). */
+const MAX_MERGE_CONFIG_BYTES = 4096;
 
 function hasIstioSidecar(pod: V1Pod): boolean {
   if (pod.metadata?.annotations?.["sidecar.istio.io/status"] !== undefined) return true;
@@ -69,6 +78,44 @@ function isDcgmExporter(pod: V1Pod): boolean {
   const labels = pod.metadata?.labels ?? {};
   if (labels["app.kubernetes.io/name"] === "dcgm-exporter" || labels["app"] === "nvidia-dcgm-exporter" || labels["app"] === "dcgm-exporter") return true;
   return (pod.spec?.containers ?? []).some((c) => c.name === "nvidia-dcgm-exporter" || c.name === "dcgm-exporter");
+}
+
+/**
+ * Istio's metrics merging on a pod: pilot-agent's endpoint and the application ports it reads.
+ * The injector moves the pod's prometheus.io annotations into the sidecar's
+ * ISTIO_PROMETHEUS_ANNOTATIONS and points them at the agent's status port (istio/istio 86c9f01f
+ * pkg/kube/inject/webhook.go applyPrometheusMerge); the agent reads `targets`, else `port` (default
+ * 80) (pilot/cmd/pilot-agent/status/server.go NewServer) over the pod's localhost, which STRICT mTLS
+ * does not touch, while the status port is excluded from inbound capture.
+ */
+export function istioMetricsMerge(pod: V1Pod): { port: number; path: string; appPorts: Set<number> } | undefined {
+  const proxy = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === "istio-proxy");
+  const raw = proxy?.env?.find((e) => e.name === ISTIO_PROMETHEUS_ANNOTATIONS)?.value;
+  if (raw === undefined || raw.length > MAX_MERGE_CONFIG_BYTES) return undefined;
+  let config: { scrape?: unknown; port?: unknown; targets?: unknown };
+  try {
+    config = JSON.parse(raw) as typeof config;
+  } catch {
+    return undefined;
+  }
+  if (typeof config !== "object" || config === null || config.scrape === "false") return undefined;
+  const appPorts = new Set<number>();
+  const portOf = (value: unknown): number | undefined => (typeof value === "string" && /^\d{1,5}$/.test(value) && Number(value) >= 1 && Number(value) <= 65535 ? Number(value) : undefined);
+  if (Array.isArray(config.targets) && config.targets.length > 0) {
+    for (const t of config.targets.slice(0, 64) as { port?: unknown }[]) {
+      const port = portOf(t?.port);
+      if (port !== undefined) appPorts.add(port);
+    }
+  } else {
+    const port = portOf(config.port === undefined || config.port === "" ? "80" : config.port);
+    if (port !== undefined) appPorts.add(port);
+  }
+  // Where Prometheus would scrape the pod now: the rewritten annotations (the agent's status port).
+  const annotations = pod.metadata?.annotations ?? {};
+  const port = portOf(annotations["prometheus.io/port"] ?? "15020");
+  const path = annotations["prometheus.io/path"] ?? "/stats/prometheus";
+  if (port === undefined || !/^\/[\x21-\x7e]{0,255}$/.test(path) || path.includes("?") || path.includes("#")) return undefined;
+  return { port, path, appPorts };
 }
 
 /** The targets one pod implies (none until it is Running with an IP). */
@@ -92,9 +139,21 @@ export function targetsForPod(pod: V1Pod, rules: PodTargetRules): ScrapeTarget[]
   }
   const vllmPorts = pod.metadata?.annotations?.[VLLM_PORT_ANNOTATION];
   if (rules.vllm && vllmPorts !== undefined && /^\d{1,5}(,\d{1,5})*$/.test(vllmPorts)) {
+    // A sidecar's application ports are captured (and refuse plaintext under STRICT mTLS): the
+    // engine ports metrics merging covers are read through pilot-agent, in one scrape.
+    const merge = hasIstioSidecar(pod) ? istioMetricsMerge(pod) : undefined;
+    let merged = false;
     for (const port of new Set(vllmPorts.split(","))) {
+      if (merge?.appPorts.has(Number(port))) {
+        merged = true;
+        continue;
+      }
       const url = `http://${host}:${port}/metrics`;
       out.push({ id: targetId("vllm", url, ns, name), kind: "vllm", url, ...base, ...withNode });
+    }
+    if (merge !== undefined && merged) {
+      const url = `http://${host}:${merge.port}${merge.path}`;
+      out.push({ id: targetId("vllm", url, ns, name), kind: "vllm", url, ...base, ...withNode, merged: true });
     }
   }
   return out;

@@ -2,8 +2,9 @@
 // node's dcgm-exporter), with membership from coordination.k8s.io Leases on the emulated
 // kube-apiserver (real HTTP) and every timer on one fake clock. Checked: every target is scraped by
 // exactly one replica; a replica that is lost (stops renewing its Lease) has its targets scraped by
-// the survivors within one scrape interval, the survivors keeping their own; a replica that hands
-// targets over writes their staleness markers; and no sample is shipped twice.
+// the survivors within one scrape interval, the survivors keeping their own; a replica that comes
+// back gets its targets at a scrape boundary (the old owner's last scrape one interval before the
+// new owner's first, no staleness marker between); and no sample is shipped twice.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { Registry } from "prom-client";
 import { startPipeline, withDefaults, type RunningPipeline } from "../../../control-plane/src/pipeline/index.js";
 import { ClientNodeMemberLeaseApi } from "../../../control-plane/src/pipeline/membership.js";
+import { clientNodeLeaseReader } from "../../../control-plane/src/pipeline/handover.js";
 import { hashmod } from "../../../control-plane/src/pipeline/sharding.js";
 import { decodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
 import { snappyUncompress } from "../../../control-plane/src/remote-write/snappy.js";
@@ -29,10 +31,12 @@ const LEASE_MS = 9_000;
 
 let emulator: KubeEmulator;
 let fleet: Server;
+// One clock for the replicas and the API server (whose creationTimestamps time the hand-overs).
+const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000);
 let base = "";
 const dirs: string[] = [];
 before(async () => {
-  emulator = await startKubeEmulator();
+  emulator = await startKubeEmulator({ now: () => new Date(clock.now()) });
   // /envoy/<node>/<pod>: the filter's request counter; /dcgm/<node>: one GPU per pod of the node.
   fleet = createServer((req, res) => {
     const [, kind, node] = (req.url ?? "").split("/");
@@ -64,8 +68,7 @@ function targets(): StaticTargetConfig[] {
 interface Replica { name: string; pipeline: RunningPipeline; scrapes: { target: string; ts: number }[]; samples: { series: string; ts: number; stale: boolean }[] }
 
 describe("pipeline sharding over Leases (emulated: kube-apiserver; 3 replicas, 300 pods)", () => {
-  it("splits the targets, moves a lost replica's within one scrape interval with the survivors keeping theirs, marks handed-over series stale, and ships no sample twice", async () => {
-    const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000);
+  it("splits the targets, moves a lost replica's within one scrape interval with the survivors keeping theirs, hands them back at a scrape boundary, and ships no sample twice", async () => {
     const kubeConfig = kubeConfigFor(emulator.url, "tokentrace-system");
     const replicas: Replica[] = [];
     const startReplica = async (name: string): Promise<Replica> => {
@@ -84,7 +87,14 @@ describe("pipeline sharding over Leases (emulated: kube-apiserver; 3 replicas, 3
           remoteWrite: { queueDir, targets: [{ name: "sink", url: "http://127.0.0.1:9/unused", batchSendDeadlineMs: 100 }] },
           sharding: { enabled: true, identity: name, leaseDurationMs: LEASE_MS },
         }),
-        { registry: new Registry(), clock, transportFor: () => transport, memberLeaseApi: new ClientNodeMemberLeaseApi(kubeConfig), onBatch: (_s, result) => r.scrapes.push({ target: result.target.id, ts: result.timestampMs }) },
+        {
+          registry: new Registry(),
+          clock,
+          transportFor: () => transport,
+          memberLeaseApi: new ClientNodeMemberLeaseApi(kubeConfig),
+          readMemberLease: clientNodeLeaseReader(kubeConfig, "tokentrace-system", clock, LEASE_MS),
+          onBatch: (_s, result) => r.scrapes.push({ target: result.target.id, ts: result.timestampMs }),
+        },
       );
       return r;
     };
@@ -98,8 +108,9 @@ describe("pipeline sharding over Leases (emulated: kube-apiserver; 3 replicas, 3
         await until(async () => true, "a turn");
       }
       for (const r of live) await until(() => r.pipeline.members()?.join() === expect.join(), `${r.name} sees ${expect.join(",")}`);
-      // A slot taken from a live replica is scraped two membership periods later (the hand-over wait).
-      await clock.advance(2 * period);
+      // A slot taken from a live replica changes hands two membership periods after the joiner's
+      // Lease was created, at the next scrape of each target: past both, every replica has its share.
+      await clock.advance(2 * period + INTERVAL_MS);
     };
     await settleMembers(["replica-a", "replica-b", "replica-c"], replicas);
 
@@ -142,14 +153,20 @@ describe("pipeline sharding over Leases (emulated: kube-apiserver; 3 replicas, 3
     }
     for (const r of survivors) assert.equal(r.pipeline.writer.targets[0]!.queue.pendingSamples, 0, `${r.name} drained`);
 
-    // replica-c comes back: the survivors hand its targets back, marking the series they shipped for them stale.
+    // replica-c comes back: the survivors hand its targets back at a scrape boundary, and the series
+    // they wrote for them go on (no staleness marker: replica-c writes the next sample).
     const returned = await startReplica("replica-c");
     replicas.push(returned);
     await settleMembers(["replica-a", "replica-b", "replica-c"], [...survivors, returned]);
     assert.deepEqual(owned(returned), lostTargets, "the same slots come back");
+    for (const id of lostTargets) {
+      const last = Math.max(...survivors.flatMap((r) => r.scrapes.filter((s) => s.target === id).map((s) => s.ts)));
+      const first = Math.min(...returned.scrapes.filter((s) => s.target === id).map((s) => s.ts));
+      assert.equal(first - last, INTERVAL_MS, `${id}: handed back at a scrape boundary`);
+    }
     const handedBack = [...lostTargets].filter((id) => id.includes("/envoy/")).map((id) => /\|llm\/(p\d+-\d+)$/.exec(id)![1]!);
     for (const pod of handedBack) {
-      assert.ok(survivors.some((r) => r.samples.some((x) => x.stale && x.series.includes(`pod,${pod}`) && x.series.includes("tokentrace_requests_total"))), `${pod}'s series marked stale on hand-back`);
+      assert.ok(!survivors.some((r) => r.samples.some((x) => x.stale && x.series.includes(`pod,${pod}`) && x.series.includes("tokentrace_requests_total"))), `${pod}'s series not ended on hand-back`);
     }
     await clock.advance(INTERVAL_MS);
     for (let i = 0; i < 50 && replicas.some((r) => r !== lost && r.pipeline.writer.targets[0]!.queue.pendingSamples > 0); i++) {

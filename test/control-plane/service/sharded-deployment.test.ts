@@ -1,13 +1,16 @@
-// The shipped istio/base as a two-replica deployment: two control planes started from the
-// ConfigMap's config.yaml with the Deployment's environment (Downward API values as the kubelet
+// The shipped istio/base as a two-replica StatefulSet: two control planes started from the
+// ConfigMap's config.yaml with the StatefulSet's environment (Downward API values as the kubelet
 // fills them in), against the emulated kube-apiserver enforcing istio/base/rbac.yaml for the
 // control plane's ServiceAccount, discovering vLLM pods and remote-writing to a real Prometheus.
+// Each pod keeps its queue directory across restarts, as its volume claim does.
 // Each pod's server counts the scrapes it answers and serves the count, so Prometheus must hold
 // exactly the values 1..n of each pod, one per scrape interval: a sample lost, written twice or
 // scraped by both replicas breaks the sequence. The replicas are two instances in this process
 // (as kubernetes-replicas.ts), every timer of theirs on one fake clock; scrapes, the API server and
 // Prometheus are real HTTP on 127.0.0.1. Under the same RBAC, a policy written through the REST API
 // becomes a SamplingPolicy, the leader's WasmPlugin and status, and history, and a deletion undoes it.
+// A rolling restart of both replicas is measured: how long a pod goes unscheduled, and the gaps
+// between its samples (reported with the test's diagnostics).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
@@ -34,15 +37,19 @@ const ADMIN_TOKEN = "0123456789abcdef0123";
 const NODES = 6;
 const PODS_PER_NODE = 2;
 const METRIC = "vllm:num_requests_running";
+/** From SIGTERM's end to the new pod's process start: the controller recreates it, the kubelet starts it. */
+const RESTART_MS = 3000;
 
 interface Pod { name: string; node: string; server: Server; served: number }
 interface Replica { podName: string; running: RunningControlPlane; logs: object[] }
 
 const all: Manifest[] = manifests();
-const deployment = one(all, "Deployment", "tokentrace-control-plane");
+const statefulSet = one(all, "StatefulSet", "tokentrace-control-plane");
 const configMap = one(all, "ConfigMap", "tokentrace-control-plane");
 const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
-const container = deployment.spec.template.spec.containers[0];
+const container = statefulSet.spec.template.spec.containers[0];
+/** The StatefulSet's pods: <name>-<ordinal>. */
+const POD_NAMES = Array.from({ length: statefulSet.spec.replicas as number }, (_, i) => `${statefulSet.metadata.name}-${i}`);
 
 let emulator: KubeEmulator;
 let prom: PrometheusInstance;
@@ -59,10 +66,11 @@ const tmp = (): string => {
 };
 
 before(async () => {
-  // RBAC exactly as shipped, for the user a pod of the Deployment's ServiceAccount is.
+  // RBAC exactly as shipped, for the user a pod of the StatefulSet's ServiceAccount is.
   const rbac = all.filter((m) => ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"].includes(m.kind));
-  const user = `system:serviceaccount:${NAMESPACE}:${deployment.spec.template.spec.serviceAccountName as string}`;
-  emulator = await startKubeEmulator({ rbac: { authorizer: new RbacAuthorizer(rbac), users: new Map([[SERVICE_ACCOUNT_TOKEN, user]]) } });
+  const user = `system:serviceaccount:${NAMESPACE}:${statefulSet.spec.template.spec.serviceAccountName as string}`;
+  // The API server's clock is the replicas' (creationTimestamp is what hand-overs are timed from).
+  emulator = await startKubeEmulator({ rbac: { authorizer: new RbacAuthorizer(rbac), users: new Map([[SERVICE_ACCOUNT_TOKEN, user]]) }, now: () => new Date(clock.now()) });
   await applyCrd(emulator);
   prom = await PrometheusInstance.start();
   for (let n = 0; n < NODES; n++) {
@@ -103,7 +111,7 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** The Deployment's environment for a pod, as the kubelet resolves it (fieldRef and secretKeyRef). */
+/** The StatefulSet's environment for a pod, as the kubelet resolves it (fieldRef and secretKeyRef). */
 function podEnv(podName: string): Record<string, string> {
   const env: Record<string, string> = { ...(envConfigMap.data as Record<string, string>) };
   for (const e of container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { key: string } } }>) {
@@ -116,9 +124,13 @@ function podEnv(podName: string): Record<string, string> {
   return env;
 }
 
+/** Each pod's directory: its volume claim, kept across restarts of the pod. */
+const podDirs = new Map<string, string>();
+
 /** Starts one replica from the shipped config: only where it listens, reaches the API server and writes to differs. */
 async function startReplica(podName: string): Promise<Replica> {
-  const dir = tmp();
+  let dir = podDirs.get(podName);
+  if (dir === undefined) podDirs.set(podName, (dir = tmp()));
   const config = parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { remoteWrite: { queueDir: string; targets: { url: string; batchSendDeadlineMs?: number }[] } } };
   config.pipeline.remoteWrite.queueDir = join(dir, "remote-write");
   for (const target of config.pipeline.remoteWrite.targets) target.url = prom.writeUrl;
@@ -146,10 +158,17 @@ const pipelineOf = (r: Replica) => r.running.pipeline!;
 const scrapedPods = (r: Replica): Set<string> => new Set(pipelineOf(r).targets().map((t) => t.pod ?? ""));
 
 /** Advances the fake clock in small steps, letting real I/O (scrapes, API calls, sends) run between them. */
+/** While set: after each step of `run`, the pods no running replica schedules (time in ms, pod names). */
+let unowned: { atMs: number; pods: string[] }[] | undefined;
+
 async function run(ms: number, stepMs = 500): Promise<void> {
   for (let t = 0; t < ms; t += stepMs) {
     await clock.advance(Math.min(stepMs, ms - t));
     await new Promise((r) => setTimeout(r, 5));
+    if (unowned) {
+      const owned = new Set([...live].flatMap((r) => (r.running.pipeline ? [...scrapedPods(r)] : [])));
+      unowned.push({ atMs: clock.now(), pods: pods.map((p) => p.name).filter((n) => !owned.has(n)) });
+    }
   }
 }
 
@@ -158,18 +177,28 @@ async function drain(replicas: Replica[]): Promise<void> {
   for (const r of replicas) for (const t of pipelineOf(r).writer.targets) assert.equal(t.queue.pendingSamples, 0, `${r.podName} drained`);
 }
 
+/** Every pod's samples in Prometheus, by pod: [seconds, value] in time order. */
+async function samplesByPod(): Promise<Map<string, [number, string][]>> {
+  const atSec = Math.ceil(Date.now() / 1000) + 3600;
+  const raw = await prom.query(`${METRIC}[2d]`, atSec);
+  return new Map(raw.map((r) => [r.metric.pod ?? "", (r.values ?? []) as [number, string][]]));
+}
+
+/** The gaps (ms) between a pod's consecutive samples, counting those that end at or after `fromMs`. */
+const gapsOf = (values: [number, string][], fromMs = -Infinity): number[] =>
+  values.slice(1).flatMap(([t], i) => (t * 1000 >= fromMs ? [Math.round((t - values[i]![0]) * 1000)] : []));
+
 /** Every pod's samples in Prometheus: values 1..served in order, one per scrape interval (nothing lost, nothing twice). */
 async function assertExactlyOnce(intervalMs: number): Promise<void> {
   const atSec = Math.ceil(Date.now() / 1000) + 3600;
-  const raw = await prom.query(`${METRIC}[2d]`, atSec);
-  const byPod = new Map(raw.map((r) => [r.metric.pod ?? "", r.values ?? []]));
+  const byPod = await samplesByPod();
   for (const pod of pods) {
     const values = byPod.get(pod.name) ?? [];
     assert.ok(pod.served >= 3, `${pod.name} scraped ${pod.served} times`);
     assert.deepEqual(values.map(([, v]) => Number(v)), Array.from({ length: pod.served }, (_, i) => i + 1), `${pod.name}: every scrape's sample once, in order`);
     // One scrape per interval; a pod that changes hands (b joining, b stopping) is scraped by its
     // new owner at once, so at most two gaps are shorter.
-    const gaps = values.slice(1).map(([t], i) => Math.round((t - values[i]![0]) * 1000));
+    const gaps = gapsOf(values);
     assert.ok(gaps.every((g) => g > 0 && g <= intervalMs), `${pod.name}: gaps ${gaps.join(",")}`);
     assert.ok(gaps.filter((g) => g !== intervalMs).length <= 2, `${pod.name}: gaps ${gaps.join(",")}`);
   }
@@ -180,8 +209,8 @@ async function assertExactlyOnce(intervalMs: number): Promise<void> {
 
 describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBAC; real Prometheus)", () => {
   it("emulated: the replicas split the pods, every sample reaches Prometheus exactly once, policies work under the shipped RBAC, and a replica stopped by SIGTERM hands its pods over at once by deleting its member Lease", async () => {
-    const a = await startReplica("tokentrace-control-plane-5d8c7b9f4-a1b2c");
-    const b = await startReplica("tokentrace-control-plane-5d8c7b9f4-x9y8z");
+    const a = await startReplica(POD_NAMES[0]!);
+    const b = await startReplica(POD_NAMES[1]!);
     const replicas = [a, b];
     const sharding = (parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { sharding?: { leaseDurationMs?: number } } }).pipeline.sharding;
     const leaseMs = sharding?.leaseDurationMs ?? 10_000;
@@ -189,8 +218,9 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     const names = [a.podName, b.podName].sort();
     for (let i = 0; i < 40 && !replicas.every((r) => pipelineOf(r).members()?.join() === names.join()); i++) await run(1000);
     for (const r of replicas) assert.deepEqual(pipelineOf(r).members(), names, `${r.podName} sees both members`);
-    // Past the hand-over wait, the two shares are disjoint and cover every pod, node by node.
-    await run(leaseMs);
+    // Past the hand-over (two membership periods after the joiner's Lease, then the next scrape of
+    // each pod), the two shares are disjoint and cover every pod, node by node.
+    await run((2 * leaseMs) / 3 + intervalMs);
     const shares = replicas.map(scrapedPods);
     assert.ok(shares.every((s) => s.size > 0), `both replicas scrape: ${shares.map((s) => s.size).join(", ")}`);
     assert.deepEqual(new Set([...shares[0]!, ...shares[1]!]), new Set(pods.map((p) => p.name)));
@@ -248,5 +278,78 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     const stoppingA = a.running.stop();
     await run(6000);
     await stoppingA;
+  });
+
+  it("emulated: a rolling restart (each pod stopped by SIGTERM and started again under its name and volume, highest ordinal first, the next one minReadySeconds after) hands every pod back at a scrape boundary with no pause, skips no scrape, and writes each sample exactly once", async (t) => {
+    const replicas = new Map<string, Replica>();
+    for (const name of POD_NAMES) replicas.set(name, await startReplica(name));
+    const intervalMs = pipelineOf(replicas.get(POD_NAMES[0]!)!).scraper.targets[0]?.intervalMs ?? 15_000;
+    const sharding = (parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { sharding?: { leaseDurationMs?: number } } }).pipeline.sharding;
+    const leaseMs = sharding?.leaseDurationMs ?? 10_000;
+    const names = [...POD_NAMES].sort().join();
+    const allMembers = (): boolean => [...replicas.values()].every((r) => pipelineOf(r).members()?.join() === names);
+    for (let i = 0; i < 40 && !allMembers(); i++) await run(1000);
+    assert.ok(allMembers(), "both replicas see both");
+    await run(leaseMs + 2 * intervalMs);
+    const from = clock.now();
+    unowned = [];
+    const events: [string, number][] = [];
+    const servedAt = new Map(pods.map((p) => [p.name, p.served]));
+    for (const name of [...POD_NAMES].reverse()) {
+      const old = replicas.get(name)!;
+      live.delete(old);
+      events.push([`stop ${name}`, clock.now()]);
+      const stopping = old.running.stop();
+      await run(6000); // its bounded remote-write flush
+      await stopping;
+      await run(RESTART_MS); // the StatefulSet controller creates the pod again, under the same name and volume
+      events.push([`start ${name}`, clock.now()]);
+      replicas.set(name, await startReplica(name));
+      for (let i = 0; i < 40 && !allMembers(); i++) await run(1000);
+      assert.ok(allMembers(), `${name} is back`);
+      await run((statefulSet.spec.minReadySeconds as number) * 1000);
+    }
+    await run(2 * intervalMs);
+    await drain([...replicas.values()]);
+    const byPod = await samplesByPod();
+    // The longest time a pod went unscheduled by every running replica, by what came before it: a
+    // replica stopping (its pods wait for the other to see it go) or one starting (its pods handed back).
+    const stretches = new Map<string, number>();
+    const pauses = { takeOver: 0, handBack: 0 };
+    for (const { atMs, pods: none } of unowned) {
+      for (const [pod, since] of [...stretches]) {
+        if (none.includes(pod)) continue;
+        const cause = events.filter(([, at]) => at <= since).pop()?.[0] ?? "";
+        const length = atMs - since;
+        if (cause.startsWith("stop")) pauses.takeOver = Math.max(pauses.takeOver, length);
+        else pauses.handBack = Math.max(pauses.handBack, length);
+        stretches.delete(pod);
+      }
+      for (const pod of none) if (!stretches.has(pod)) stretches.set(pod, atMs - 500);
+    }
+    unowned = undefined;
+    const gaps = pods.flatMap((p) => gapsOf(byPod.get(p.name) ?? [], from));
+    const largest = Math.max(...gaps);
+    const scrapes = pods.reduce((n, p) => n + p.served - servedAt.get(p.name)!, 0);
+    t.diagnostic(
+      `rolling restart of ${POD_NAMES.length} replicas: ${scrapes} scrapes of ${pods.length} pods; longest a pod went unscheduled: ${pauses.handBack} ms when handed back to a restarted replica, ` +
+        `${pauses.takeOver} ms when taken from a stopped one (500 ms steps); gaps between a pod's samples: largest ${largest} ms (interval ${intervalMs} ms), ` +
+        `${gaps.filter((g) => g > intervalMs).length} longer than the interval, ${gaps.filter((g) => g < intervalMs).length} shorter`,
+    );
+    for (const pod of pods) {
+      const values = byPod.get(pod.name) ?? [];
+      assert.deepEqual(values.map(([, v]) => Number(v)), Array.from({ length: pod.served }, (_, i) => i + 1), `${pod.name}: every scrape's sample once, in order`);
+    }
+    // A replica that comes back gets its pods at a scrape boundary: the other schedules them until then.
+    assert.equal(pauses.handBack, 0, "no pause on a hand-back");
+    // One that stops has no instant to share: a pod's slot just after the stop may be scraped late
+    // (by less than the take-over's look-back, a period and a quarter), never skipped.
+    assert.ok(largest < intervalMs + 1.25 * (leaseMs / 3), `no slot skipped: largest gap ${largest} ms`);
+    for (const r of replicas.values()) {
+      live.delete(r);
+      const stopping = r.running.stop();
+      await run(6000);
+      await stopping;
+    }
   });
 });
