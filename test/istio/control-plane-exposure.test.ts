@@ -69,7 +69,16 @@ describe("the control plane's exposure in istio/base", () => {
     const rules = netpol.spec.ingress as { ports: { port: number }[]; from: { podSelector?: { matchLabels: Record<string, string> }; namespaceSelector?: { matchLabels?: Record<string, string> } }[] }[];
     const byPort = new Map(rules.map((r) => [r.ports.map((p) => p.port).join(","), r.from]));
     assert.deepEqual([...byPort.keys()].sort(), [String(config.listen.port), String(filtersPort), "15020"].sort());
-    assert.deepEqual(byPort.get(String(filtersPort))?.map((f) => f.podSelector?.matchLabels), [{ "tokentrace.dev/llm-workload": "true" }, { "tokentrace.dev/filter": "true" }]);
+    const filterPeers = byPort.get(String(filtersPort))?.map((f) => f.podSelector?.matchLabels);
+    assert.deepEqual(filterPeers, [{ "tokentrace.dev/llm-workload": "true" }, { "tokentrace.dev/filter": "true" }, { "gateway.istio.io/managed": "istio.io-mesh-controller" }]);
+    // Every place a shipped WasmPlugin runs the filter must be able to reach the port: the pods its
+    // selector names, or the waypoints when it targets the istio-waypoint GatewayClass.
+    for (const plugin of all.filter((m) => m.kind === "WasmPlugin")) {
+      const spec = plugin.spec as { selector?: { matchLabels: Record<string, string> }; targetRefs?: { kind: string; name: string }[] };
+      const needed = spec.selector?.matchLabels ?? (spec.targetRefs?.some((t) => t.kind === "GatewayClass" && t.name === "istio-waypoint") ? { "gateway.istio.io/managed": "istio.io-mesh-controller" } : undefined);
+      assert.ok(needed !== undefined, `${String(plugin.metadata.name)}: neither a selector nor the waypoint class`);
+      assert.ok(filterPeers?.some((peer) => JSON.stringify(peer) === JSON.stringify(needed)), `${String(plugin.metadata.name)}'s pods cannot reach ${filtersPort}`);
+    }
     assert.deepEqual(byPort.get(String(config.listen.port))?.map((f) => f.podSelector?.matchLabels ?? f.namespaceSelector?.matchLabels), [{ "tokentrace.dev/api-client": "true" }, { "kubernetes.io/metadata.name": "monitoring" }]);
     assert.deepEqual(netpol.spec.policyTypes, ["Ingress"]);
   });
