@@ -30,16 +30,22 @@ build/filter.debug.wasm: $(FILTER_SRC) node_modules/.installed
 	@echo "==> compiling the filter (debug): $@"
 	@$(ASC) filter/index.ts --target debug $(ASC_QUIET)
 
+# The content module: the same sources and root id, with content capture, redaction and the
+# pseudonym key (filter/index-content.ts); the default module above carries none of that code.
+build/filter-content.wasm: $(FILTER_SRC) node_modules/.installed
+	@echo "==> compiling the filter with content capture (release): $@"
+	@$(ASC) filter/index-content.ts --target release -o $@ $(ASC_QUIET)
+
 build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json node_modules/.installed
 	@echo "==> compiling the no-op baseline filter for the benchmarks: $@"
 	@$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm $(ASC_QUIET)
 
 # The filter's redaction engine alone, with the release options, for the redaction throughput bench.
-build/redaction.wasm: test/bench/redaction-module/index.ts filter/content/redact.ts filter/content/pii.ts filter/content/sha256.ts filter/content/byte-writer.ts asconfig.json node_modules/.installed
+build/redaction.wasm: test/bench/redaction-module/index.ts $(wildcard filter/content/*.ts) filter/bytes.ts asconfig.json node_modules/.installed
 	@echo "==> compiling the redaction engine alone for the benchmarks: $@"
 	@$(ASC) test/bench/redaction-module/index.ts --target release -o build/redaction.wasm $(ASC_QUIET)
 
-build: build/filter.wasm build/filter.debug.wasm build/noop.wasm build/redaction.wasm ## compile the filter (release + debug), the no-op baseline and the redaction engine for the benchmarks
+build: build/filter.wasm build/filter.debug.wasm build/filter-content.wasm build/noop.wasm build/redaction.wasm ## compile the filter (release + debug), its content-capture module, the no-op baseline and the redaction engine for the benchmarks
 
 typecheck: | node_modules/.installed ## TypeScript strict type-check
 	@echo "==> type-checking (tsc --noEmit)"

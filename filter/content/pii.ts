@@ -6,7 +6,7 @@
 // style assignments). Each looks only at the bytes it is given; one pass finds the next value.
 // Pure logic: no host calls.
 
-export const enum Pii { Email, Phone, PaymentCard, IpAddress, NationalId, Credential, COUNT }
+export const enum Pii { Email, Phone, PaymentCard, IpAddress, NationalId, Credential, Iban, COUNT }
 
 /** Where the value the last successful find() found begins and ends (byte offsets). */
 export let foundStart: i32 = 0;

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104) over bytes in linear memory, for the salted keyed
+// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104) over bytes in linear memory, for the keyed
 // hashes of linkable pseudonyms (redact.ts). The key's padded blocks are hashed once per
 // configuration, so a value costs two or three compressions. Pure logic: no host calls.
 
@@ -70,6 +70,10 @@ function finish(h: StaticArray<u32>, p: usize, n: i32, before: i32, out: usize):
   for (let k = 0; k < 8; k++) store<u32>(out + (<usize>k << 2), bswap<u32>(unchecked(h[k])));
 }
 
+function fillW(value: u32): void {
+  for (let t = 0; t < 64; t++) unchecked((W[t] = value));
+}
+
 /** SHA-256 of `n` bytes at `p`, written (32 bytes) at `out`. */
 export function sha256(p: usize, n: i32, out: usize): void {
   const h = new StaticArray<u32>(8);
@@ -91,6 +95,19 @@ export class HmacKey {
     else memory.copy(k, changetype<usize>(key), key.byteLength);
     this.absorb(this.inner, k, 0x36);
     this.absorb(this.outer, k, 0x5c);
+    // The key's copies are wiped: only the absorbed states remain.
+    memory.fill(k, 0, 64);
+    memory.fill(BLOCK, 0, 64);
+    fillW(0);
+  }
+
+  /** Wipes the states: this key can no longer be used, and its material is gone from memory. */
+  wipe(): void {
+    for (let i = 0; i < 8; i++) {
+      unchecked((this.inner[i] = 0));
+      unchecked((this.outer[i] = 0));
+      unchecked((this.state[i] = 0));
+    }
   }
 
   private absorb(h: StaticArray<u32>, k0: usize, pad: u8): void {

@@ -2,11 +2,10 @@
 // with proxy_http_call. Export never blocks or fails traffic: a full buffer drops spans (counted),
 // a failed export drops its batch (counted), and at most one export is in flight.
 import { SpanConfig } from "../config/config";
-import { ContentCapture } from "../content/content";
+import { CaptureSink } from "../content/sink";
 import { Param } from "../protocols/json-path";
 import * as host from "../host/host";
 import { Protocol } from "../protocols";
-import { Redactor } from "../content/redact";
 import { Stats } from "./stats";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "../host/names";
 
@@ -40,9 +39,8 @@ export class SpanRecord {
   firstContentNs: i64 = 0;
   /** Tail keep: why an unsampled request's span was exported ("" for a sampled one). */
   keepReason: string = "";
-  /** Captured content and the redactor it goes through (content capture on, sampled requests only). */
-  capture: ContentCapture | null = null;
-  redactor: Redactor | null = null;
+  /** Captured content, redacted as it is written (content capture on, sampled requests only). */
+  capture: CaptureSink | null = null;
 }
 
 /** gen_ai.operation.name of an OpenAI-compatible endpoint. */
@@ -199,7 +197,7 @@ export function encodeSpan(r: SpanRecord, providerName: string): string {
   attrs.push(stringAttr("tokentrace.route", r.route));
   if (r.keepReason.length > 0) attrs.push(stringAttr("tokentrace.keep_reason", r.keepReason));
   const capture = r.capture;
-  if (capture !== null && capture.writeAttributes(attrs, r.redactor!, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "")) {
+  if (capture !== null && capture.writeAttributes(attrs, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "")) {
     attrs.push(attr("tokentrace.content.truncated", "\"boolValue\":true"));
   }
   let span = "{\"traceId\":\"" + r.traceId + "\",\"spanId\":\"" + r.spanId + "\"";

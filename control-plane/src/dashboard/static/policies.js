@@ -125,13 +125,6 @@
     $("content-pseudonyms").checked = content.pseudonyms !== undefined;
   }
 
-  /** A pseudonym salt: 32 random bytes as hex, from the browser's CSPRNG. */
-  function newSalt() {
-    const bytes = new Uint8Array(32);
-    window.crypto.getRandomValues(bytes);
-    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-  }
-
   /** The editor's policy document, or null (the parse error shown). */
   function editedPolicy() {
     try {
@@ -176,9 +169,9 @@
     const max = $("content-max-bytes").value.trim();
     if (max === "") delete content.maxBytes;
     else content.maxBytes = Number(max);
-    // An existing salt is kept (changing it unlinks every pseudonym); a new one is drawn only when asked.
+    // Pseudonyms are keyed with the control plane's key, never one in the policy; existing settings (keySource) are kept.
     if (!$("content-pseudonyms").checked) delete content.pseudonyms;
-    else if (!content.pseudonyms) content.pseudonyms = { salt: newSalt() };
+    else if (!content.pseudonyms) content.pseudonyms = {};
     if (Object.keys(content).length === 0) delete spans.content;
     else spans.content = content;
     $("policy-editor").value = JSON.stringify(doc, null, 2);
