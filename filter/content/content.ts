@@ -84,6 +84,9 @@ export class ContentCapture extends CaptureSink {
   }
 
   begin(channel: i32, message: i32): void {
+    // A string still open was never read whole (its body stopped inside it): its message is dropped.
+    const open = this.current;
+    if (open !== null) dropLast(open, Dropped.Unterminated);
     let c = unchecked(this.channels[channel]);
     if (c === null) {
       c = new ChannelText(this.visibleBytes + DETECTION_MARGIN);

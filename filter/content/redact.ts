@@ -8,7 +8,8 @@
 // Pure logic: no host calls.
 import { writeHex } from "../bytes";
 import { ByteWriter } from "./byte-writer";
-import { find, foundEnd, foundStart, Pii } from "./pii";
+import { foundEnd, foundStart } from "./chars";
+import { find, Pii } from "./pii";
 import { HmacKey } from "./sha256";
 
 /** Counts by type: the Pii types, then tokens masked at a cut. */

