@@ -1,7 +1,7 @@
 # tokentrace: `make help` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps build typecheck lint test-deps test bench demo run manifests oci clean
+.PHONY: help deps build typecheck lint test-deps test bench demo run manifests oci clean leak-corpus leak-corpus-mutant
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
@@ -66,6 +66,26 @@ test: build build/oci/index.json typecheck lint test-deps ## build, type-check, 
 bench: build ## run every benchmark and print one table
 	@echo "==> running the benchmarks (BENCH_RUNS=$${BENCH_RUNS:-5} runs each; bars decided at the median)"
 	@node --import tsx test/bench/run.ts
+
+# The leak corpus at any size (the suite runs seed 21, 2,000 values, spread and sampled):
+# every value through every protocol in both modes, at every chunk and cut position unless EXHAUSTIVE=0.
+SEED ?= 21
+COUNT ?= 2600
+EXHAUSTIVE ?= 1
+SPREAD ?= 0
+leak-corpus: build/filter-content.wasm ## the leak corpus through the content module: make leak-corpus SEED=21 COUNT=2600 [EXHAUSTIVE=0] [SPREAD=1]; exits 1 on any leak
+	@SEED=$(SEED) COUNT=$(COUNT) EXHAUSTIVE=$(EXHAUSTIVE) SPREAD=$(SPREAD) node --import tsx test/support/leak-corpus-main.ts
+
+# The detection-margin mutant: the content module built with DETECTION_MARGIN = 0 must leak on the corpus.
+build/mutant/filter-content-margin0.wasm: $(FILTER_SRC) node_modules/.installed
+	@echo "==> compiling the zero-margin mutant of the content module: $@"
+	@rm -rf build/mutant && mkdir -p build/mutant && cp -r filter build/mutant/filter
+	@sed -i 's/^export const DETECTION_MARGIN: i32 = [0-9]*;/export const DETECTION_MARGIN: i32 = 0;/' build/mutant/filter/content/content.ts
+	@grep -q '^export const DETECTION_MARGIN: i32 = 0;' build/mutant/filter/content/content.ts
+	@$(ASC) build/mutant/filter/index-content.ts --target release -o $@ $(ASC_QUIET)
+
+leak-corpus-mutant: build/mutant/filter-content-margin0.wasm ## the corpus must find leaks in a zero detection margin (exits 1 if it finds none)
+	@WASM=build/mutant/filter-content-margin0.wasm SEED=$(SEED) COUNT=$(or $(MUTANT_COUNT),260) EXHAUSTIVE=0 SPREAD=1 EXPECT_LEAKS=1 node --import tsx test/support/leak-corpus-main.ts
 
 demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
 	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure)"

@@ -4,7 +4,7 @@
 // PEM blocks, IBANs, NINOs). An e-mail address wins over what its local part holds
 // (first.last+4155552671@example.com is an address, not a phone number). Pure logic: no host calls.
 import { emailAround, ipv4At, ipv6From, isLocalByte } from "./addresses";
-import { ALPHA, classOf, cls, DIGIT, foundEnd, foundStart, is, span, WORD } from "./chars";
+import { ALPHA, byteAt, classOf, cls, DIGIT, foundEnd, foundStart, is, KEY_BODY, span, WORD } from "./chars";
 import { aadhaarAt, cardAt, cpfAt, dniAt, phoneAt, prcResidentIdAt, sinAt, ssnAt } from "./numbers";
 import { pemAt, telegramAt, WordKind, wordAt } from "./secrets";
 
@@ -112,7 +112,7 @@ function scan(p: usize, from: i32, n: i32, stop: i32, lowest: i32): i32 {
     const after = raw | 0x20;
     if (after == 0x69 || after == 0x77 || (raw - 0x30 < 10 && size <= 4)) return true; // "is", "was"; DE89 3704, AB 12 34
   } else if (!(next == 0x2c || next == 0x3b || next == 0x29 || next == 0x5d || next == 0x21 || next == 0x0a || next == 0x0d || next == 0 ||
-      (next == 0x2e && (e + 1 >= n || (cls(p, e + 1) & WORD) == 0)))) {
+      (next == 0x2e && (e + 1 >= n || (cls(p, e + 1) & KEY_BODY) == 0)))) {
     return true; // ":", "=", "_", "-", ".", quotes, "?", ">", a tab: maybe a name, a scheme or a longer token
   }
   if (s > 0 && load<u8>(p + s - 1) == 0x2d) return true; // --password value
@@ -158,6 +158,9 @@ function numberAt(p: usize, s: i32, n: i32): i32 {
   if (d >= 17 || d == 6 || d == 11) if (prcResidentIdAt(p, s, n)) return Pii.NationalId;
   if (d == 3 || d == 9) if (ssnAt(p, s, n) || sinAt(p, s, n)) return Pii.NationalId;
   if ((d == 3 && next == 0x2e) || d == 11) if (cpfAt(p, s, n)) return Pii.NationalId;
+  // A card's groups (6228-0188-5208-2191-862) may begin like an Aadhaar number: the card wins when
+  // it is longer and takes every group of the run (not when the run goes on: 2345 6789 0124 130 692 544).
+  if (d == 4 && grouped && cardAt(p, s, n) && foundEnd > s + 14 && !(byteAt(p, foundEnd, n) == next && (cls(p, foundEnd + 1) & DIGIT) != 0)) return Pii.PaymentCard;
   if (d == 4 || d == 12) if (aadhaarAt(p, s, n)) return Pii.NationalId;
   if (d == 8 && dniAt(p, s, n, -1)) return Pii.NationalId;
   if (d >= 13 || (grouped && d >= 3)) if (cardAt(p, s, n)) return Pii.PaymentCard;

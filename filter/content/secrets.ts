@@ -185,26 +185,48 @@ function urlAt(p: usize, s: i32, n: i32): bool {
 
 /**
  * The credentials of an Authorization value starting at `k` (after "Authorization:" and spaces):
- * scheme kept, the rest of the line replaced; `quote` (0: none) is the quote the value, or the
- * whole header (curl -H 'Authorization: ...'), is inside of, which ends it.
+ * the scheme kept, the rest of the line replaced. `open` is the quote the value opened with
+ * ("Authorization": "Bearer ..."): it ends at the first of it not escaped. `outer` is the quote
+ * the whole header sits in (curl -H 'Authorization: ...'): it ends at the last of it on the line.
  */
-function authorizationValue(p: usize, k: i32, n: i32, quote: u32): bool {
+function authorizationValue(p: usize, k: i32, n: i32, open: u32, outer: u32): bool {
   const schemeStart = k;
   while (k < n && (cls(p, k) & (WORD | TOKEN68)) != 0) k++;
   const schemeEnd = k;
   if (schemeEnd == schemeStart) return false;
-  let c = byteAt(p, k, n);
   let start = schemeStart;
-  if (c == 0x20 || c == 0x09 || ((c == 0x0a || c == 0x0d) && quote != 0)) {
+  if (k < n && isSpaceByte(load<u8>(p + k))) {
     // "<scheme> <credentials>": any whitespace between them
     while (k < n && isSpaceByte(load<u8>(p + k))) k++;
     start = k;
   }
-  let end = start;
-  while (end < n) {
-    const b = <u32>load<u8>(p + end);
-    if (b == 0x0a || b == 0x0d || (quote != 0 && b == quote) || (b == 0x5c && (byteAt(p, end + 1, n) == 0x6e || (quote == 0x22 && byteAt(p, end + 1, n) == 0x22)))) break;
-    end++;
+  // The line ends at a line break, or at "\n" written out (JSON within the text).
+  let lineEnd = start;
+  while (lineEnd < n) {
+    const b = <u32>load<u8>(p + lineEnd);
+    if (b == 0x0a || b == 0x0d || (b == 0x5c && byteAt(p, lineEnd + 1, n) == 0x6e)) break;
+    lineEnd++;
+  }
+  let end = lineEnd;
+  if (open != 0) {
+    for (let i = start; i < lineEnd; i++) {
+      const b = <u32>load<u8>(p + i);
+      if (b == 0x5c) {
+        i++; // an escaped character belongs to the value
+        continue;
+      }
+      if (b == open) {
+        end = i;
+        break;
+      }
+    }
+  } else if (outer != 0) {
+    for (let i = lineEnd - 1; i >= start; i--) {
+      if (<u32>load<u8>(p + i) == outer) {
+        end = i;
+        break;
+      }
+    }
   }
   while (end > start && (load<u8>(p + end - 1) == 0x20 || load<u8>(p + end - 1) == 0x09)) end--;
   return end > start && span(start, end);
@@ -347,7 +369,7 @@ function quoteAt(p: usize, k: i32, n: i32): u32 {
   return 0;
 }
 
-const enum Form { Assignment, Query, Xml, Word }
+const enum Form { Assignment, Query, Xml, Word, Flag }
 
 /**
  * A value assigned to a secret's name at `s`: NAME= NAME: NAME:= NAME=> NAME== "NAME": <NAME>,
@@ -393,7 +415,7 @@ function assignedAt(p: usize, s: i32, word: i32, n: i32): bool {
     k += startsWithWord(p, k, n, "is ") ? 3 : 4;
     form = Form.Word;
   } else if (q == 0 && space >= 1 && before == 0x2d && byteAt(p, s - 2, n) == 0x2d) {
-    form = Form.Word; // --password value
+    form = Form.Flag; // --password value, --auth_token value
   } else {
     return false;
   }
@@ -424,7 +446,7 @@ function assignedAt(p: usize, s: i32, word: i32, n: i32): bool {
       if (b == 0x0a || b == 0x0d || b == 0x22 || b == 0x27 || b == 0x60) break;
       if (form == Form.Query && (b <= 0x20 || b == 0x26 || b == 0x23 || b == 0x3e)) break;
       if (form == Form.Xml && b == 0x3c) break;
-      if (form == Form.Word && b <= 0x20) break;
+      if ((form == Form.Word || form == Form.Flag) && b <= 0x20) break;
       if (b == 0x5c && (byteAt(p, end + 1, n) == 0x22 || byteAt(p, end + 1, n) == 0x6e)) break; // the end of a JSON string within text
       end++;
     }
@@ -442,8 +464,9 @@ function assignedAt(p: usize, s: i32, word: i32, n: i32): bool {
 
 // ---- IBAN, NINO, NIE ----
 
-// ISO 13616 countries and their IBAN lengths (presidio iban_patterns.py, 0aa9f8e).
-const IBAN_COUNTRIES = "AL28AD24AT20AZ28BH22BY28BE16BA20BR29BG22CR22HR21CY28CZ24DK18DO28TL23EE20FO18FI18FR27GE22DE22GI23GR27GL18GT28HU28IS26IE22IL23IT27JO30KZ20XK20KW30LV21LB28LI21LT20LU20MT31MR27MU28MD24MC27ME22NL18MK19NO15PK24PS25PL28PT21QA25RO24SM27SA24RS22SK24SI19ES24SE24CH21TN24TR26AE23GB22VA22VG24EG29IQ23LY25LC32SC31UA29";
+// ISO 13616 countries and their IBAN lengths: 4 + the BBAN length in the comment of each country in
+// presidio iban_patterns.py at 0aa9f8e (its MU, PS, PT and QA regexes are shorter than their comments).
+const IBAN_COUNTRIES = "AL28AD24AT20AZ28BH22BY28BE16BA20BR29BG22CR22HR21CY28CZ24DK18DO28TL23EE20FO18FI18FR27GE22DE22GI23GR27GL18GT28HU28IS26IE22IL23IT27JO30KZ20XK20KW30LV21LB28LI21LT20LU20MT31MR27MU30MD24MC27ME22NL18MK19NO15PK24PS29PL28PT25QA29RO24SM27SA24RS22SK24SI19ES24SE24CH21TN24TR26AE23GB22VA22VG24EG29IQ23LY25LC32SC31UA29";
 const IBAN_CHARS: usize = memory.data(34);
 
 function ibanLength(a: u32, b: u32): i32 {
@@ -543,10 +566,9 @@ export function wordAt(p: usize, s: i32, word: i32, n: i32): WordKind {
     if (k < n && (load<u8>(p + k) == 0x3a || load<u8>(p + k) == 0x3d)) {
       k++;
       while (k < n && (load<u8>(p + k) == 0x20 || load<u8>(p + k) == 0x09)) k++;
-      let open = quoteAt(p, k, n);
+      const open = quoteAt(p, k, n);
       if (open != 0) k += quoteSize;
-      else open = q != 0 ? q : outerQuote(p, s, n);
-      if (authorizationValue(p, k, n, open)) return WordKind.Credential;
+      if (authorizationValue(p, k, n, open, open != 0 ? 0 : q != 0 ? q : outerQuote(p, s, n))) return WordKind.Credential;
     }
   }
   if (lowerC == 0x62) {

@@ -91,20 +91,24 @@ export function errorTypeOf(statusCode: i64, responseComplete: bool): string {
   return responseComplete ? "" : "reset_during_response";
 }
 
-/** A JSON string literal. */
+/** A JSON string literal (its pieces joined once: captured content, JSON itself, escapes hundreds of quotes). */
 export function jsonString(s: string): string {
-  let out = "\"";
   let run = 0;
+  let parts: Array<string> | null = null;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x20 && c != 0x22 && c != 0x5c) continue;
-    out += s.substring(run, i);
-    if (c == 0x22) out += "\\\"";
-    else if (c == 0x5c) out += "\\\\";
-    else out += "\\u00" + (c < 0x10 ? "0" : "1") + "0123456789abcdef".charAt(c & 0xf);
+    if (parts == null) parts = ["\""];
+    parts.push(s.substring(run, i));
+    if (c == 0x22) parts.push("\\\"");
+    else if (c == 0x5c) parts.push("\\\\");
+    else parts.push("\\u00" + (c < 0x10 ? "0" : "1") + "0123456789abcdef".charAt(c & 0xf));
     run = i + 1;
   }
-  return out + s.substring(run) + "\"";
+  if (parts == null) return "\"" + s + "\"";
+  parts.push(s.substring(run));
+  parts.push("\"");
+  return parts.join("");
 }
 
 function attr(key: string, value: string): string {

@@ -44,6 +44,7 @@ const FORMS: Array<[string, string, string]> = [
   ["a query string", "GET /cb?code=1&access_token=eyA9b8c7&state=x", "GET /cb?code=1&access_token=[CREDENTIAL]&state=x"],
   ["XML", "<password>P4ss</password>", "<password>[CREDENTIAL]</password>"],
   ["a command-line flag", "mysql --password s3cret --user app", "mysql --password [CREDENTIAL] --user app"],
+  ["a command-line flag of a weak name (token, jwt, key)", "run --auth_token wJalrmg8KposA2FQa2nlzcz9 --jwt a2301d090e2859cc --max_tokens 100 --cache-key true", "run --auth_token [CREDENTIAL] --jwt [CREDENTIAL] --max_tokens 100 --cache-key true"],
   ["prose", "my password is Tr0ub4dor&3 ok", "my password is [CREDENTIAL] ok"],
   ["Go :=", "token := \"t0k\"", "token := \"[CREDENTIAL]\""],
   ["not a secret's name or value", "max_tokens: 100, tokenizer: bpe, keyboard: us, token: 42, key: true", "max_tokens: 100, tokenizer: bpe, keyboard: us, token: 42, key: true"],
@@ -56,6 +57,7 @@ const FORMS: Array<[string, string, string]> = [
   ["vendor tokens", "sk-ant-api03-" + "a".repeat(93) + "AA glpat-abcdefghij0123456789 xoxb-1234567890-abcdefghij npm_" + "A".repeat(36), "[CREDENTIAL] [CREDENTIAL] [CREDENTIAL] [CREDENTIAL]"],
   ["vendor tokens (2)", "AKIAIOSFODNN7EXAMPLE AIza" + "B".repeat(35) + " SG." + "c".repeat(22) + "." + "d".repeat(43), "[CREDENTIAL] [CREDENTIAL] [CREDENTIAL]"],
   ["vendor tokens (3)", "hf_" + "x".repeat(34) + " github_pat_" + "1".repeat(82) + " sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "[CREDENTIAL] [CREDENTIAL] [CREDENTIAL]"],
+  ["a SendGrid key whose body begins with \"_\"", "key 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 sent", "key [CREDENTIAL] sent"],
   ["a Slack webhook", "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX now", "post to https://hooks.slack.com[CREDENTIAL] now"],
   ["a Telegram bot token", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0 on", "bot [CREDENTIAL] on"],
   ["any Authorization scheme, any whitespace", "Authorization:  Token\t 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b\nProxy-Authorization: Digest username=\"u\", response=\"6629fae4\"", "Authorization:  Token\t [CREDENTIAL]\nProxy-Authorization: Digest [CREDENTIAL]"],
@@ -72,6 +74,7 @@ const FORMS: Array<[string, string, string]> = [
   ["not a phone number", "on 2024-01-15 10:30, 12/31/2024, v1.2.3, order 123456789, 1 2 3 4 5 6 7 8 9, 1700000000", "on 2024-01-15 10:30, 12/31/2024, v1.2.3, order 123456789, 1 2 3 4 5 6 7 8 9, 1700000000"],
   // cards and national ids, grouped and dotted
   ["cards grouped", "4111 1111 1111 1111, 4111-1111-1111-1111, 3782 822463 10005, 5555555555554444", "[PAYMENT_CARD], [PAYMENT_CARD], [PAYMENT_CARD], [PAYMENT_CARD]"],
+  ["a 19-digit card whose first groups pass Aadhaar's check", "card 6228-0188-5208-2191-862 ok", "card [PAYMENT_CARD] ok"],
   ["not a card (Luhn)", "4111 1111 1111 1112", "4111 1111 1111 1112"],
   ["PRC ids", "11010519491231002X 110105-19491231-002X", "[NATIONAL_ID] [NATIONAL_ID]"],
   ["US SSNs", "SSN 123-45-6789, 123 45 6789, 123.45.6789, SSN: 123456789", "SSN [NATIONAL_ID], [NATIONAL_ID], [NATIONAL_ID], SSN: [NATIONAL_ID]"],
@@ -81,6 +84,7 @@ const FORMS: Array<[string, string, string]> = [
   ["CPF, DNI, NIE, Aadhaar, SIN", "529.982.247-25 12345678Z X1234567L 2345 6789 0124 130 692 544", "[NATIONAL_ID] [NATIONAL_ID] [NATIONAL_ID] [NATIONAL_ID] [NATIONAL_ID]"],
   // IBANs
   ["IBANs with a valid checksum", "DE89 3704 0044 0532 0130 00, GB82WEST12345698765432, fr1420041010050500013m02606", "[IBAN], [IBAN], [IBAN]"],
+  ["IBANs of the lengths a catalogue got wrong (PT 25, QA 29, MU 30, PS 29)", "PT50 0002 0123 1234 5678 9015 4 QA58DOHB00001234567890ABCDEFG MU17BOMM0101101030300200000MUR PS92PALS000000000400123456702", "[IBAN] [IBAN] [IBAN] [IBAN]"],
   ["not an IBAN (checksum)", "DE88 3704 0044 0532 0130 00", "DE88 3704 0044 0532 0130 00"],
 ];
 
