@@ -1,7 +1,7 @@
 # tokentrace: `make help` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps build typecheck lint test-deps test bench power-loss demo run manifests oci clean
+.PHONY: help deps build typecheck lint test-deps test bench power-loss demo run manifests oci clean leak-corpus leak-corpus-mutant
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
@@ -30,16 +30,22 @@ build/filter.debug.wasm: $(FILTER_SRC) node_modules/.installed
 	@echo "==> compiling the filter (debug): $@"
 	@$(ASC) filter/index.ts --target debug $(ASC_QUIET)
 
+# The content module: the same sources and root id, with content capture, redaction and the
+# pseudonym key (filter/index-content.ts); the default module above carries none of that code.
+build/filter-content.wasm: $(FILTER_SRC) node_modules/.installed
+	@echo "==> compiling the filter with content capture (release): $@"
+	@$(ASC) filter/index-content.ts --target release -o $@ $(ASC_QUIET)
+
 build/noop.wasm: test/bench/noop-filter/index.ts asconfig.json node_modules/.installed
 	@echo "==> compiling the no-op baseline filter for the benchmarks: $@"
 	@$(ASC) test/bench/noop-filter/index.ts --target release -o build/noop.wasm $(ASC_QUIET)
 
 # The filter's redaction engine alone, with the release options, for the redaction throughput bench.
-build/redaction.wasm: test/bench/redaction-module/index.ts filter/content/redact.ts filter/content/pii.ts filter/content/sha256.ts filter/content/byte-writer.ts asconfig.json node_modules/.installed
+build/redaction.wasm: test/bench/redaction-module/index.ts $(wildcard filter/content/*.ts) filter/bytes.ts asconfig.json node_modules/.installed
 	@echo "==> compiling the redaction engine alone for the benchmarks: $@"
 	@$(ASC) test/bench/redaction-module/index.ts --target release -o build/redaction.wasm $(ASC_QUIET)
 
-build: build/filter.wasm build/filter.debug.wasm build/noop.wasm build/redaction.wasm ## compile the filter (release + debug), the no-op baseline and the redaction engine for the benchmarks
+build: build/filter.wasm build/filter.debug.wasm build/filter-content.wasm build/noop.wasm build/redaction.wasm ## compile the filter (release + debug), its content-capture module, the no-op baseline and the redaction engine for the benchmarks
 
 typecheck: | node_modules/.installed ## TypeScript strict type-check
 	@echo "==> type-checking (tsc --noEmit)"
@@ -64,6 +70,26 @@ bench: build ## run every benchmark and print one table
 power-loss: | node_modules/.installed ## the larger power-loss run of both stores (POWER_LOSS_SEED, POWER_LOSS_SEEDS, POWER_LOSS_STORES)
 	@echo "==> power-loss harness: every operation of longer workloads a crash point (test/power-loss/README.md)"
 	@node --import tsx test/power-loss/run.ts
+
+# The leak corpus at any size (the suite runs seed 21, 2,000 values, spread and sampled):
+# every value through every protocol in both modes, at every chunk and cut position unless EXHAUSTIVE=0.
+SEED ?= 21
+COUNT ?= 2600
+EXHAUSTIVE ?= 1
+SPREAD ?= 0
+leak-corpus: build/filter-content.wasm ## the leak corpus through the content module: make leak-corpus SEED=21 COUNT=2600 [EXHAUSTIVE=0] [SPREAD=1]; exits 1 on any leak
+	@SEED=$(SEED) COUNT=$(COUNT) EXHAUSTIVE=$(EXHAUSTIVE) SPREAD=$(SPREAD) node --import tsx test/support/leak-corpus-main.ts
+
+# The detection-margin mutant: the content module built with DETECTION_MARGIN = 0 must leak on the corpus.
+build/mutant/filter-content-margin0.wasm: $(FILTER_SRC) node_modules/.installed
+	@echo "==> compiling the zero-margin mutant of the content module: $@"
+	@rm -rf build/mutant && mkdir -p build/mutant && cp -r filter build/mutant/filter
+	@sed -i 's/^export const DETECTION_MARGIN: i32 = [0-9]*;/export const DETECTION_MARGIN: i32 = 0;/' build/mutant/filter/content/content.ts
+	@grep -q '^export const DETECTION_MARGIN: i32 = 0;' build/mutant/filter/content/content.ts
+	@$(ASC) build/mutant/filter/index-content.ts --target release -o $@ $(ASC_QUIET)
+
+leak-corpus-mutant: build/mutant/filter-content-margin0.wasm ## the corpus must find leaks in a zero detection margin (exits 1 if it finds none)
+	@WASM=build/mutant/filter-content-margin0.wasm SEED=$(SEED) COUNT=$(or $(MUTANT_COUNT),260) EXHAUSTIVE=0 SPREAD=1 EXPECT_LEAKS=1 node --import tsx test/support/leak-corpus-main.ts
 
 demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
 	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure)"

@@ -3,6 +3,7 @@
 // is parsed and validated completely before it replaces the old one, so a rejected update leaves
 // the last good configuration in force.
 import { Context, RootContext } from "@solo-io/proxy-runtime/assembly";
+import { contentEngine } from "./capture";
 import { ActiveConfig, Config, parseConfig } from "./config/config";
 import * as host from "./host/host";
 import { ErrorReason } from "./telemetry/metrics";
@@ -10,6 +11,9 @@ import { PollOutcome, PolicyPoller } from "./config/policy-source";
 import { SpanExporter } from "./telemetry/spans";
 import { Stats } from "./telemetry/stats";
 import { TokentraceStream } from "./stream";
+
+/** The tick period while pseudonyms need a key: its first fetch and retries wait at most this long. */
+const KEY_TICK_MS: i32 = 1000;
 
 export class TokentraceRoot extends RootContext {
   active: ActiveConfig = new ActiveConfig();
@@ -47,6 +51,8 @@ export class TokentraceRoot extends RootContext {
     if (source !== null) this.poller.maybePoll(source);
     const spans = this.active.config.spans;
     if (spans !== null) this.exporterOrInit().flush(spans);
+    const engine = contentEngine();
+    if (engine !== null) engine.tick(this.active.config, this.local, this.statsOrInit());
     this.statsOrInit().flushHostFailures();
   }
 
@@ -56,7 +62,8 @@ export class TokentraceRoot extends RootContext {
     const stats = this.statsOrInit();
     const outcome = this.poller.onResponse(token, headers, body_size);
     if (outcome == PollOutcome.NotOurs) {
-      this.exporterOrInit().onResponse(token, headers);
+      const engine = contentEngine();
+      if (engine === null || !engine.onHttpCallResponse(token, headers, body_size, stats)) this.exporterOrInit().onResponse(token, headers);
     } else if (outcome == PollOutcome.Updated) {
       const pulled = this.poller.pulled!;
       pulled.policySource = this.local.policySource;
@@ -122,6 +129,9 @@ export class TokentraceRoot extends RootContext {
     if (spans !== null && (tickMs == 0 || spans.flushIntervalMs < tickMs)) tickMs = spans.flushIntervalMs;
     const source = config.policySource;
     if (source !== null && (tickMs == 0 || source.intervalMs < tickMs)) tickMs = source.intervalMs;
+    // The pseudonym key is fetched on ticks, and retried after a failure within a second.
+    const content = spans !== null ? spans.content : null;
+    if (content !== null && content.pseudonyms && contentEngine() !== null && (tickMs == 0 || KEY_TICK_MS < tickMs)) tickMs = KEY_TICK_MS;
     host.setTickPeriodMs(<u32>tickMs);
   }
 }

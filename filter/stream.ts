@@ -9,8 +9,8 @@ import { LlmExchange } from "./llm/llm";
 import { matchedPrefixLength, protocolOf } from "./protocols/llm-paths";
 import { kserveModelOf } from "./protocols/kserve";
 import { Protocol } from "./protocols";
-import { PII_NAMES } from "./content/redact";
-import { codeClassIndex, ErrorReason, sanitizeLabelValue } from "./telemetry/metrics";
+import { contentEngine } from "./capture";
+import { codeClassIndex, CONTENT_UNAVAILABLE, ErrorReason, sanitizeLabelValue } from "./telemetry/metrics";
 import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./trace/sampler";
 import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
@@ -70,7 +70,6 @@ const TRACE_HEADERS = new TraceHeaders();
 /** Reused for every rate lookup (one stream runs at a time on a VM). */
 const REQUEST_MATCH = new RequestMatch();
 const NO_BYTES = new ArrayBuffer(0);
-const REDACTION_COUNTS = new StaticArray<i32>(PII_NAMES.length);
 const OT_THRESHOLD_PREFIX = "ot=th:";
 
 export class TokentraceStream extends Context {
@@ -189,7 +188,11 @@ export class TokentraceStream extends Context {
     this.spanSampled = sampled && ids !== null;
     // Content capture: sampled LLM calls only (a tail-kept span has none), when the policy and route ask for it.
     const content = spans !== null ? spans.content : null;
-    if (this.spanSampled && content !== null && content.enabledFor(ROUTE_NAME.ptr, ROUTE_NAME.length)) this.llm!.startCapture(content);
+    if (this.spanSampled && content !== null && content.enabledFor(ROUTE_NAME.ptr, ROUTE_NAME.length)) {
+      const engine = contentEngine();
+      if (engine !== null) this.llm!.capture = engine.startCapture(content);
+      else this.stats.contentError(CONTENT_UNAVAILABLE); // the default module: no capture code
+    }
     // Without randomness no trace is started and traffic goes on as it came.
     if (sampled) this.stats.count(route.tracesSampled, 1);
 
@@ -467,17 +470,10 @@ export class TokentraceStream extends Context {
         const span = this.spanRecord(llm, route, code, startNs, durationNs);
         if (span !== null) {
           span.keepReason = keepReason;
-          const content = spans!.content;
           const capture = llm.capture;
-          if (content !== null && capture !== null && !capture.isEmpty) {
-            span.capture = capture;
-            span.redactor = content.redactor;
-          }
+          if (capture !== null && !capture.isEmpty()) span.capture = capture;
           this.exporter.add(encodeSpan(span, spans!.providerName), spans!);
-          if (span.capture !== null) {
-            content!.redactor.takeCounts(REDACTION_COUNTS);
-            this.stats.contentExported(REDACTION_COUNTS, PII_NAMES);
-          }
+          if (capture !== null && span.capture !== null) contentEngine()!.report(capture, this.stats);
           if (keepReason.length > 0) this.stats.count(this.stats.spansKept, 1);
         }
       }

@@ -5,7 +5,6 @@ import { equalBytes } from "../bytes";
 import { JsonKind, JsonParser, JsonValue } from "./json";
 import { ProtocolPaths } from "../protocols/llm-paths";
 import { Protocol } from "../protocols";
-import { Redactor } from "../content/redact";
 
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
@@ -100,6 +99,23 @@ export class ContentRoute {
 }
 
 export const DEFAULT_CONTENT_MAX_BYTES: i32 = 4096;
+export const DEFAULT_KEY_REFRESH_MS: i32 = 10000;
+export const DEFAULT_KEY_TIMEOUT_MS: i32 = 5000;
+
+/**
+ * Where the pseudonym key comes from (spans.content.pseudonyms.keySource): the control plane's
+ * GET /v1/filters/{workload}/content-key on its filter-facing listener, through `cluster`.
+ * Without one, the policy source's cluster, authority and workload serve.
+ */
+export class KeySourceConfig {
+  cluster: ArrayBuffer = new ArrayBuffer(0);
+  authority: ArrayBuffer = new ArrayBuffer(0);
+  /** <namespace>.<name>. */
+  workload: string = "";
+  /** The VM environment variable (vmConfig.env) holding a bearer token for the call, or "" for none (mesh identity). */
+  tokenEnv: string = "";
+  timeoutMs: i32 = DEFAULT_KEY_TIMEOUT_MS;
+}
 
 /** Opt-in content capture on sampled LLM spans, with redaction (spans.content). */
 export class ContentConfig {
@@ -107,8 +123,12 @@ export class ContentConfig {
   routes: Array<ContentRoute> = [];
   /** Original text per attribute that may appear in a span. */
   maxBytes: i32 = DEFAULT_CONTENT_MAX_BYTES;
-  /** Placeholders, or pseudonyms keyed with the policy's salt (which lives only in the redactor's key). */
-  redactor: Redactor = new Redactor(null);
+  /** Linkable pseudonyms (keyed hashes under the key the control plane serves) instead of typed placeholders. */
+  pseudonyms: bool = false;
+  /** Where the key comes from; null: the policy source's control plane. */
+  keySource: KeySourceConfig | null = null;
+  /** How often the key is fetched again (a new version takes effect within this). */
+  keyRefreshMs: i32 = DEFAULT_KEY_REFRESH_MS;
 
   /** Whether a route (the `length` bytes of its xds.route_name at `name`) captures content. */
   enabledFor(name: usize, length: i32): bool {
@@ -470,7 +490,6 @@ class Validator {
     return sc;
   }
 
-  // Messages name the key, never a value: the salt is a secret and must not reach a log.
   private content(v: JsonValue): ContentConfig | null {
     if (!this.objectWithKeys(v, "spans.content", ["enabled", "routes", "maxBytes", "pseudonyms"])) return null;
     const cc = new ContentConfig();
@@ -512,17 +531,54 @@ class Validator {
       }
     }
     const pseudonyms = v.get("pseudonyms");
-    if (pseudonyms !== null) {
-      if (!this.objectWithKeys(pseudonyms, "spans.content.pseudonyms", ["salt"])) return null;
-      const salt = pseudonyms.get("salt");
-      if (salt === null) {
-        this.reject("spans.content.pseudonyms.salt", "is required");
-        return null;
-      }
-      if (!this.str(salt, "spans.content.pseudonyms.salt", 32, 256)) return null;
-      cc.redactor = new Redactor(String.UTF8.encode(salt.str));
-    }
+    if (pseudonyms !== null && !this.pseudonyms(pseudonyms, cc)) return null;
     return cc;
+  }
+
+  // The key is never part of a configuration: it is fetched from the control plane (docs/data-protection.md).
+  private pseudonyms(v: JsonValue, cc: ContentConfig): bool {
+    if (v.kind == JsonKind.Object && v.get("salt") !== null) {
+      return this.reject("spans.content.pseudonyms.salt", "is no longer accepted: the pseudonym key lives with the control plane (content.keysDir, in Kubernetes the Secret tokentrace-content-keys) and the filter fetches it");
+    }
+    if (!this.objectWithKeys(v, "spans.content.pseudonyms", ["keySource", "refreshIntervalMs"])) return false;
+    cc.pseudonyms = true;
+    const refresh = v.get("refreshIntervalMs");
+    if (refresh !== null) {
+      if (!this.integer(refresh, "spans.content.pseudonyms.refreshIntervalMs", 1000, 3600000)) return false;
+      cc.keyRefreshMs = <i32>refresh.num;
+    }
+    const source = v.get("keySource");
+    if (source === null) return true;
+    const field = "spans.content.pseudonyms.keySource";
+    if (!this.objectWithKeys(source, field, ["cluster", "authority", "workload", "tokenEnv", "timeoutMs"])) return false;
+    const ks = new KeySourceConfig();
+    const cluster = source.get("cluster");
+    const workload = source.get("workload");
+    if (cluster === null || workload === null) return this.reject(field + (cluster === null ? ".cluster" : ".workload"), "is required");
+    if (!this.str(cluster, field + ".cluster", 1, 256)) return false;
+    ks.cluster = String.UTF8.encode(cluster.str);
+    ks.authority = ks.cluster;
+    const authority = source.get("authority");
+    if (authority !== null) {
+      if (!this.str(authority, field + ".authority", 1, 256)) return false;
+      ks.authority = String.UTF8.encode(authority.str);
+    }
+    if (!this.str(workload, field + ".workload", 3, 317)) return false;
+    if (!isWorkloadId(workload.str)) return this.reject(field + ".workload", "must be <namespace>.<name> in lower-case DNS characters");
+    ks.workload = workload.str;
+    const tokenEnv = source.get("tokenEnv");
+    if (tokenEnv !== null) {
+      if (!this.str(tokenEnv, field + ".tokenEnv", 1, 128)) return false;
+      if (!isEnvName(tokenEnv.str)) return this.reject(field + ".tokenEnv", "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+      ks.tokenEnv = tokenEnv.str;
+    }
+    const timeout = source.get("timeoutMs");
+    if (timeout !== null) {
+      if (!this.integer(timeout, field + ".timeoutMs", 100, 60000)) return false;
+      ks.timeoutMs = <i32>timeout.num;
+    }
+    cc.keySource = ks;
+    return true;
   }
 
   private keep(v: JsonValue, sc: SpanConfig): bool {
@@ -777,6 +833,15 @@ function isWorkloadId(s: string): bool {
     if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e)) return false;
   }
   return true;
+}
+
+/** An environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
+function isEnvName(s: string): bool {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c == 0x5f || (i > 0 && c >= 0x30 && c <= 0x39))) return false;
+  }
+  return s.length > 0;
 }
 
 /** Label keys and values as they may travel in the query unescaped: [A-Za-z0-9._/-], at most 63. */

@@ -49,6 +49,18 @@ export class ByteWriter {
     let run = 0;
     let i = 0;
     while (i < n) {
+      // Sixteen bytes at a time: plain ASCII (no control, quote, backslash or non-ASCII byte) is
+      // skipped to the first byte that is not.
+      if (i + 16 <= n) {
+        const v = v128.load(p + i);
+        const special = v128.or(v128.or(i8x16.lt_u(v, i8x16.splat(0x20)), i8x16.ge_u(v, i8x16.splat(<i8>0x80))), v128.or(i8x16.eq(v, i8x16.splat(0x22)), i8x16.eq(v, i8x16.splat(0x5c))));
+        const bits = i8x16.bitmask(special);
+        if (bits == 0) {
+          i += 16;
+          continue;
+        }
+        i += <i32>ctz(bits);
+      }
       const c = <u32>load<u8>(p + i);
       if (c >= 0x20 && c != 0x22 && c != 0x5c && c < 0x80) {
         i++;
@@ -74,6 +86,11 @@ export class ByteWriter {
       run = i;
     }
     this.bytes(p + run, n - run);
+  }
+
+  /** Where the bytes are (until the next write). */
+  dataStart(): usize {
+    return changetype<usize>(this.buffer);
   }
 
   /** The bytes as a string (they are valid UTF-8). */

@@ -4,11 +4,13 @@
 // stat or a log: at the end of the request the text is redacted (redact.ts) and written into the
 // span's GenAI content attributes (gen_ai.system_instructions, gen_ai.input.messages,
 // gen_ai.output.messages, structured as open-telemetry/semantic-conventions-genai's JSON schemas
-// define them), then dropped with the request.
-import { ByteWriter } from "./byte-writer";
-import { Redactor } from "./redact";
-
-export const enum Channel { System, Input, Output, COUNT }
+// define them), then dropped with the request. It fails closed: a message whose text could not be
+// read whole and decoded (the body stopped inside it, an escape that decodes to nothing, bytes that
+// are no UTF-8) is dropped and counted, never exported as it is.
+import { ByteWriter, utf8SequenceLength } from "./byte-writer";
+import { KeyPoller, KeyState } from "./key";
+import { Redactor, REDACTED_COUNT } from "./redact";
+import { CaptureSink, Channel, Dropped } from "./sink";
 
 /** Message roles as the GenAI conventions name them; anything else a request says is a user's. */
 export const enum Role { User, System, Assistant, Tool }
@@ -17,14 +19,25 @@ const ROLE_NAMES: StaticArray<string> = ["user", "system", "assistant", "tool"];
 /**
  * Original text kept past the visible window: a value that begins inside the window and ends past
  * it is still recognised whole and replaced whole (the longest multi-word value, a formatted card
- * or phone number, and the longest e-mail address, 254 bytes, fit).
+ * or phone number, and the longest e-mail address, 254 bytes, fit; longer single tokens are masked
+ * at the cut, redact.ts).
  */
 export const DETECTION_MARGIN: i32 = 320;
 /** Parts (message strings) kept per channel; more are dropped and the attribute marked truncated. */
 const MAX_PARTS: i32 = 256;
+// A part is four i32s: message number, start, end, flags (0, or 1 + the Dropped reason).
+const PART: i32 = 4;
+
+/** Why pseudonyms fell back to typed placeholders in a span, by FALLBACK_NAMES. */
+export const enum Fallback { NoKey, KeyRefused, KeyUnreachable, COUNT }
+
+// Where each count of a span sits in ContentCapture.counts.
+export const DROPPED_BASE: i32 = REDACTED_COUNT;
+export const FALLBACK_BASE: i32 = DROPPED_BASE + Dropped.COUNT;
+export const COUNT_SLOTS: i32 = FALLBACK_BASE + Fallback.COUNT;
 
 /** The role a message's `role` string (`n` bytes at `p`) names. */
-export function roleOf(p: usize, n: i32): Role {
+function roleOf(p: usize, n: i32): Role {
   const s = String.UTF8.decodeUnsafe(p, n);
   if (s == "system" || s == "developer") return Role.System;
   if (s == "assistant" || s == "model") return Role.Assistant;
@@ -32,20 +45,20 @@ export function roleOf(p: usize, n: i32): Role {
   return Role.User;
 }
 
-/** One channel's text: the bytes, and its parts as (message, start, end) triples. */
+/** One channel's text: the bytes, and its parts as (message, start, end, flags) quadruples. */
 class ChannelText {
   bytes: ArrayBuffer;
   length: i32 = 0;
   parts: Array<i32> = [];
-  /** Text was dropped past the buffer or the part limit. */
-  dropped: bool = false;
+  /** Text was cut at the buffer or past the part limit. */
+  truncated: bool = false;
 
   constructor(capacity: i32) {
     this.bytes = new ArrayBuffer(capacity);
   }
 }
 
-export class ContentCapture {
+export class ContentCapture extends CaptureSink {
   private channels: StaticArray<ChannelText | null> = new StaticArray<ChannelText | null>(Channel.COUNT);
   private current: ChannelText | null = null;
   /** Roles by message number (index of the message in its array). */
@@ -56,13 +69,24 @@ export class ContentCapture {
   private markLength: i32 = 0;
   private markParts: i32 = 0;
   private markLastEnd: i32 = 0;
+  private markLastFlags: i32 = 0;
+  /** The pseudonym key's holder when the policy asks for pseudonyms, else null (typed placeholders). */
+  private key: KeyPoller | null;
+  private redactor: Redactor;
+  /** What writeAttributes did, by slot: values replaced by type, messages dropped by reason, pseudonym fallbacks by reason. */
+  counts: StaticArray<i32> = new StaticArray<i32>(COUNT_SLOTS);
 
-  constructor(visibleBytes: i32) {
+  constructor(visibleBytes: i32, key: KeyPoller | null, redactor: Redactor) {
+    super();
     this.visibleBytes = visibleBytes;
+    this.key = key;
+    this.redactor = redactor;
   }
 
-  /** A string of `channel`'s text begins, belonging to message number `message`. */
   begin(channel: i32, message: i32): void {
+    // A string still open was never read whole (its body stopped inside it): its message is dropped.
+    const open = this.current;
+    if (open !== null) dropLast(open, Dropped.Unterminated);
     let c = unchecked(this.channels[channel]);
     if (c === null) {
       c = new ChannelText(this.visibleBytes + DETECTION_MARGIN);
@@ -70,19 +94,20 @@ export class ContentCapture {
     }
     const parts = c.parts;
     const n = parts.length;
-    // A stream's deltas join into one part: one output message, read as one text.
-    if (channel == Channel.Output && n > 0 && unchecked(parts[n - 1]) == c.length) {
-      this.current = c;
+    // A stream's deltas join into one part: one output message, read as one text (once dropped, it stays dropped).
+    if (channel == Channel.Output && n > 0 && unchecked(parts[n - 2]) == c.length) {
+      this.current = unchecked(parts[n - 1]) == 0 ? c : null;
       return;
     }
-    if (n >= MAX_PARTS * 3) {
-      c.dropped = true;
+    if (n >= MAX_PARTS * PART) {
+      c.truncated = true;
       this.current = null;
       return;
     }
     parts.push(message);
     parts.push(c.length);
     parts.push(c.length);
+    parts.push(0);
     this.current = c;
   }
 
@@ -91,36 +116,41 @@ export class ContentCapture {
     if (c === null || n <= 0) return;
     const room = c.bytes.byteLength - c.length;
     const take = n < room ? n : room;
-    if (take < n) c.dropped = true;
+    if (take < n) c.truncated = true;
     memory.copy(changetype<usize>(c.bytes) + c.length, p, take);
     c.length += take;
-    unchecked((c.parts[c.parts.length - 1] = c.length));
+    unchecked((c.parts[c.parts.length - 2] = c.length));
   }
 
   appendByte(b: u8): void {
     const c = this.current;
     if (c === null) return;
     if (c.length == c.bytes.byteLength) {
-      c.dropped = true;
+      c.truncated = true;
       return;
     }
     store<u8>(changetype<usize>(c.bytes) + c.length, b);
     c.length++;
-    unchecked((c.parts[c.parts.length - 1] = c.length));
+    unchecked((c.parts[c.parts.length - 2] = c.length));
   }
 
-  /** The string ended. */
   end(): void {
     this.current = null;
   }
 
-  setRole(message: i32, role: Role): void {
-    if (message < 0 || message >= MAX_PARTS) return;
-    while (this.roles.length <= message) this.roles.push(<u8>Role.User);
-    unchecked((this.roles[message] = <u8>role));
+  fail(reason: i32): void {
+    const c = this.current;
+    if (c === null) return;
+    this.current = null;
+    dropLast(c, reason);
   }
 
-  /** A stream event begins: its output text is kept only if the protocol says so at its end. */
+  setRole(message: i32, p: usize, n: i32): void {
+    if (message < 0 || message >= MAX_PARTS) return;
+    while (this.roles.length <= message) this.roles.push(<u8>Role.User);
+    unchecked((this.roles[message] = <u8>roleOf(p, n)));
+  }
+
   mark(): void {
     const c = unchecked(this.channels[Channel.Output]);
     if (c === null) {
@@ -129,10 +159,10 @@ export class ContentCapture {
     }
     this.markLength = c.length;
     this.markParts = c.parts.length;
-    this.markLastEnd = this.markParts > 0 ? unchecked(c.parts[this.markParts - 1]) : 0;
+    this.markLastEnd = this.markParts > 0 ? unchecked(c.parts[this.markParts - 2]) : 0;
+    this.markLastFlags = this.markParts > 0 ? unchecked(c.parts[this.markParts - 1]) : 0;
   }
 
-  /** Drops the output text of the event since `mark`. */
   rollback(): void {
     this.current = null;
     const c = unchecked(this.channels[Channel.Output]);
@@ -144,11 +174,13 @@ export class ContentCapture {
     }
     c.length = this.markLength;
     c.parts.length = this.markParts;
-    if (this.markParts > 0) unchecked((c.parts[this.markParts - 1] = this.markLastEnd));
+    if (this.markParts > 0) {
+      unchecked((c.parts[this.markParts - 2] = this.markLastEnd));
+      unchecked((c.parts[this.markParts - 1] = this.markLastFlags));
+    }
   }
 
-  /** Some text was captured at all. */
-  get isEmpty(): bool {
+  isEmpty(): bool {
     for (let i = 0; i < Channel.COUNT; i++) {
       const c = unchecked(this.channels[i]);
       if (c !== null && c.length > 0) return false;
@@ -156,62 +188,112 @@ export class ContentCapture {
     return true;
   }
 
-  /**
-   * Appends the span attributes (OTLP/JSON key-value objects, structured AnyValues) of what was
-   * captured, redacted by `redactor`; `finishReason` is the output message's (GenAI output
-   * messages require one). Returns whether some text was cut to the visible window.
-   */
-  writeAttributes(attrs: Array<string>, redactor: Redactor, finishReason: string): bool {
+  writeAttributes(attrs: Array<string>, finishReason: string): bool {
+    // A string still open has not been read whole: its message is dropped.
+    const open = this.current;
+    if (open !== null) {
+      this.current = null;
+      dropLast(open, Dropped.Unterminated);
+    }
+    const counts = this.counts;
+    for (let i = 0; i < COUNT_SLOTS; i++) unchecked((counts[i] = 0));
+    const redactor = this.redactor;
+    redactor.key = null;
+    const key = this.key;
+    if (key !== null) {
+      if (key.state == KeyState.Held) redactor.key = key.key;
+      else unchecked((counts[FALLBACK_BASE + fallbackOf(key.state)] = 1));
+    }
+    redactor.reset();
     let truncated = false;
+    let dropped = false;
     const out = new ByteWriter(this.visibleBytes * 2 + 256);
     const system = unchecked(this.channels[Channel.System]);
-    if (system !== null && this.anyText(system, 0, system.parts.length)) {
-      // gen_ai.system_instructions: [TextPart, ...]
-      beginArray(out, "gen_ai.system_instructions");
-      truncated = this.writeRange(out, system, 0, system.parts.length, redactor);
-      out.ascii(END_ARRAY);
-      attrs.push(out.toString());
+    if (system !== null) {
+      dropped = this.validate(system) || dropped;
+      if (this.anyText(system, 0, system.parts.length)) {
+        // gen_ai.system_instructions: [TextPart, ...]
+        beginArray(out, "gen_ai.system_instructions");
+        truncated = this.writeRange(out, system, 0, system.parts.length);
+        out.ascii(END_ARRAY);
+        attrs.push(out.toString());
+      }
     }
     const input = unchecked(this.channels[Channel.Input]);
-    if (input !== null && this.anyText(input, 0, input.parts.length)) {
-      // gen_ai.input.messages: [{role, parts: [TextPart, ...]}, ...], one per message number, in order
-      out.length = 0;
-      beginArray(out, "gen_ai.input.messages");
-      const parts = input.parts;
-      let first = true;
-      for (let i = 0; i < parts.length; ) {
-        const message = unchecked(parts[i]);
-        let j = i;
-        while (j < parts.length && unchecked(parts[j]) == message) j += 3;
-        if (this.anyText(input, i, j)) {
-          if (!first) out.byte(0x2c);
-          first = false;
-          const role = message < this.roles.length ? <i32>unchecked(this.roles[message]) : <i32>Role.User;
-          truncated = this.writeMessage(out, unchecked(ROLE_NAMES[role]), input, i, j, redactor, null) || truncated;
+    if (input !== null) {
+      dropped = this.validate(input) || dropped;
+      if (this.anyText(input, 0, input.parts.length)) {
+        // gen_ai.input.messages: [{role, parts: [TextPart, ...]}, ...], one per message number, in order
+        out.length = 0;
+        beginArray(out, "gen_ai.input.messages");
+        const parts = input.parts;
+        let first = true;
+        for (let i = 0; i < parts.length; ) {
+          const message = unchecked(parts[i]);
+          let j = i;
+          while (j < parts.length && unchecked(parts[j]) == message) j += PART;
+          if (this.anyText(input, i, j)) {
+            if (!first) out.byte(0x2c);
+            first = false;
+            const role = message < this.roles.length ? <i32>unchecked(this.roles[message]) : <i32>Role.User;
+            truncated = this.writeMessage(out, unchecked(ROLE_NAMES[role]), input, i, j, null) || truncated;
+          }
+          i = j;
         }
-        i = j;
+        out.ascii(END_ARRAY);
+        attrs.push(out.toString());
       }
-      out.ascii(END_ARRAY);
-      attrs.push(out.toString());
     }
     const output = unchecked(this.channels[Channel.Output]);
-    if (output !== null && this.anyText(output, 0, output.parts.length)) {
-      // gen_ai.output.messages: [{role: "assistant", parts: [TextPart], finish_reason}]
-      out.length = 0;
-      beginArray(out, "gen_ai.output.messages");
-      truncated = this.writeMessage(out, "assistant", output, 0, output.parts.length, redactor, outputFinishReason(finishReason)) || truncated;
-      out.ascii(END_ARRAY);
-      attrs.push(out.toString());
+    if (output !== null) {
+      dropped = this.validate(output) || dropped;
+      if (this.anyText(output, 0, output.parts.length)) {
+        // gen_ai.output.messages: [{role: "assistant", parts: [TextPart], finish_reason}]
+        out.length = 0;
+        beginArray(out, "gen_ai.output.messages");
+        truncated = this.writeMessage(out, "assistant", output, 0, output.parts.length, outputFinishReason(finishReason)) || truncated;
+        out.ascii(END_ARRAY);
+        attrs.push(out.toString());
+      }
     }
+    for (let i = 0; i < REDACTED_COUNT; i++) unchecked((counts[i] = unchecked(redactor.counts[i])));
+    if (dropped) attrs.push("{\"key\":\"tokentrace.content.dropped\",\"value\":{\"boolValue\":true}}");
+    // Which key made the pseudonyms in this span (rotation: spans name the version they were keyed with).
+    if (redactor.pseudonymsWritten > 0) attrs.push("{\"key\":\"tokentrace.content.key_version\",\"value\":{\"stringValue\":\"" + key!.version + "\"}}");
     return truncated;
   }
 
-  private writeMessage(out: ByteWriter, role: string, c: ChannelText, from: i32, to: i32, redactor: Redactor, finishReason: string | null): bool {
+  /**
+   * Drops (and counts) each part whose bytes are no UTF-8 (a sequence cut by the buffer's end
+   * excepted: that text lies past the window); returns whether some part of the channel is dropped.
+   */
+  private validate(c: ChannelText): bool {
+    const parts = c.parts;
+    const base = changetype<usize>(c.bytes);
+    const capacity = c.bytes.byteLength;
+    let any = false;
+    for (let i = 0; i < parts.length; i += PART) {
+      if (unchecked(parts[i + 3]) == 0) {
+        const start = unchecked(parts[i + 1]);
+        const end = unchecked(parts[i + 2]);
+        if (!validUtf8(base + start, end - start, end == capacity)) unchecked((parts[i + 3] = 1 + Dropped.MalformedUtf8));
+      }
+      const flags = unchecked(parts[i + 3]);
+      if (flags != 0) {
+        any = true;
+        const slot = DROPPED_BASE + flags - 1;
+        unchecked((this.counts[slot] += 1));
+      }
+    }
+    return any;
+  }
+
+  private writeMessage(out: ByteWriter, role: string, c: ChannelText, from: i32, to: i32, finishReason: string | null): bool {
     out.ascii(BEGIN_KVLIST);
     stringPair(out, "role", role);
     out.byte(0x2c);
     beginArray(out, "parts");
-    const truncated = this.writeRange(out, c, from, to, redactor);
+    const truncated = this.writeRange(out, c, from, to);
     out.ascii(END_ARRAY);
     if (finishReason !== null) {
       out.byte(0x2c);
@@ -221,25 +303,26 @@ export class ContentCapture {
     return truncated;
   }
 
-  /** Some part among triples [from, to) has text inside the visible window. */
+  /** Some part among quadruples [from, to), not dropped, has text inside the visible window. */
   private anyText(c: ChannelText, from: i32, to: i32): bool {
-    for (let i = from; i < to; i += 3) {
+    for (let i = from; i < to; i += PART) {
       const start = unchecked(c.parts[i + 1]);
-      if (start < this.visibleBytes && unchecked(c.parts[i + 2]) > start) return true;
+      if (start < this.visibleBytes && unchecked(c.parts[i + 2]) > start && unchecked(c.parts[i + 3]) == 0) return true;
     }
     return false;
   }
 
-  /** Writes the text parts of triples [from, to) as GenAI TextParts; returns whether the window cut some. */
-  private writeRange(out: ByteWriter, c: ChannelText, from: i32, to: i32, redactor: Redactor): bool {
+  /** Writes the text parts of quadruples [from, to) as GenAI TextParts; returns whether the window cut some. */
+  private writeRange(out: ByteWriter, c: ChannelText, from: i32, to: i32): bool {
     const base = changetype<usize>(c.bytes);
     const window = this.visibleBytes;
-    let truncated = c.dropped;
+    const capacity = c.bytes.byteLength;
+    let truncated = c.truncated;
     let first = true;
-    for (let i = from; i < to; i += 3) {
+    for (let i = from; i < to; i += PART) {
       const start = unchecked(c.parts[i + 1]);
       const end = unchecked(c.parts[i + 2]);
-      if (end <= start) continue;
+      if (end <= start || unchecked(c.parts[i + 3]) != 0) continue;
       if (start >= window) {
         truncated = true;
         continue;
@@ -252,15 +335,59 @@ export class ContentCapture {
       out.byte(0x2c);
       beginKey(out, "content");
       out.ascii(STRING_VALUE);
-      // Values are found in the whole part (the margin past the window included); text is shown up to the window.
+      // Values are found in the whole part (the margin past the window included); text is shown up to
+      // the window. The text was cut there when it goes on past it, or filled the buffer.
+      const cut = end > window || (c.truncated && end == capacity);
       const visibleEnd = end < window ? end - start : window - start;
-      if (end > window) truncated = true;
-      redactor.redact(out, base + start, end - start, visibleEnd);
+      if (cut) truncated = true;
+      this.redactor.redact(out, base + start, end - start, visibleEnd, cut);
       out.ascii(END_STRING);
       out.ascii(END_KVLIST);
     }
     return truncated;
   }
+}
+
+/** Marks the channel's last part dropped for `reason` (Dropped), unless it already is. */
+function dropLast(c: ChannelText, reason: i32): void {
+  const n = c.parts.length;
+  if (n > 0 && unchecked(c.parts[n - 1]) == 0) unchecked((c.parts[n - 1] = 1 + reason));
+}
+
+function fallbackOf(state: KeyState): i32 {
+  if (state == KeyState.Refused) return Fallback.KeyRefused;
+  if (state == KeyState.Unreachable) return Fallback.KeyUnreachable;
+  return Fallback.NoKey;
+}
+
+/** `n` bytes at `p` are UTF-8 (RFC 3629); with `cutTail`, a sequence the end cuts short is allowed. */
+function validUtf8(p: usize, n: i32, cutTail: bool): bool {
+  let i = 0;
+  while (i < n) {
+    // ASCII sixteen bytes at a time: most text is.
+    if (i + 16 <= n && v128.any_true(v128.and(v128.load(p + i), i8x16.splat(<i8>0x80))) == false) {
+      i += 16;
+      continue;
+    }
+    const c = load<u8>(p + i);
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    const size = utf8SequenceLength(p + i, n - i);
+    if (size == 0) return cutTail && n - i < 4 && isCutSequence(p + i, n - i);
+    i += size;
+  }
+  return true;
+}
+
+/** The `n` (< 4) bytes at `p` are the beginning of a valid sequence. */
+function isCutSequence(p: usize, n: i32): bool {
+  const c = <u32>load<u8>(p);
+  const size = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (size == 0 || n >= size) return false;
+  for (let k = 1; k < n; k++) if ((<u32>load<u8>(p + k) & 0xc0) != 0x80) return false;
+  return true;
 }
 
 // OTLP/JSON AnyValue pieces.

@@ -9,6 +9,13 @@ import { endLoan, forgetAllocation, lend, REFUSED, releaseAllocation, TAKEN_MANA
 @external("wasi_snapshot_preview1", "random_get")
 declare function wasi_random_get(buf: usize, length: usize): u16;
 
+// @ts-ignore: decorator
+@external("wasi_snapshot_preview1", "environ_sizes_get")
+declare function wasi_environ_sizes_get(count: usize, size: usize): u16;
+// @ts-ignore: decorator
+@external("wasi_snapshot_preview1", "environ_get")
+declare function wasi_environ_get(pointers: usize, buffer: usize): u16;
+
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
 
@@ -301,6 +308,44 @@ export function fillRandom(ptr: usize, length: i32): bool {
     done += n;
   }
   return true;
+}
+
+/** Largest environment (vmConfig.env) read: names and values together. */
+const MAX_ENVIRONMENT_BYTES: u32 = 64 << 10;
+
+/**
+ * The value of environment variable `name` (WASI environ_get: Envoy's vmConfig.env), or null when
+ * absent or the environment cannot be read. The caller owns the copy (wipe it when it is a secret).
+ */
+export function readEnv(name: string): ArrayBuffer | null {
+  if (wasi_environ_sizes_get(OUT_PTR, OUT_SIZE) != 0) {
+    failedCalls++;
+    return null;
+  }
+  const count = load<u32>(OUT_PTR);
+  const size = load<u32>(OUT_SIZE);
+  if (count == 0 || size > MAX_ENVIRONMENT_BYTES || count > size) return null;
+  const pointers = new ArrayBuffer(<i32>count * 4);
+  const buffer = new ArrayBuffer(<i32>size);
+  const base = changetype<usize>(buffer);
+  let found: ArrayBuffer | null = null;
+  if (wasi_environ_get(changetype<usize>(pointers), base) != 0) {
+    failedCalls++;
+  } else {
+    const key = String.UTF8.encode(name + "=");
+    const k = key.byteLength;
+    for (let i: u32 = 0; i < count && found === null; i++) {
+      const entry = load<usize>(changetype<usize>(pointers) + (<usize>i << 2));
+      if (entry < base || entry + <usize>k > base + size || memory.compare(entry, changetype<usize>(key), k) != 0) continue;
+      let end = entry + k;
+      while (end < base + size && load<u8>(end) != 0) end++;
+      const value = new ArrayBuffer(<i32>(end - entry - k));
+      memory.copy(changetype<usize>(value), entry + k, value.byteLength);
+      found = value;
+    }
+  }
+  memory.fill(base, 0, size); // the environment may hold other secrets: no copy outlives the call
+  return found;
 }
 
 export function log(level: LogLevel, message: string): void {

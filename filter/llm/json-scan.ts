@@ -4,7 +4,7 @@
 // when the request's span captures content (a sink is set), and then only into that sink, which
 // redacts it before it leaves (content.ts); otherwise only whether it was non-empty. Kept strings
 // are decoded (escapes, \uXXXX with surrogate pairs, into UTF-8) as they are read. Pure logic: no host calls.
-import { Channel, ContentCapture, roleOf } from "../content/content";
+import { CaptureSink, Channel, Dropped } from "../content/sink";
 import { hexValue } from "../config/json";
 import { Field, JsonPath, Key, keyOf, MAX_DEPTH, MAX_KEY, Param } from "../protocols/json-path";
 import { fieldOf, Protocol } from "../protocols";
@@ -62,7 +62,7 @@ export class JsonScanner extends JsonPath {
   /** Which protocol's fields are read. */
   protocol: Protocol = Protocol.OpenAi;
   /** Where text goes when the request's span captures content; null: text is never kept. */
-  sink: ContentCapture | null = null;
+  sink: CaptureSink | null = null;
   // The string or scalar being read.
   private inKey: bool = false;
   /** Whether the string being read is kept (a key, the model, a finish reason). */
@@ -380,12 +380,12 @@ export class JsonScanner extends JsonPath {
         if (c == 0x5c) {
           this.escape = 1;
         } else if (c == 0x22) {
-          if (this.highSurrogate != 0) length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+          if (this.highSurrogate != 0) length = this.loneSurrogate(length);
           this.length = length;
           this.endString();
           return i;
         } else {
-          if (this.highSurrogate != 0) length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+          if (this.highSurrogate != 0) length = this.loneSurrogate(length);
           length = this.put(c, length);
         }
       } else if (escape == 1) {
@@ -393,6 +393,7 @@ export class JsonScanner extends JsonPath {
         const decoded = unescaped(c);
         if (decoded < 0) {
           this.state = State.Error; // RFC 8259 allows no other escape
+          this.sinkFailed(Dropped.BadEscape);
           return i;
         }
         if (decoded == 0x75) {
@@ -405,6 +406,7 @@ export class JsonScanner extends JsonPath {
         const h = hexValue(<i32>c);
         if (h < 0) {
           this.state = State.Error;
+          this.sinkFailed(Dropped.BadEscape);
           return i;
         }
         this.escapeCode = (this.escapeCode << 4) | <u32>h;
@@ -431,22 +433,27 @@ export class JsonScanner extends JsonPath {
     return length + 1;
   }
 
-  /** Adds a code point from an escape as UTF-8, pairing \u surrogates; a lone surrogate becomes U+FFFD. */
+  /**
+   * Adds a code point from an escape as UTF-8, pairing \u surrogates; a lone surrogate becomes
+   * U+FFFD, except in text bound for a content sink, whose message is then dropped (it cannot be
+   * decoded, so what it hides cannot be looked for).
+   */
   private putCodePoint(cp: u32, length: i32): i32 {
     const high = this.highSurrogate;
     if (cp - 0xd800 < 0x400) {
-      if (high != 0) length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+      if (high != 0) length = this.loneSurrogate(length);
       this.highSurrogate = cp;
       return length;
     }
     if (high != 0) {
-      this.highSurrogate = 0;
       if (cp - 0xdc00 < 0x400) {
+        this.highSurrogate = 0;
         cp = 0x10000 + ((high - 0xd800) << 10) + (cp - 0xdc00);
       } else {
-        length = this.putCodePoint(REPLACEMENT_CHARACTER, length);
+        length = this.loneSurrogate(length);
       }
     } else if (cp - 0xdc00 < 0x400) {
+      this.sinkFailed(Dropped.BadEscape);
       cp = REPLACEMENT_CHARACTER;
     }
     if (cp < 0x80) return this.put(cp, length);
@@ -462,6 +469,20 @@ export class JsonScanner extends JsonPath {
       length = this.put(0x80 | ((cp >> 6) & 0x3f), length);
     }
     return this.put(0x80 | (cp & 0x3f), length);
+  }
+
+  /** A \u high surrogate without its low half: U+FFFD (and a sink's message is dropped). */
+  private loneSurrogate(length: i32): i32 {
+    this.highSurrogate = 0;
+    this.sinkFailed(Dropped.BadEscape);
+    return this.putCodePoint(REPLACEMENT_CHARACTER, length);
+  }
+
+  /** The string bound for the sink cannot be decoded: the sink drops its message, and is told nothing more of it. */
+  private sinkFailed(reason: Dropped): void {
+    if (this.sinkChannel < 0 || this.inKey) return;
+    this.sink!.fail(reason);
+    this.sinkChannel = -1;
   }
 
   /** Copies what fits of `run` bytes at `src` into a bounded buffer already holding `length`. */
@@ -493,7 +514,7 @@ export class JsonScanner extends JsonPath {
       const raw = changetype<usize>(this.captureBytes);
       if (field == Field.Role) {
         const sink = this.sink;
-        if (sink !== null) sink.setRole(this.element2, roleOf(raw, n));
+        if (sink !== null) sink.setRole(this.element2, raw, n);
       } else if (field == Field.EventType) {
         this.eventKind = eventKindOf(raw, n);
       } else {

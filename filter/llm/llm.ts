@@ -1,10 +1,10 @@
 // One LLM call as it passes, in whichever protocol its path says (filter/protocols/): the
 // request's model and stream flag, the response's usage, finish reason and content chunks, and the
 // times of the first and last byte. Bodies are observed chunk by chunk and never held back; their
-// text is kept only when the request's span captures content (content.ts), for that span alone.
+// text is kept only when the request's span captures content (a sink, content/sink.ts), for that span alone.
 import { equalAsciiLowerCase } from "../bytes";
-import { ContentConfig, ENVOY_BUFFER_LIMIT_BYTES, LlmConfig } from "../config/config";
-import { ContentCapture } from "../content/content";
+import { ENVOY_BUFFER_LIMIT_BYTES, LlmConfig } from "../config/config";
+import { CaptureSink } from "../content/sink";
 import * as host from "../host/host";
 import { JsonScanner } from "./json-scan";
 import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "../telemetry/metrics";
@@ -78,8 +78,8 @@ export class LlmExchange {
   private stats: Stats;
   private route: RouteStats;
   readonly protocol: Protocol;
-  /** The text of this call, when its span captures content (set before any body byte). */
-  capture: ContentCapture | null = null;
+  /** Where the text of this call goes, when its span captures content (set before any body byte). */
+  capture: CaptureSink | null = null;
   /** TGI's x-prompt-tokens / x-generated-tokens response headers (-1: absent). */
   private headerPromptTokens: i64 = -1;
   private headerCompletionTokens: i64 = -1;
@@ -116,11 +116,6 @@ export class LlmExchange {
     this.route = route;
     this.protocol = protocol;
     this.requestModel = pathModel;
-  }
-
-  /** This call's span carries its content: keep its text (bounded) from here on. */
-  startCapture(content: ContentConfig): void {
-    this.capture = new ContentCapture(content.maxBytes);
   }
 
   /**

@@ -3,7 +3,7 @@
 // as JSON (the protocol's stream events) and folded into totals; `data: [DONE]` ends the
 // stream. Nothing is buffered beyond the scanner state (and, when the span captures content,
 // the bounded text its sink keeps). Pure logic: no host calls.
-import { ContentCapture } from "../content/content";
+import { CaptureSink } from "../content/sink";
 import { EventKind, JsonScanner } from "./json-scan";
 import { Protocol } from "../protocols";
 
@@ -20,9 +20,9 @@ export class SseScanner {
   private fieldBytes: u32 = 0;
   private json: JsonScanner;
   private protocol: Protocol;
-  private sink: ContentCapture | null;
+  private sink: CaptureSink | null;
 
-  constructor(protocol: Protocol, sink: ContentCapture | null) {
+  constructor(protocol: Protocol, sink: CaptureSink | null) {
     const json = new JsonScanner();
     json.lineMode = true;
     json.events = true;

@@ -32,9 +32,20 @@ export const SPANS_KEPT_TOTAL = "tokentrace_spans_kept_total";
 
 export const CONTENT_CAPTURED_TOTAL = "tokentrace_content_captured_total";
 export const CONTENT_REDACTIONS_TOTAL = "tokentrace_content_redactions_total";
+export const CONTENT_KEY_UPDATES_TOTAL = "tokentrace_content_key_updates_total";
 
 export const POLICY_UPDATES_TOTAL = "tokentrace_policy_updates_total";
 export const POLICY_POLL_FAILURES_TOTAL = "tokentrace_policy_poll_failures_total";
+
+/**
+ * tokentrace_filter_errors_total reasons of content capture, each defined on first use: capture
+ * asked of the default module, which has no capture code (use build/filter-content.wasm); a
+ * message's text dropped instead of exported (fail closed), by why; a span written with typed
+ * placeholders although its policy asks for pseudonyms, by why no key was in force.
+ */
+export const CONTENT_UNAVAILABLE = "content_unavailable";
+export const CONTENT_DROPPED: StaticArray<string> = ["content_dropped_unterminated", "content_dropped_bad_escape", "content_dropped_malformed_utf8"];
+export const PSEUDONYM_FALLBACKS: StaticArray<string> = ["pseudonym_key_missing", "pseudonym_key_refused", "pseudonym_key_unreachable"];
 
 export const TAG_ROUTE = "route";
 export const TAG_MODEL = "model";

@@ -2,11 +2,10 @@
 // with proxy_http_call. Export never blocks or fails traffic: a full buffer drops spans (counted),
 // a failed export drops its batch (counted), and at most one export is in flight.
 import { SpanConfig } from "../config/config";
-import { ContentCapture } from "../content/content";
+import { CaptureSink } from "../content/sink";
 import { Param } from "../protocols/json-path";
 import * as host from "../host/host";
 import { Protocol } from "../protocols";
-import { Redactor } from "../content/redact";
 import { Stats } from "./stats";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "../host/names";
 
@@ -40,9 +39,8 @@ export class SpanRecord {
   firstContentNs: i64 = 0;
   /** Tail keep: why an unsampled request's span was exported ("" for a sampled one). */
   keepReason: string = "";
-  /** Captured content and the redactor it goes through (content capture on, sampled requests only). */
-  capture: ContentCapture | null = null;
-  redactor: Redactor | null = null;
+  /** Captured content, redacted as it is written (content capture on, sampled requests only). */
+  capture: CaptureSink | null = null;
 }
 
 /** gen_ai.operation.name of an OpenAI-compatible endpoint. */
@@ -93,20 +91,24 @@ export function errorTypeOf(statusCode: i64, responseComplete: bool): string {
   return responseComplete ? "" : "reset_during_response";
 }
 
-/** A JSON string literal. */
+/** A JSON string literal (its pieces joined once: captured content, JSON itself, escapes hundreds of quotes). */
 export function jsonString(s: string): string {
-  let out = "\"";
   let run = 0;
+  let parts: Array<string> | null = null;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x20 && c != 0x22 && c != 0x5c) continue;
-    out += s.substring(run, i);
-    if (c == 0x22) out += "\\\"";
-    else if (c == 0x5c) out += "\\\\";
-    else out += "\\u00" + (c < 0x10 ? "0" : "1") + "0123456789abcdef".charAt(c & 0xf);
+    if (parts == null) parts = ["\""];
+    parts.push(s.substring(run, i));
+    if (c == 0x22) parts.push("\\\"");
+    else if (c == 0x5c) parts.push("\\\\");
+    else parts.push("\\u00" + (c < 0x10 ? "0" : "1") + "0123456789abcdef".charAt(c & 0xf));
     run = i + 1;
   }
-  return out + s.substring(run) + "\"";
+  if (parts == null) return "\"" + s + "\"";
+  parts.push(s.substring(run));
+  parts.push("\"");
+  return parts.join("");
 }
 
 function attr(key: string, value: string): string {
@@ -199,7 +201,7 @@ export function encodeSpan(r: SpanRecord, providerName: string): string {
   attrs.push(stringAttr("tokentrace.route", r.route));
   if (r.keepReason.length > 0) attrs.push(stringAttr("tokentrace.keep_reason", r.keepReason));
   const capture = r.capture;
-  if (capture !== null && capture.writeAttributes(attrs, r.redactor!, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "")) {
+  if (capture !== null && capture.writeAttributes(attrs, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "")) {
     attrs.push(attr("tokentrace.content.truncated", "\"boolValue\":true"));
   }
   let span = "{\"traceId\":\"" + r.traceId + "\",\"spanId\":\"" + r.spanId + "\"";

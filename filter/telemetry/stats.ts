@@ -7,7 +7,7 @@ import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
   MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
-  CONTENT_CAPTURED_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED,
+  CONTENT_CAPTURED_TOTAL, CONTENT_KEY_UPDATES_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL, POD_IP_OTHER, TAG_POD_IP,
@@ -285,17 +285,17 @@ export class Stats {
     this.counters.batching = batching;
   }
 
-  /** Counts a span that carries captured content and the values redacted from it (`counts` by Pii type, named by `names`). */
+  /** Counts a span that carries captured content and the values redacted from it (the first `names.length` of `counts`, named by `names`). */
   contentExported(counts: StaticArray<i32>, names: StaticArray<string>): void {
     if (this.contentCaptured == NO_COUNTER) this.contentCaptured = this.counters.define(CONTENT_CAPTURED_TOTAL);
     this.count(this.contentCaptured, 1);
     let slots = this.redactions;
-    for (let i = 0; i < counts.length; i++) {
+    for (let i = 0; i < names.length; i++) {
       const n = unchecked(counts[i]);
       if (n == 0) continue;
       if (slots === null) {
-        slots = new StaticArray<i32>(counts.length);
-        for (let k = 0; k < counts.length; k++) unchecked((slots[k] = NO_COUNTER));
+        slots = new StaticArray<i32>(names.length);
+        for (let k = 0; k < names.length; k++) unchecked((slots[k] = NO_COUNTER));
         this.redactions = slots;
       }
       let slot = unchecked(slots[i]);
@@ -305,6 +305,34 @@ export class Stats {
       }
       this.count(slot, n);
     }
+  }
+
+  /** Content capture's error counters (tokentrace_filter_errors_total{error=<name>}), each defined on first use. */
+  private contentErrors: Map<string, i32> | null = null;
+
+  private contentKeyUpdates: i32 = NO_COUNTER;
+
+  /** Counts a new pseudonym key version taken into use. */
+  contentKeyUpdated(): void {
+    if (this.contentKeyUpdates == NO_COUNTER) this.contentKeyUpdates = this.counters.define(CONTENT_KEY_UPDATES_TOTAL);
+    this.count(this.contentKeyUpdates, 1);
+  }
+
+  /** Counts `n` content capture errors of one reason (a name from the catalogue, never text from a request). */
+  contentError(name: string, n: i64 = 1): void {
+    let errors = this.contentErrors;
+    if (errors === null) {
+      errors = new Map();
+      this.contentErrors = errors;
+    }
+    let slot = NO_COUNTER;
+    if (errors.has(name)) {
+      slot = errors.get(name);
+    } else {
+      slot = this.counters.define(tagSegment(TAG_ERROR, name) + FILTER_ERRORS_TOTAL);
+      errors.set(name, slot);
+    }
+    this.count(slot, n);
   }
 
   error(reason: ErrorReason): void {

@@ -6,6 +6,8 @@ import { FILTER_STAT_TAGS } from "./catalogue.js";
 import { FilterVm, ManualClock, type FilterStream, type FilterVmOptions, type StreamProperties } from "../host/index.js";
 
 export const FILTER_WASM = fileURLToPath(new URL("../../build/filter.wasm", import.meta.url));
+/** The content module: the same filter with content capture, redaction and the pseudonym key (filter/index-content.ts). */
+export const FILTER_CONTENT_WASM = fileURLToPath(new URL("../../build/filter-content.wasm", import.meta.url));
 export const NOOP_WASM = fileURLToPath(new URL("../../build/noop.wasm", import.meta.url));
 
 export function requireArtifact(path: string): string {
@@ -56,6 +58,11 @@ export async function loadFilter(options: Partial<FilterVmOptions> & { config?: 
   const immediate = withImmediateCounters(config);
   const pluginConfig = immediate === undefined ? rest.pluginConfig : typeof immediate === "string" ? immediate : JSON.stringify(immediate);
   return FilterVm.load({ wasm: requireArtifact(FILTER_WASM), clock: new ManualClock(1_700_000_000_000_000_000n), statTags: [...FILTER_STAT_TAGS], ...rest, pluginConfig });
+}
+
+/** loadFilter with the content module: every test of content capture runs this one. */
+export async function loadContentFilter(options: Partial<FilterVmOptions> & { config?: unknown } = {}): Promise<FilterVm> {
+  return loadFilter({ ...options, wasm: requireArtifact(FILTER_CONTENT_WASM) });
 }
 
 export interface Exchange {

@@ -13,7 +13,8 @@ import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { ManualClock, type FilterVm } from "../host/index.js";
-import { countingRandom, loadFilter } from "../filter/support.js";
+import { countingRandom, loadContentFilter, loadFilter } from "../filter/support.js";
+import { startContentKeyServer } from "../support/content-key-server.js";
 import { advance } from "../support/engine-scrapes.js";
 
 /** Series name -> label names it can carry. */
@@ -116,13 +117,21 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
 
 /**
  * The series of content capture (spans.content), which a VM defines only once it captures: the
- * same pluginConfig with spans and capture on, one sampled chat call whose prompt holds an e-mail
- * address.
+ * content module with the same pluginConfig and spans and capture on, one sampled chat call whose
+ * prompt holds an e-mail address.
  */
 async function contentCaptureSeries(pluginConfig: unknown, statTags: string[]): Promise<SeriesCatalogue> {
-  const config = { ...(pluginConfig as object), sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true } } };
-  const vm = await loadFilter({ clock: new ManualClock(1_800_000_000_000_000_000n), random: countingRandom(), config, statTags });
+  // Pseudonyms on, the key fetched once from a content-key server, so the key's counter is defined too.
+  const keys = await startContentKeyServer();
+  keys.keys.set("v1", Buffer.alloc(32, 7));
+  keys.current = "v1";
+  const content = { enabled: true, pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } };
+  const config = { ...(pluginConfig as object), sampling: { defaultRate: 1 }, spans: { cluster: "otel", content } };
+  const vm = await loadContentFilter({ clock: new ManualClock(1_800_000_000_000_000_000n), random: countingRandom(), config, statTags, clusters: { cp: keys.url } });
   if (!vm.configureAccepted) throw new Error("the filter rejected the pluginConfig with content capture");
+  vm.tick();
+  await vm.settle();
+  await keys.close();
   const s = vm.newStream({ routeName: "chat" });
   s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
   s.requestBody(JSON.stringify({ model: "llama-3.1-8b", messages: [{ role: "user", content: "write to ana@example.org" }] }), true);

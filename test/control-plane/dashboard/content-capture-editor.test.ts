@@ -1,7 +1,7 @@
 // The policy editor's content capture fields in a real browser (headless Debian Chromium,
 // playwright-core) against the real control plane on 127.0.0.1: the fields show a policy's
-// spans.content, write it into the policy (pseudonyms on or off; the key is never in a policy),
-// and the REST API (validating pluginConfig with filter/config.schema.json) stores it or
+// spans.content, write it into the policy (pseudonyms on without any key material, their settings
+// kept), and the REST API (validating pluginConfig with filter/config.schema.json) stores it or
 // refuses a bad value naming the field.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -18,7 +18,7 @@ interface Content {
   enabled?: boolean;
   maxBytes?: number;
   routes?: unknown[];
-  pseudonyms?: Record<string, unknown>;
+  pseudonyms?: { refreshIntervalMs?: number; salt?: string };
 }
 interface PolicyBody {
   policy: { pluginConfig: { spans?: { cluster: string; content?: Content } } };
@@ -57,14 +57,19 @@ test("policy editor: content capture fields read, write and save spans.content t
     assert.equal(first?.enabled, true);
     assert.equal(first?.maxBytes, 2048);
     assert.deepEqual(first?.routes, [{ routeName: "billing", enabled: false }], "route rules stay as they were");
-    assert.deepEqual(first?.pseudonyms, {}, "pseudonyms on, and no key in the policy (the control plane holds it)");
+    assert.deepEqual(first?.pseudonyms, {}, "pseudonyms on, with no key material: the key lives with the control plane");
 
-    // Applying again keeps pseudonyms on; unchecking drops them.
+    // Applying again keeps the pseudonym settings the policy has; unchecking drops them.
+    const withRefresh = ((await call(app.url, "GET", "/v1/policies/chat")).body as PolicyBody).policy;
+    withRefresh.pluginConfig.spans!.content!.pseudonyms = { refreshIntervalMs: 30000 };
+    assert.equal((await call(app.url, "PUT", "/v1/policies/chat", { token: adminToken, body: withRefresh })).status, 200);
+    await page.click("#reload");
+    await page.waitForFunction(() => (globalThis as unknown as { document: Doc }).document.getElementById("policy-editor")?.value?.includes("refreshIntervalMs") === true);
     await page.fill("#content-max-bytes", "");
     await page.click("#content-apply");
     await saved();
     const second = await read();
-    assert.deepEqual(second?.pseudonyms, {});
+    assert.deepEqual(second?.pseudonyms, { refreshIntervalMs: 30000 });
     assert.equal(second?.maxBytes, undefined);
     await page.uncheck("#content-pseudonyms");
     await page.click("#content-apply");

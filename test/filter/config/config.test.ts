@@ -73,20 +73,35 @@ describe("plugin configuration (emulated Envoy host)", () => {
     });
   }
 
-  it("a pseudonym salt that is refused is named by its key, never shown, in the log and the schema's errors alike", async () => {
-    const salt = "s3cr3t-salt-never-logged";
+  it("refuses a pseudonym salt, naming the field and where the key lives now, never showing it, as the schema does", async () => {
+    const salt = "s3cr3t-salt-never-logged-0123456789abcdef";
     const config = { spans: { cluster: "otel", content: { enabled: true, pseudonyms: { salt } } } };
     const vm = await loadFilter({ random: scriptedRandom([]) });
     assert.equal(vm.configure(JSON.stringify(config)), false);
     assert.equal(validate(config), false);
     const message = vm.logs.map((l) => l.message).find((m) => m.includes("configuration rejected"));
-    assert.ok(message?.includes("spans.content.pseudonyms.salt: length must be between 32 and 256"), `log names the key: ${message}`);
+    assert.ok(message?.includes("spans.content.pseudonyms.salt: is no longer accepted: the pseudonym key lives with the control plane"), `log names the key and its home: ${message}`);
     assert.ok(vm.logs.every((l) => !l.message.includes(salt)), "no log line holds the salt");
     assert.ok(!JSON.stringify(validate.errors).includes(salt), "no schema error holds the salt");
-    // Accepted, the salt is not logged either.
-    const good = { spans: { cluster: "otel", content: { enabled: true, pseudonyms: { salt: salt + salt } } } };
+    // Pseudonyms name where the key comes from, never a key.
+    const good = { spans: { cluster: "otel", content: { enabled: true, pseudonyms: { keySource: { cluster: "control-plane", workload: "llm.chat", tokenEnv: "KEY_TOKEN" }, refreshIntervalMs: 5000 } } } };
     assert.equal(vm.configure(JSON.stringify(good)), true);
-    assert.ok(vm.logs.every((l) => !l.message.includes(salt)), "no log line holds the salt");
+    assert.equal(validate(good), true);
+  });
+
+  it("refuses a key source without a workload, or a token variable that is no environment name, naming the field as the schema does", async () => {
+    const vm = await loadFilter({ random: scriptedRandom([]) });
+    const cases: Array<[unknown, string]> = [
+      [{ cluster: "cp" }, "spans.content.pseudonyms.keySource.workload: is required"],
+      [{ cluster: "cp", workload: "llm.chat", tokenEnv: "A-TOKEN" }, "spans.content.pseudonyms.keySource.tokenEnv: must be an environment variable name"],
+      [{ cluster: "cp", workload: "chat" }, "spans.content.pseudonyms.keySource.workload: must be <namespace>.<name>"],
+    ];
+    for (const [keySource, expected] of cases) {
+      const config = { spans: { cluster: "otel", content: { pseudonyms: { keySource } } } };
+      assert.equal(vm.configure(JSON.stringify(config)), false);
+      assert.ok(vm.logs.at(-1)?.message.includes(expected), `${expected}: ${vm.logs.at(-1)?.message}`);
+      assert.equal(validate(config), false);
+    }
   });
 
   it("a pseudo-header is refused as the token trace id header by filter and schema", async () => {
@@ -222,7 +237,24 @@ const configArb = fc.record(
               enabled: mostly(fc.boolean(), fc.constant(1)),
               routes: fc.array(fc.record({ routeName: mostly(text(8), fc.constant("")), enabled: mostly(fc.boolean(), fc.constant("no")) }, { requiredKeys: [] }), { maxLength: 2 }),
               maxBytes: mostly(fc.integer({ min: 256, max: 65536 }), fc.constantFrom(255, 65537, 1024.5)),
-              pseudonyms: fc.record({ salt: mostly(fc.string({ minLength: 32, maxLength: 40 }), fc.constantFrom("short", 42, "x".repeat(257))) }, { requiredKeys: [] }),
+              // Mostly valid as a whole (one wrong field at a time, 1 in 13), so valid configurations stay common.
+              pseudonyms: fc.oneof(
+                { weight: 12, arbitrary: fc.record(
+                  {
+                    refreshIntervalMs: fc.integer({ min: 1000, max: 3600000 }),
+                    keySource: fc.record(
+                      { cluster: fc.constantFrom("control-plane"), workload: fc.constantFrom("llm.chat", "ns-1.vllm.v2"), tokenEnv: fc.constantFrom("KEY_TOKEN", "_t1"), timeoutMs: fc.integer({ min: 100, max: 60000 }) },
+                      { requiredKeys: ["cluster", "workload"] },
+                    ),
+                  },
+                  { requiredKeys: [] },
+                ) },
+                { weight: 1, arbitrary: fc.oneof(
+                  fc.record({ refreshIntervalMs: fc.constantFrom(999, 3600001) }),
+                  fc.record({ keySource: fc.oneof(fc.constant({ cluster: "", workload: "llm.chat" }), fc.constant({ cluster: "cp", workload: "LLM.chat" }), fc.constant({ cluster: "cp", workload: "llm.chat", tokenEnv: "1X" }), fc.constant({ cluster: "cp" })) }),
+                  fc.constant({ salt: "a-salt-of-at-least-thirty-two-characters" }),
+                ) },
+              ),
             },
             { requiredKeys: [] },
           ),

@@ -12,7 +12,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { ManualClock, type FilterVm } from "../../host/index.js";
 import { startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../../support/otlp-receiver.js";
 import { anyValue } from "../../support/otlp-any-value.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { countingRandom, loadContentFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 const fixture = (path: string): string => readFileSync(new URL(`../../fixtures/llm/${path}`, import.meta.url), "utf8");
@@ -101,7 +101,7 @@ describe("content capture on sampled spans (emulated Envoy host, real OTLP recei
     receiver.problems.length = 0;
     const clock = new ManualClock(T0);
     const spans = { cluster: "otel", ...extraSpans, ...(content === undefined ? {} : { content }) };
-    const vm = await loadFilter({ clock, random: countingRandom(), config: { sampling, spans }, clusters: { otel: receiver.url } });
+    const vm = await loadContentFilter({ clock, random: countingRandom(), config: { sampling, spans }, clusters: { otel: receiver.url } });
     return { vm, clock };
   }
 
@@ -188,14 +188,28 @@ describe("content capture on sampled spans (emulated Envoy host, real OTLP recei
   it("maxBytes defaults to 4096 (the schema's default): a 4096-byte message is shown whole, one byte more is cut", async () => {
     const schema = JSON.parse(readFileSync(new URL("../../../filter/config.schema.json", import.meta.url), "utf8")) as { properties: { spans: { properties: { content: { properties: { maxBytes: { default: number } } } } } } };
     assert.equal(schema.properties.spans.properties.content.properties.maxBytes.default, 4096);
+    const words = "yyyyyyy ".repeat(512); // 4096 bytes
     for (const [size, truncated] of [[4096, undefined], [4097, true]] as const) {
       const { vm, clock } = await setup({ enabled: true });
-      const prompt = "y".repeat(size);
+      const prompt = (words + "z").slice(0, size);
       drive(vm, clock, { request: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: prompt }] }), body: chatStream });
       const content = contentOf((await exported(vm))[0]!);
-      assert.deepEqual(content.input, [{ role: "user", parts: [text("y".repeat(4096))] }], `a ${size}-byte message`);
+      assert.deepEqual(content.input, [{ role: "user", parts: [text(words)] }], `a ${size}-byte message`);
       assert.equal(content.truncated, truncated);
     }
+  });
+
+  it("masks the token open at the cut whole: no beginning of a word, key or value the window cuts leaves", async () => {
+    const { vm, clock } = await setup({ enabled: true, maxBytes: 256 });
+    const filler = "lorem ipsum ".repeat(20); // 240 bytes
+    // A token longer than the detection margin, of no known shape, starting 10 bytes before the cut.
+    const token = "Zq7" + "x".repeat(600);
+    const request = JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: filler + "see: " + "abcde " + token }] });
+    drive(vm, clock, { request, body: chatStream });
+    const [span] = await exported(vm);
+    assert.deepEqual(contentOf(span!).input, [{ role: "user", parts: [text(filler + "see: abcde [TRUNCATED]")] }]);
+    assert.ok(!JSON.stringify(span).includes("Zq7"), "no part of the open token leaves");
+    assert.equal(vm.stats.value("tokentrace_content_redactions_total", { redacted: "truncated" }), 1);
   });
 
   it("a multi-byte character the window ends in is left out whole (the text stays valid UTF-8)", async () => {

@@ -10,7 +10,8 @@ import fc from "fast-check";
 import { ManualClock } from "../../host/index.js";
 import { anyValue } from "../../support/otlp-any-value.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { startContentKeyServer, type ContentKeyServer } from "../../support/content-key-server.js";
+import { countingRandom, loadContentFilter } from "../support.js";
 import { luhnComplete } from "../../support/luhn.js";
 
 interface Value {
@@ -159,10 +160,14 @@ function strings(value: unknown, out: string[] = []): string[] {
 
 describe("no original value reaches an exported span (property, emulated Envoy host, real OTLP receiver)", () => {
   let receiver: OtlpReceiver;
+  let keys: ContentKeyServer;
   before(async () => {
     receiver = await startOtlpReceiver();
+    keys = await startContentKeyServer();
+    keys.keys.set("v1", Buffer.from("property-test-key-0123456789abcdef"));
+    keys.current = "v1";
   });
-  after(async () => receiver.close());
+  after(async () => Promise.all([receiver.close(), keys.close()]));
 
   it("for generated text with personal data at random places, every protocol, random chunks, escapes and size limits", async () => {
     let captured = 0;
@@ -182,9 +187,13 @@ describe("no original value reaches an exported span (property, emulated Envoy h
           const prompt = render(promptParts);
           const completion = render(completionParts);
           const values = [...promptParts, ...completionParts].map(([, , v]) => v);
-          const content = { enabled: true, maxBytes, ...(pseudonyms ? { pseudonyms: { salt: "property-test-salt-0123456789abcdef" } } : {}) };
+          const content = { enabled: true, maxBytes, ...(pseudonyms ? { pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } } : {}) };
           const clock = new ManualClock(1_700_000_000_000_000_000n);
-          const vm = await loadFilter({ clock, random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content } }, clusters: { otel: receiver.url } });
+          const vm = await loadContentFilter({ clock, random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content } }, clusters: { otel: receiver.url, cp: keys.url } });
+          if (pseudonyms) {
+            vm.tick(); // the key is fetched on the first tick
+            await vm.settle();
+          }
           receiver.spans.length = 0;
           const x = exchange(protocol, prompt, completion, mask, responseCuts);
           const s = vm.newStream({ routeName: "chat" });

@@ -1,14 +1,16 @@
 // Redaction in the real filter.wasm (emulated Envoy host): each kind of value the filter replaces
 // before captured content leaves it, as text a user would write, and look-alikes it must leave
-// alone; typed placeholders, or salted keyed hashes (pseudonyms) that a test recomputes with
-// Node's own HMAC-SHA-256. Exported through a real OTLP/HTTP receiver on 127.0.0.1.
+// alone; typed placeholders, or keyed hashes (pseudonyms, the key fetched from a real HTTP server
+// on 127.0.0.1 as the control plane serves it) that a test recomputes with Node's own HMAC-SHA-256.
+// Exported through a real OTLP/HTTP receiver on 127.0.0.1. Runs the content module.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { ManualClock, type FilterVm } from "../../host/index.js";
 import { anyValue } from "../../support/otlp-any-value.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { startContentKeyServer, type ContentKeyServer } from "../../support/content-key-server.js";
+import { countingRandom, loadContentFilter } from "../support.js";
 
 const JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
 const GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
@@ -39,7 +41,8 @@ const CASES: Array<[string, string, string]> = [
   ["bearer credential", `Authorization: Bearer ${JWT}`, "Authorization: Bearer [CREDENTIAL]"],
   ["API keys", `key sk-proj-AbCdEf0123456789AbCdEf0123, ${GITHUB}, AKIAIOSFODNN7EXAMPLE`, "key [CREDENTIAL], [CREDENTIAL], [CREDENTIAL]"],
   ["JWT", `token ${JWT} here`, "token [CREDENTIAL] here"],
-  ["assigned secrets", "password: hunter2!, {\"api_key\": \"abcd1234efgh\"}, TOKEN=zz99yy88", "password: [CREDENTIAL], {\"api_key\": \"[CREDENTIAL]\"}, TOKEN=[CREDENTIAL]"],
+  // An unquoted value runs to the end of its line (or a quote): a passphrase with spaces goes whole.
+  ["assigned secrets", "password: hunter2!, {\"api_key\": \"abcd1234efgh\"}, TOKEN=zz99yy88", "password: [CREDENTIAL]\"api_key\": \"[CREDENTIAL]\"}, TOKEN=[CREDENTIAL]"],
   ["not a credential", "the token count is 5; skills; sk-short; Bearer abc", "the token count is 5; skills; sk-short; Bearer abc"],
   ["mixed, in CJK text", "电话13800138000，邮箱ana@example.cn", "电话[PHONE]，邮箱[EMAIL]"],
 ];
@@ -53,7 +56,7 @@ describe("redaction of captured content (emulated Envoy host, real OTLP receiver
 
   async function setup(content: Record<string, unknown>): Promise<{ vm: FilterVm; clock: ManualClock }> {
     const clock = new ManualClock(1_700_000_000_000_000_000n);
-    const vm = await loadFilter({ clock, random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true, ...content } } }, clusters: { otel: receiver.url } });
+    const vm = await loadContentFilter({ clock, random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true, ...content } } }, clusters: { otel: receiver.url } });
     return { vm, clock };
   }
 
@@ -93,29 +96,48 @@ describe("redaction of captured content (emulated Envoy host, real OTLP receiver
     assert.deepEqual(counts, [2, 1, 1, 2, 1, 1]);
   });
 
-  describe("pseudonyms (spans.content.pseudonyms.salt)", () => {
-    const salt = "a-salt-of-at-least-thirty-two-characters";
-    /** What the filter must write: the type's index and the value's normal form, HMAC-SHA-256 under the salt, first 8 bytes in hex. */
-    const pseudonym = (key: string, type: number, normal: string): string =>
-      createHmac("sha256", Buffer.from(key, "utf8")).update(Buffer.concat([Buffer.from([type]), Buffer.from(normal, "utf8")])).digest("hex").slice(0, 16);
+  describe("pseudonyms (spans.content.pseudonyms, the key fetched from the control plane)", () => {
+    /** What the filter must write: the type's index and the value's normal form, HMAC-SHA-256 under the key, first 8 bytes in hex. */
+    const pseudonym = (key: Buffer, type: number, normal: string): string =>
+      createHmac("sha256", key).update(Buffer.concat([Buffer.from([type]), Buffer.from(normal, "utf8")])).digest("hex").slice(0, 16);
 
-    it("replace each value by its type and keyed hash: the same value (in any case or layout) reads the same, and the hash is HMAC-SHA-256 under the salt", async () => {
-      const { vm } = await setup({ pseudonyms: { salt } });
+    async function withKey(key: Buffer): Promise<FilterVm> {
+      const server = await startContentKeyServer();
+      servers.push(server);
+      server.keys.set("v1", key);
+      server.current = "v1";
+      const clock = new ManualClock(1_700_000_000_000_000_000n);
+      const vm = await loadContentFilter({
+        clock, random: countingRandom(),
+        config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true, pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } } } },
+        clusters: { otel: receiver.url, cp: server.url },
+      });
+      vm.tick();
+      await vm.settle();
+      assert.deepEqual(server.problems, []);
+      return vm;
+    }
+    const servers: ContentKeyServer[] = [];
+    after(async () => Promise.all(servers.map((s) => s.close())));
+
+    it("replace each value by its type and keyed hash: the same value (in any case or layout) reads the same, and the hash is HMAC-SHA-256 under the key", async () => {
+      const key = Buffer.from("0f".repeat(32), "hex");
+      const vm = await withKey(key);
       const text = await shown(vm, JSON.stringify("Ana@Example.org wrote to ana@example.org from +1 415 555 2671 (+14155552671), card 4111 1111 1111 1111, id 11010519491231002x, ip FE80::1, key sk-proj-AbCdEf0123456789AbCdEf0123"));
-      const email = pseudonym(salt, 0, "ana@example.org");
-      const phone = pseudonym(salt, 1, "14155552671");
-      const card = pseudonym(salt, 2, "4111111111111111");
-      const ip = pseudonym(salt, 3, "fe80::1");
-      const id = pseudonym(salt, 4, "11010519491231002X");
-      const key = pseudonym(salt, 5, "sk-proj-AbCdEf0123456789AbCdEf0123");
-      assert.equal(text, `[EMAIL:${email}] wrote to [EMAIL:${email}] from [PHONE:${phone}] ([PHONE:${phone}]), card [PAYMENT_CARD:${card}], id [NATIONAL_ID:${id}], ip [IP_ADDRESS:${ip}], key [CREDENTIAL:${key}]`);
+      const email = pseudonym(key, 0, "ana@example.org");
+      const phone = pseudonym(key, 1, "14155552671");
+      const card = pseudonym(key, 2, "4111111111111111");
+      const ip = pseudonym(key, 3, "fe80::1");
+      const id = pseudonym(key, 4, "11010519491231002X");
+      const credential = pseudonym(key, 5, "sk-proj-AbCdEf0123456789AbCdEf0123");
+      assert.equal(text, `[EMAIL:${email}] wrote to [EMAIL:${email}] from [PHONE:${phone}] ([PHONE:${phone}]), card [PAYMENT_CARD:${card}], id [NATIONAL_ID:${id}], ip [IP_ADDRESS:${ip}], key [CREDENTIAL:${credential}]`);
     });
 
-    it("another salt gives other pseudonyms (a key longer than a block is hashed first, RFC 2104)", async () => {
-      const long = "k".repeat(100);
-      const { vm } = await setup({ pseudonyms: { salt: long } });
+    it("another key gives other pseudonyms (a key longer than a block is hashed first, RFC 2104)", async () => {
+      const long = Buffer.alloc(100, 0x6b);
+      const vm = await withKey(long);
       assert.equal(await shown(vm, JSON.stringify("ana@example.org")), `[EMAIL:${pseudonym(long, 0, "ana@example.org")}]`);
-      assert.notEqual(pseudonym(long, 0, "ana@example.org"), pseudonym(salt, 0, "ana@example.org"));
+      assert.notEqual(pseudonym(long, 0, "ana@example.org"), pseudonym(Buffer.from("0f".repeat(32), "hex"), 0, "ana@example.org"));
     });
   });
 });

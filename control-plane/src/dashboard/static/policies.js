@@ -169,7 +169,7 @@
     const max = $("content-max-bytes").value.trim();
     if (max === "") delete content.maxBytes;
     else content.maxBytes = Number(max);
-    // The key is not part of the policy: the control plane serves it to the filters from content.keysDir.
+    // Pseudonyms are keyed with the control plane's key, never one in the policy; existing settings (keySource) are kept.
     if (!$("content-pseudonyms").checked) delete content.pseudonyms;
     else if (!content.pseudonyms) content.pseudonyms = {};
     if (Object.keys(content).length === 0) delete spans.content;
