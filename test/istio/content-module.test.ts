@@ -17,12 +17,14 @@ import { ManualClock } from "../host/index.js";
 import { startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
 import { convertWasmExtensionConfig, fetchWasmModule, wasmConfigOfPlugin } from "./emulated-istio-agent.js";
-import { RBAC_HTTP_TYPE, WASM_HTTP_TYPE } from "./emulated-xds.js";
+import { pluginsOnHttpListener, RBAC_HTTP_TYPE, WASM_HTTP_TYPE } from "./emulated-xds.js";
 import { startOciRegistry, type OciRegistry } from "./oci-registry.js";
 import { REPO, manifests, one } from "./support.js";
 
 const CONTENT_OCI = join(REPO, "build/oci-content");
-const envConfigMap = one(manifests(), "ConfigMap", "tokentrace-control-plane-env");
+const all = manifests();
+const envConfigMap = one(all, "ConfigMap", "tokentrace-control-plane-env");
+const basePlugin = one(all, "WasmPlugin", "tokentrace");
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 
 // Values a prompt carries, and what must not leave the sidecar.
@@ -118,5 +120,17 @@ describe("content capture deployed: SamplingPolicy -> WasmPlugin -> istio-agent 
     assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "content_unavailable" }), undefined);
     assert.ok(vm.stats.names().every((n) => !n.includes("ana") && !n.includes("+33")));
     assert.ok(vm.logs.every((l) => !l.message.includes(EMAIL) && !l.message.includes(PHONE)));
+  });
+
+  it("on a sidecar: a pod with only the policy's labels runs the content module alone; one also labelled for the base WasmPlugin runs both (why docs/deploying.md forbids the label)", () => {
+    const plugins = [
+      { namespace: basePlugin.metadata.namespace ?? "", name: basePlugin.metadata.name, selector: basePlugin.spec.selector, match: basePlugin.spec.match },
+      { namespace: "llm", name: "tokentrace-capture-e2e", selector: (spec as { selector?: { matchLabels: Record<string, string> } }).selector, match: (spec as { match?: [] }).match },
+    ];
+    const on = (labels: Record<string, string>): string[] => pluginsOnHttpListener({ namespace: "llm", labels, waypoint: false }, plugins, "istio-system", 8000);
+    assert.deepEqual(on({ app: "vllm" }), ["llm/tokentrace-capture-e2e"]);
+    // matchLabels only, no exclusion: both apply, the default module beside the content module.
+    assert.deepEqual(on({ app: "vllm", "tokentrace.dev/llm-workload": "true" }).sort(), ["istio-system/tokentrace", "llm/tokentrace-capture-e2e"]);
+    assert.deepEqual(on({ app: "other", "tokentrace.dev/llm-workload": "true" }), ["istio-system/tokentrace"]);
   });
 });
