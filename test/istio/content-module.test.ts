@@ -19,6 +19,7 @@ import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.j
 import { convertWasmExtensionConfig, fetchWasmModule, wasmConfigOfPlugin } from "./emulated-istio-agent.js";
 import { pluginsOnHttpListener, RBAC_HTTP_TYPE, WASM_HTTP_TYPE } from "./emulated-xds.js";
 import { startOciRegistry, type OciRegistry } from "./oci-registry.js";
+import { schemaErrors } from "../support/kube-schemas.js";
 import { REPO, manifests, one } from "./support.js";
 
 const CONTENT_OCI = join(REPO, "build/oci-content");
@@ -61,6 +62,9 @@ describe("content capture deployed: SamplingPolicy -> WasmPlugin -> istio-agent 
     const written = await kube(emulator, "GET", "/apis/extensions.istio.io/v1alpha1/namespaces/llm/wasmplugins/tokentrace-capture-e2e");
     assert.equal(written.status, 200, JSON.stringify(written.json));
     spec = written.json.spec;
+    // Valid against Istio's WasmPlugin CRD (its CEL rules included), as the API server would check it.
+    const { metadata: { name, namespace, labels, annotations }, ...rest } = written.json;
+    assert.deepEqual(schemaErrors({ ...rest, metadata: { name, namespace, labels, annotations } }), []);
   });
   after(async () => {
     await leader.running.stop();

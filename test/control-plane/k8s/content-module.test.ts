@@ -6,6 +6,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { loadConfig } from "../../../control-plane/src/config.js";
+import { contentCaptureFields, desiredWasmPlugin, type WasmPluginSettings } from "../../../control-plane/src/k8s/wasmplugin.js";
+import type { PluginConfig } from "../../../control-plane/src/policy/model.js";
 import { startKubeEmulator, type KubeEmulator } from "../../support/kube-emulator/index.js";
 import { adminToken, call, samplePolicy } from "../helpers.js";
 import { applyCrd, kube, samplingPolicyObject, spPath, startReplicas, whenCached, type Replica } from "./kubernetes-replicas.js";
@@ -117,4 +119,26 @@ describe("the content module in Kubernetes mode, not configured (emulated kube-a
     assert.equal(loadConfig([], { TOKENTRACE_CONTENT_WASM_URL: CONTENT_URL, TOKENTRACE_CONTENT_WASM_SHA256: CONTENT_SHA }).ok, true);
     assert.equal(loadConfig([], { TOKENTRACE_CONTENT_WASM_URL: "ftp://x/y", TOKENTRACE_CONTENT_WASM_SHA256: CONTENT_SHA }).ok, false);
   });
+});
+
+describe("which module a policy's WasmPlugin loads (control-plane/src/k8s/wasmplugin.ts)", () => {
+  const settings: WasmPluginSettings = { url: DEFAULT_URL, sha256: DEFAULT_SHA, pluginName: "tokentrace", phase: "STATS", failStrategy: "FAIL_OPEN", imagePullSecret: "" };
+  const content = { url: CONTENT_URL, sha256: CONTENT_SHA };
+  const cases: Array<[string, PluginConfig, string[]]> = [
+    ["no spans section", {}, []],
+    ["capture off, every route rule off", { spans: { content: { enabled: false, routes: [{ routeName: "a", enabled: false }] } } }, []],
+    ["capture on", { spans: { content: { enabled: true } } }, ["pluginConfig.spans.content.enabled"]],
+    ["capture off but on for two routes", { spans: { content: { enabled: false, routes: [{ routeName: "a", enabled: true }, { routeName: "b", enabled: false }, { routeName: "c", enabled: true }] } } }, ["pluginConfig.spans.content.routes[0].enabled", "pluginConfig.spans.content.routes[2].enabled"]],
+  ];
+  for (const [what, config, fields] of cases) {
+    it(`${what}: ${fields.length === 0 ? "the default module" : "the content module"}`, () => {
+      assert.deepEqual(contentCaptureFields(config), fields);
+      const policy = { name: "p", target: { namespace: "llm", selector: { matchLabels: { app: "p" } } }, pluginConfig: config };
+      const spec = desiredWasmPlugin({ policy, version: "1", updatedAt: "2026-12-02T12:00:00Z", updatedBy: "admin" }, config, "1", settings, content).spec;
+      assert.deepEqual([spec.url, spec.sha256], fields.length === 0 ? [DEFAULT_URL, DEFAULT_SHA] : [CONTENT_URL, CONTENT_SHA]);
+      // Were a capturing policy to get past admission with no content module: the default module, which captures nothing.
+      const unconfigured = desiredWasmPlugin({ policy, version: "1", updatedAt: "2026-12-02T12:00:00Z", updatedBy: "admin" }, config, "1", settings).spec;
+      assert.deepEqual([unconfigured.url, unconfigured.sha256], [DEFAULT_URL, DEFAULT_SHA]);
+    });
+  }
 });
