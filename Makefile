@@ -59,7 +59,7 @@ test-deps: ## install the Debian packages the tests run (prometheus, chromium, j
 	@echo "==> checking the Debian packages the tests run (prometheus, chromium, jq)"
 	@bash test/support/install-system-deps.sh
 
-test: build build/oci/index.json typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
+test: build build/oci/index.json build/oci-content/index.json typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
 	@echo "==> running every test"
 	node --import tsx --test --test-timeout=180000 --test-reporter=spec $(TESTS)
 
@@ -99,13 +99,17 @@ run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embe
 	@echo "==> starting the control plane (dashboard at http://127.0.0.1:8080/dashboard unless TOKENTRACE_LISTEN_PORT says otherwise)"
 	@node --import tsx control-plane/src/main.ts
 
-manifests: build/filter.wasm build/oci/index.json | node_modules/.installed ## pin istio/ to the build: OCI manifest digest for oci:// URLs, file sha256 otherwise
+manifests: build/filter.wasm build/oci/index.json build/filter-content.wasm build/oci-content/index.json | node_modules/.installed ## pin istio/ to the build (both modules): OCI manifest digest for oci:// URLs, file sha256 otherwise
 	node --import tsx scripts/manifests.ts
 
 build/oci/index.json: build/filter.wasm scripts/oci.ts | node_modules/.installed
 	node --import tsx scripts/oci.ts
 
-oci: build/oci/index.json ## package build/filter.wasm as an OCI image layout in build/oci/ for oci:// URLs
+# The content module's image (oci://.../filter-content:<tag>), loaded only by policies that capture.
+build/oci-content/index.json: build/filter-content.wasm scripts/oci.ts | node_modules/.installed
+	node --import tsx scripts/oci.ts --wasm build/filter-content.wasm --out build/oci-content
+
+oci: build/oci/index.json build/oci-content/index.json ## package build/filter.wasm and build/filter-content.wasm as OCI image layouts in build/oci/ and build/oci-content/ for oci:// URLs
 
 clean: ## remove build outputs
 	rm -rf build

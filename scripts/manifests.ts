@@ -4,11 +4,14 @@
 // compares it), so those places get the digest of the image `make oci` wrote to build/oci; for
 // `http(s)://` (and `file://`) URLs it hashes the fetched bytes, so those get the file's sha256.
 // Places: the WasmPlugin, the EnvoyFilter and the control plane's env ConfigMap (so the
-// WasmPlugins it creates pin the same image). It also copies the WasmPlugin's default
+// WasmPlugins it creates pin the same image), and in that ConfigMap the content module's pin
+// (TOKENTRACE_CONTENT_WASM_SHA256, from build/filter-content.wasm and its image in
+// build/oci-content), which the WasmPlugins of policies that capture content load. It also copies the WasmPlugin's default
 // pluginConfig into the EnvoyFilter, so the two ways to install the filter cannot drift apart.
 // It also writes the SamplingPolicy CRD generated from the policy and filter schemas (scripts/crd.ts).
 // Edits keep comments and layout; running it twice changes nothing the second time.
 //   node --import tsx scripts/manifests.ts [--root <dir>] [--wasm <file>] [--oci <layout dir>]
+//     [--content-wasm <file>] [--content-oci <layout dir>]
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -97,8 +100,12 @@ function save(path: string, docs: Document.Parsed[], before: string): boolean {
   return true;
 }
 
+/** The env ConfigMap's keys naming the content module and its pin. */
+export const CONTENT_URL_ENV = "TOKENTRACE_CONTENT_WASM_URL";
+export const CONTENT_SHA256_ENV = "TOKENTRACE_CONTENT_WASM_SHA256";
+
 /** Writes the pins (and the EnvoyFilter configuration) under `root`; returns each place's pin and the files changed. */
-export function updateManifests(root: string, pins: Pins): { pinned: Record<string, string>; changed: string[] } {
+export function updateManifests(root: string, pins: Pins, contentPins: Pins): { pinned: Record<string, string>; changed: string[] } {
   const changed: string[] = [];
   const pinned: Record<string, string> = {};
 
@@ -121,6 +128,8 @@ export function updateManifests(root: string, pins: Pins): { pinned: Record<stri
   const env = docOfKind(cmDocs, cmPath, "ConfigMap", "tokentrace-control-plane-env");
   pinned.controlPlane = pinFor(String(env.getIn(["data", "TOKENTRACE_WASM_URL"])), pins);
   env.setIn(["data", "TOKENTRACE_WASM_SHA256"], pinned.controlPlane);
+  pinned.contentModule = pinFor(String(env.getIn(["data", CONTENT_URL_ENV])), contentPins);
+  env.setIn(["data", CONTENT_SHA256_ENV], pinned.contentModule);
   if (save(cmPath, cmDocs, cmText)) changed.push(CONFIGMAP_FILE);
 
   const efPath = join(root, ENVOYFILTER_FILE);
@@ -160,7 +169,9 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const root = resolve(argValue(argv, "--root") ?? fileURLToPath(new URL("..", import.meta.url)));
   const wasm = resolve(argValue(argv, "--wasm") ?? join(root, "build/filter.wasm"));
   const oci = resolve(argValue(argv, "--oci") ?? join(root, "build/oci"));
-  const { pinned, changed } = updateManifests(root, pinsFrom(wasm, oci));
+  const contentWasm = resolve(argValue(argv, "--content-wasm") ?? join(root, "build/filter-content.wasm"));
+  const contentOci = resolve(argValue(argv, "--content-oci") ?? join(root, "build/oci-content"));
+  const { pinned, changed } = updateManifests(root, pinsFrom(wasm, oci), pinsFrom(contentWasm, contentOci));
   const places = Object.entries(pinned).map(([place, pin]) => `${place} ${pin}`).join(", ");
   console.log(`pinned ${places}; ${changed.length === 0 ? "manifests already up to date" : `updated ${changed.join(", ")}`}`);
 }

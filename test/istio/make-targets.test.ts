@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { CONFIGMAP_FILE, ENVOYFILTER_FILE, WASMPLUGIN_FILE } from "../../scripts/manifests.js";
 import { MEDIA_TYPE_CONFIG, MEDIA_TYPE_INDEX, MEDIA_TYPE_LAYER, MEDIA_TYPE_MANIFEST, PLUGIN_FILE, REF_NAME_ANNOTATION, VARIANT_ANNOTATION } from "../../scripts/oci.js";
-import { FILTER_WASM, requireArtifact } from "../filter/support.js";
+import { FILTER_CONTENT_WASM, FILTER_WASM, requireArtifact } from "../filter/support.js";
 import { REPO, readYaml, type Manifest } from "./support.js";
 
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
@@ -25,32 +25,44 @@ after(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** A module that is certainly not the committed one, and its image; returns the file and the layout. */
+function otherModule(from: string, name: string, extra: number[]): { wasm: string; oci: string; bytes: Buffer; digest: string } {
+  const wasm = join(work, `${name}.wasm`);
+  const bytes = Buffer.concat([readFileSync(requireArtifact(from)), Buffer.from(extra)]);
+  writeFileSync(wasm, bytes);
+  const oci = join(work, `${name}-oci`);
+  runScript("oci.ts", ["--wasm", wasm, "--out", oci, "--tag", "0.1.0"]);
+  const digest = JSON.parse(readFileSync(join(oci, "index.json"), "utf8")).manifests[0].digest.slice("sha256:".length) as string;
+  return { wasm, oci, bytes, digest };
+}
+
+/** The committed content module and its image (what `make oci` built). */
+const contentArgs = (): string[] => ["--content-wasm", requireArtifact(FILTER_CONTENT_WASM), "--content-oci", join(REPO, "build/oci-content")];
+
 describe("make manifests", () => {
-  const pinned = (root: string): { plugin: string; filter: string; env: string; filterConfig: unknown; pluginConfig: unknown } => {
+  const pinned = (root: string): { plugin: string; filter: string; env: string; content: string; filterConfig: unknown; pluginConfig: unknown } => {
     const [plugin] = readYaml(join(root, WASMPLUGIN_FILE)) as Manifest[];
     const [filter] = readYaml(join(root, ENVOYFILTER_FILE)) as Manifest[];
     const env = (readYaml(join(root, CONFIGMAP_FILE)) as Manifest[]).find((m) => m.metadata.name === "tokentrace-control-plane-env")!;
     const wasm = filter!.spec.configPatches[0].patch.value.typed_config.config;
-    return { plugin: plugin!.spec.sha256, filter: wasm.vm_config.code.remote.sha256, env: env.data.TOKENTRACE_WASM_SHA256, filterConfig: JSON.parse(wasm.configuration.value), pluginConfig: plugin!.spec.pluginConfig };
+    return { plugin: plugin!.spec.sha256, filter: wasm.vm_config.code.remote.sha256, env: env.data.TOKENTRACE_WASM_SHA256, content: env.data.TOKENTRACE_CONTENT_WASM_SHA256, filterConfig: JSON.parse(wasm.configuration.value), pluginConfig: plugin!.spec.pluginConfig };
   };
 
   it("pins the OCI manifest digest of the image for oci:// URLs and the .wasm's sha256 for https://, keeps comments, and is idempotent", () => {
     const root = join(work, "manifests");
     cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
-    // A module that is certainly not the committed one, so the script has to change all three;
+    // Modules that are certainly not the committed ones, so the script has to change all four;
     // the control plane is pointed at an https:// URL, which Istio checks against the file's hash.
-    const wasm = join(work, "other.wasm");
-    const bytes = Buffer.concat([readFileSync(requireArtifact(FILTER_WASM)), Buffer.from([0, 1, 2, 3])]);
-    writeFileSync(wasm, bytes);
-    const oci = join(work, "other-oci");
-    runScript("oci.ts", ["--wasm", wasm, "--out", oci, "--tag", "0.1.0"]);
-    const digest = JSON.parse(readFileSync(join(oci, "index.json"), "utf8")).manifests[0].digest.slice("sha256:".length) as string;
+    const { wasm, oci, bytes, digest } = otherModule(FILTER_WASM, "other", [0, 1, 2, 3]);
+    const content = otherModule(FILTER_CONTENT_WASM, "other-content", [4, 5, 6]);
     const cmPath = join(root, CONFIGMAP_FILE);
     writeFileSync(cmPath, readFileSync(cmPath, "utf8").replace("TOKENTRACE_WASM_URL: oci://ghcr.io/tokentrace/filter:0.1.0", "TOKENTRACE_WASM_URL: https://example.com/filter.wasm"));
-    const out = runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]);
-    assert.match(out, new RegExp(`^pinned wasmPlugin ${digest}, controlPlane ${sha256(bytes)}, envoyFilter ${digest}; updated ${WASMPLUGIN_FILE}, ${CONFIGMAP_FILE}, ${ENVOYFILTER_FILE}\\n$`));
+    const args = ["--root", root, "--wasm", wasm, "--oci", oci, "--content-wasm", content.wasm, "--content-oci", content.oci];
+    const out = runScript("manifests.ts", args);
+    assert.match(out, new RegExp(`^pinned wasmPlugin ${digest}, controlPlane ${sha256(bytes)}, contentModule ${content.digest}, envoyFilter ${digest}; updated ${WASMPLUGIN_FILE}, ${CONFIGMAP_FILE}, ${ENVOYFILTER_FILE}\\n$`));
     const p = pinned(root);
-    assert.deepEqual([p.plugin, p.filter, p.env], [digest, digest, sha256(bytes)]);
+    assert.deepEqual([p.plugin, p.filter, p.env, p.content], [digest, digest, sha256(bytes), content.digest]);
+    assert.notEqual(content.digest, digest, "the content module's image is its own");
     assert.deepEqual(p.filterConfig, p.pluginConfig);
     const after1 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
     assert.match(after1[0]!, /^# The filter on every sidecar/m, "comments survive");
@@ -59,7 +71,7 @@ describe("make manifests", () => {
     const committed = readFileSync(join(REPO, WASMPLUGIN_FILE), "utf8").split("\n");
     const changed = after1[0]!.split("\n").filter((line, i) => line !== committed[i]);
     assert.deepEqual(changed, [`  sha256: ${digest}`, `  sha256: ${digest}`], "the sidecars' and the waypoints' WasmPlugin");
-    assert.match(runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]), /manifests already up to date\n$/);
+    assert.match(runScript("manifests.ts", args), /manifests already up to date\n$/);
     const after2 = [WASMPLUGIN_FILE, CONFIGMAP_FILE, ENVOYFILTER_FILE].map((f) => readFileSync(join(root, f), "utf8"));
     assert.deepEqual(after2, after1);
   });
@@ -71,7 +83,20 @@ describe("make manifests", () => {
     runScript("oci.ts", ["--wasm", requireArtifact(FILTER_WASM), "--out", oci, "--tag", "0.1.0"]);
     const wasm = join(work, "stale.wasm");
     writeFileSync(wasm, Buffer.concat([readFileSync(FILTER_WASM), Buffer.from([9])]));
-    assert.throws(() => runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci]), /holds another module than .*run `make oci`/);
+    assert.throws(() => runScript("manifests.ts", ["--root", root, "--wasm", wasm, "--oci", oci, ...contentArgs()]), /holds another module than .*run `make oci`/);
+  });
+
+  it("refuses a content-module OCI layout that holds another module than build/filter-content.wasm (a stale pin), and pins the content module's own image", () => {
+    const root = join(work, "stale-content");
+    cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
+    const base = ["--root", root, "--wasm", requireArtifact(FILTER_WASM), "--oci", join(REPO, "build/oci")];
+    // The default module's image in place of the content module's: a pin of the wrong module.
+    assert.throws(() => runScript("manifests.ts", [...base, "--content-wasm", FILTER_CONTENT_WASM, "--content-oci", join(REPO, "build/oci")]), /oci: image 0\.1\.0 holds another module than .*filter-content\.wasm: run `make oci`/);
+    const content = otherModule(FILTER_CONTENT_WASM, "stale-content", [7]);
+    assert.throws(() => runScript("manifests.ts", [...base, "--content-wasm", FILTER_CONTENT_WASM, "--content-oci", content.oci]), /holds another module than/);
+    // Control: the matching layout pins its digest, which is not the default module's.
+    assert.match(runScript("manifests.ts", [...base, ...contentArgs()]), /contentModule ([0-9a-f]{64}),/);
+    assert.notEqual(pinned(root).content, pinned(root).env);
   });
 
   it("copies a changed default pluginConfig into the EnvoyFilter", () => {
@@ -79,7 +104,7 @@ describe("make manifests", () => {
     cpSync(join(REPO, "istio"), join(root, "istio"), { recursive: true });
     const path = join(root, WASMPLUGIN_FILE);
     writeFileSync(path, readFileSync(path, "utf8").replace("defaultRate: 0.01", "defaultRate: 0.25"));
-    runScript("manifests.ts", ["--root", root, "--wasm", requireArtifact(FILTER_WASM), "--oci", join(REPO, "build/oci")]);
+    runScript("manifests.ts", ["--root", root, "--wasm", requireArtifact(FILTER_WASM), "--oci", join(REPO, "build/oci"), ...contentArgs()]);
     const p = pinned(root);
     assert.equal((p.filterConfig as { sampling: { defaultRate: number } }).sampling.defaultRate, 0.25);
     assert.deepEqual(p.filterConfig, p.pluginConfig);
@@ -153,6 +178,9 @@ describe("make oci", () => {
     const makefile = readFileSync(join(REPO, "Makefile"), "utf8");
     assert.match(makefile, /^manifests: build\/filter\.wasm build\/oci\/index\.json .*## .+\n\tnode --import tsx scripts\/manifests\.ts$/m);
     assert.match(makefile, /^build\/oci\/index\.json: build\/filter\.wasm scripts\/oci\.ts .*\n\tnode --import tsx scripts\/oci\.ts$/m);
-    assert.match(makefile, /^oci: build\/oci\/index\.json ## .+$/m);
+    assert.match(makefile, /^build\/oci-content\/index\.json: build\/filter-content\.wasm scripts\/oci\.ts .*\n\tnode --import tsx scripts\/oci\.ts --wasm build\/filter-content\.wasm --out build\/oci-content$/m);
+    assert.match(makefile, /^manifests: .*build\/filter-content\.wasm build\/oci-content\/index\.json .*## .+$/m);
+    assert.match(makefile, /^oci: build\/oci\/index\.json build\/oci-content\/index\.json ## .+$/m);
+    assert.match(makefile, /^test: .*build\/oci-content\/index\.json/m);
   });
 });

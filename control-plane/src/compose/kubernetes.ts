@@ -13,7 +13,8 @@ import { ClientNodeLeaseApi } from "../k8s/lease-client.js";
 import { PolicyStatusWriter } from "../k8s/policy-status.js";
 import { KubernetesPolicyStore, samplingPolicyGroup, samplingPolicyPlural, samplingPolicyVersion, type SamplingPolicyObject } from "../k8s/policy-store.js";
 import { startKubernetesSync, type KubernetesSync } from "../k8s/sync.js";
-import { namespaceCheck } from "../policy/admission.js";
+import { contentModuleProblems } from "../k8s/wasmplugin.js";
+import { namespaceCheck, type PolicyCheck } from "../policy/admission.js";
 import type { AuditSink } from "../policy/audit.js";
 import type { OverrideSource } from "../policy/effective.js";
 import type { Runtime } from "./runtime.js";
@@ -29,8 +30,11 @@ function samplingPolicyApi(runtime: Runtime): ClientNodeCustomObjectApi<Sampling
 }
 
 /** Opens and starts the SamplingPolicy store and its history (first, so adaptive sampling can seed from it). */
-export function openClusterPolicies(config: Pick<KubernetesConfig, "namespace" | "backoff">, runtime: Runtime, audit: AuditSink): ClusterPolicies {
+export function openClusterPolicies(config: Pick<KubernetesConfig, "namespace" | "backoff" | "contentWasmPlugin">, runtime: Runtime, audit: AuditSink): ClusterPolicies {
   const namespace = config.namespace === "" ? undefined : config.namespace;
+  const inNamespace = namespace === undefined ? undefined : namespaceCheck(namespace);
+  // A policy this deployment could not apply is refused: another namespace, or capture without a content module.
+  const check: PolicyCheck = (policy) => [...(inNamespace?.(policy) ?? []), ...contentModuleProblems(policy.pluginConfig, config.contentWasmPlugin)];
   const store: KubernetesPolicyStore = new KubernetesPolicyStore({
     api: samplingPolicyApi(runtime),
     namespace,
@@ -38,7 +42,7 @@ export function openClusterPolicies(config: Pick<KubernetesConfig, "namespace" |
     delay: runtime.delay,
     now: runtime.now,
     audit,
-    check: namespace === undefined ? undefined : namespaceCheck(namespace),
+    check,
     log: runtime.log,
     // Read only once the store serves, after start() below.
     history: (name) => history.read(name),

@@ -2,7 +2,7 @@
 // resync and backoff, and the leader election among replicas.
 import type { ConfigSection } from "../config-section.js";
 import { leaderElectionProblems } from "./leader-election.js";
-import type { WasmPluginSettings } from "./wasmplugin.js";
+import type { ContentModuleSettings, WasmPluginSettings } from "./wasmplugin.js";
 
 /** The `kubernetes` section. */
 export interface KubernetesConfig {
@@ -11,6 +11,11 @@ export interface KubernetesConfig {
   /** Namespace to manage WasmPlugins in; empty = every namespace a policy names. */
   namespace: string;
   wasmPlugin: WasmPluginSettings;
+  /**
+   * The content-capture module (build/filter-content.wasm), loaded instead of `wasmPlugin.url` by
+   * the WasmPlugin of a policy that turns capture on; url "" = none, and then such a policy is refused.
+   */
+  contentWasmPlugin: ContentModuleSettings;
   /** Full re-list and compare even without events, to catch anything a watch missed. */
   resyncSeconds: number;
   backoff: { initialMs: number; maxMs: number };
@@ -46,6 +51,7 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
       failStrategy: "FAIL_OPEN",
       imagePullSecret: "",
     },
+    contentWasmPlugin: { url: "", sha256: "" },
     resyncSeconds: 300,
     backoff: { initialMs: 500, maxMs: 30000 },
     leaderElection: {
@@ -61,7 +67,7 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
   schema: {
     type: "object",
     additionalProperties: false,
-    required: ["kubeconfig", "namespace", "wasmPlugin", "resyncSeconds", "backoff", "leaderElection"],
+    required: ["kubeconfig", "namespace", "wasmPlugin", "contentWasmPlugin", "resyncSeconds", "backoff", "leaderElection"],
     properties: {
       kubeconfig: { type: "string" },
       namespace: { type: "string", pattern: `^$|${dnsLabel}`, maxLength: 63 },
@@ -77,6 +83,15 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
           failStrategy: { enum: ["FAIL_OPEN", "FAIL_CLOSE", "FAIL_RELOAD"] },
           // A Secret's name (DNS-1123 subdomain), never its content: the credential stays in the Secret.
           imagePullSecret: { type: "string", maxLength: 253, pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" },
+        },
+      },
+      contentWasmPlugin: {
+        type: "object",
+        additionalProperties: false,
+        required: ["url", "sha256"],
+        properties: {
+          url: { type: "string", pattern: "^$|^(oci|https?|file)://.+" },
+          sha256: { type: "string", pattern: "^$|^[a-f0-9]{64}$" },
         },
       },
       resyncSeconds: { type: "integer", minimum: 10, maximum: 86400 },
@@ -122,6 +137,17 @@ function kubernetesProblems(k: KubernetesConfig, key: string): string[] {
   if (pinned !== null && k.wasmPlugin.sha256 !== "" && pinned[1] !== k.wasmPlugin.sha256) {
     // istio/api extensions/v1alpha1/wasm.proto (sha256): a digest in the url must match this field.
     return [`${key}.wasmPlugin.sha256: must equal the digest in ${key}.wasmPlugin.url (${pinned[1]}), got "${k.wasmPlugin.sha256}"`];
+  }
+  const content = k.contentWasmPlugin;
+  if (content.url !== "") {
+    const contentPinned = /@sha256:([a-f0-9]{64})$/.exec(content.url);
+    if (contentPinned !== null && content.sha256 !== "" && contentPinned[1] !== content.sha256) {
+      return [`${key}.contentWasmPlugin.sha256: must equal the digest in ${key}.contentWasmPlugin.url (${contentPinned[1]}), got "${content.sha256}"`];
+    }
+    // The module that sees raw prompts is always pinned: a moved tag must not swap it underneath.
+    if (contentPinned === null && content.sha256 === "") {
+      return [`${key}.contentWasmPlugin.sha256: required when ${key}.contentWasmPlugin.url is set (the content module reads raw prompts; pin it by digest), got ""`];
+    }
   }
   return [];
 }

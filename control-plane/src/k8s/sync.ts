@@ -16,7 +16,7 @@ import { desiredWasmPlugin, keyOf, ownedSelector, policyAnnotation, type WasmPlu
 
 /** What Kubernetes mode needs. */
 export interface KubernetesSyncDeps {
-  config: Pick<KubernetesConfig, "namespace" | "wasmPlugin" | "backoff">;
+  config: Pick<KubernetesConfig, "namespace" | "wasmPlugin" | "backoff"> & Partial<Pick<KubernetesConfig, "contentWasmPlugin">>;
   store: PolicyRepository;
   overrides: OverrideSource;
   metrics: ControlPlaneMetrics;
@@ -52,7 +52,7 @@ export function desiredState(deps: Pick<KubernetesSyncDeps, "config" | "store" |
   for (const record of deps.store.list()) {
     if (deps.config.namespace !== "" && record.policy.target.namespace !== deps.config.namespace) continue;
     const config = effectiveConfig(record.policy, deps.overrides(record.policy.name));
-    const object = desiredWasmPlugin(record, config, configVersion(record.policy.name, config), deps.config.wasmPlugin);
+    const object = desiredWasmPlugin(record, config, configVersion(record.policy.name, config), deps.config.wasmPlugin, deps.config.contentWasmPlugin);
     out.set(keyOf(object.metadata.namespace, object.metadata.name), object);
   }
   return out;

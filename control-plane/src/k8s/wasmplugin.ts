@@ -1,7 +1,9 @@
 // The WasmPlugin the control plane wants for a policy: one per policy, named
 // tokentrace-<policy>, in the policy's namespace, marked as ours by labels, carrying the
-// effective pluginConfig, and the url/sha256/phase/failStrategy/pluginName from the config.
-import type { PluginConfig, PolicyRecord } from "../policy/model.js";
+// effective pluginConfig, and the url/sha256/phase/failStrategy/pluginName from the config. A
+// policy that turns content capture on loads the content module instead (same root id and
+// settings, its own url and sha256): the default module captures nothing.
+import type { FieldError, PluginConfig, PolicyRecord } from "../policy/model.js";
 import { hasSelector } from "../policy/model.js";
 
 export const wasmPluginGroup = "extensions.istio.io";
@@ -42,6 +44,47 @@ export interface WasmPluginSettings {
   imagePullSecret: string;
 }
 
+/** The content-capture module (build/filter-content.wasm): the `kubernetes.contentWasmPlugin` config section. */
+export interface ContentModuleSettings {
+  /** "" = no content module deployed. */
+  url: string;
+  sha256: string;
+}
+
+/** No content module configured. */
+export const noContentModule: ContentModuleSettings = { url: "", sha256: "" };
+
+/**
+ * Where `config` turns content capture on (filter/config.schema.json `spans.content`: `enabled`
+ * for every route, or a route rule with `enabled: true`), as pluginConfig field paths; [] = off.
+ */
+export function contentCaptureFields(config: PluginConfig): string[] {
+  const spans = config.spans as { content?: { enabled?: unknown; routes?: unknown } } | undefined;
+  const content = spans?.content;
+  if (content === undefined || content === null || typeof content !== "object") return [];
+  const fields: string[] = [];
+  if (content.enabled === true) fields.push("pluginConfig.spans.content.enabled");
+  if (Array.isArray(content.routes)) {
+    content.routes.forEach((rule: unknown, i) => {
+      if (typeof rule === "object" && rule !== null && (rule as { enabled?: unknown }).enabled === true) fields.push(`pluginConfig.spans.content.routes[${i}].enabled`);
+    });
+  }
+  return fields;
+}
+
+/**
+ * The check Kubernetes mode adds to policy admission: capture on with no content module
+ * configured is refused (a REST write gets a 400; an object applied with kubectl gets
+ * Accepted=False and its last accepted generation stays in force), naming the field and why.
+ */
+export function contentModuleProblems(config: PluginConfig, content: ContentModuleSettings): FieldError[] {
+  if (content.url !== "") return [];
+  return contentCaptureFields(config).map((field) => ({
+    field,
+    reason: "turns content capture on, but no content module is configured (kubernetes.contentWasmPlugin.url, TOKENTRACE_CONTENT_WASM_URL): the default module captures nothing",
+  }));
+}
+
 /** A WasmPlugin object as the API returns it (only the fields we read or write are typed). */
 export interface WasmPlugin {
   apiVersion: string;
@@ -68,14 +111,17 @@ export function wasmPluginName(policyName: string): string {
   return `tokentrace-${policyName}`;
 }
 
-/** Builds the desired WasmPlugin. */
-export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, configVersion: string, plugin: WasmPluginSettings): WasmPlugin {
+/** Builds the desired WasmPlugin: the content module's url and sha256 when `config` captures and one is configured. */
+export function desiredWasmPlugin(record: PolicyRecord, config: PluginConfig, configVersion: string, plugin: WasmPluginSettings, content: ContentModuleSettings = noContentModule): WasmPlugin {
   const target = record.policy.target;
   const spec: Record<string, unknown> = hasSelector(target)
     ? { selector: { matchLabels: { ...target.selector.matchLabels } } }
     : { targetRefs: target.targetRefs.map((r) => ({ ...r })) };
-  spec.url = plugin.url;
-  if (plugin.sha256 !== "") spec.sha256 = plugin.sha256;
+  // Without a content module such a policy is refused at admission (contentModuleProblems); were
+  // one to get here anyway, the default module is the safe side: it captures nothing.
+  const module = content.url !== "" && contentCaptureFields(config).length > 0 ? content : plugin;
+  spec.url = module.url;
+  if (module.sha256 !== "") spec.sha256 = module.sha256;
   if (plugin.imagePullSecret !== "") spec.imagePullSecret = plugin.imagePullSecret;
   spec.pluginName = plugin.pluginName;
   spec.phase = plugin.phase;
