@@ -1,3 +1,3 @@
 // The filter's stat catalogue as the tests, the local proxy and the pipeline fixtures see it: the
 // tags Istio must extract (extraStatTags) and the series names. Mirrors filter/telemetry/metrics.ts.
-export const FILTER_STAT_TAGS = ["route", "status_class", "error", "model", "stream", "finish_reason", "redacted"] as const;
+export const FILTER_STAT_TAGS = ["route", "status_class", "error", "model", "stream", "finish_reason", "redacted", "keep_reason"] as const;
