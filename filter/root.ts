@@ -10,6 +10,7 @@ import { ErrorReason } from "./telemetry/metrics";
 import { PollOutcome, PolicyPoller } from "./config/policy-source";
 import { SpanExporter } from "./telemetry/spans";
 import { Stats } from "./telemetry/stats";
+import { TailKeep } from "./telemetry/tail-keep";
 import { TokentraceStream } from "./stream";
 
 /** The tick period while pseudonyms need a key: its first fetch and retries wait at most this long. */
@@ -21,10 +22,20 @@ export class TokentraceRoot extends RootContext {
   private local: Config = new Config();
   private stats: Stats | null = null;
   private exporter: SpanExporter | null = null;
+  private tailKeep: TailKeep | null = null;
   private poller: PolicyPoller = new PolicyPoller();
 
   createContext(context_id: u32): Context {
-    return new TokentraceStream(context_id, this, this.statsOrInit(), this.active, this.exporterOrInit());
+    return new TokentraceStream(context_id, this, this.statsOrInit(), this.active, this.exporterOrInit(), this.tailKeepOrInit());
+  }
+
+  private tailKeepOrInit(): TailKeep {
+    let keep = this.tailKeep;
+    if (keep === null) {
+      keep = new TailKeep(this.statsOrInit());
+      this.tailKeep = keep;
+    }
+    return keep;
   }
 
   private exporterOrInit(): SpanExporter {
@@ -50,7 +61,11 @@ export class TokentraceRoot extends RootContext {
     const source = this.local.policySource;
     if (source !== null) this.poller.maybePoll(source);
     const spans = this.active.config.spans;
-    if (spans !== null) this.exporterOrInit().flush(spans);
+    if (spans !== null) {
+      // Tail keep's spans of the last tick go first, so they are in this tick's batch.
+      this.tailKeepOrInit().decide(spans, this.exporterOrInit());
+      this.exporterOrInit().flush(spans);
+    }
     const engine = contentEngine();
     if (engine !== null) engine.tick(this.active.config, this.local, this.statsOrInit());
     this.statsOrInit().flushHostFailures();

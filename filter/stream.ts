@@ -10,10 +10,11 @@ import { matchedPrefixLength, protocolOf } from "./protocols/llm-paths";
 import { kserveModelOf } from "./protocols/kserve";
 import { Protocol } from "./protocols";
 import { contentEngine } from "./capture";
-import { codeClassIndex, CONTENT_UNAVAILABLE, ErrorReason, sanitizeLabelValue } from "./telemetry/metrics";
+import { codeClassIndex, CONTENT_UNAVAILABLE, ErrorReason, KeepReason, keepReasonName, sanitizeLabelValue } from "./telemetry/metrics";
 import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./trace/sampler";
-import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
+import { encodeSpan, errorTypeOf, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
+import { TailKeep } from "./telemetry/tail-keep";
 import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./trace/token-trace-id";
 import { TraceHeaders } from "./trace/trace-headers";
 import {
@@ -33,11 +34,9 @@ const UPSTREAM_ADDRESS_PROPERTY = host.utf8("upstream\0address");
 const SPAN_ID_OFFSET: usize = 32;
 const SPAN_PARENT_OFFSET: usize = 48;
 const SPAN_IDS_BYTES: i32 = 64;
-// tokentrace.keep_reason values.
-const KEEP_ERROR = "error";
-const KEEP_RESET = "reset";
-const KEEP_SLOW = "slow";
 const NS_PER_MS: u64 = 1_000_000;
+/** Tail keep: an error outranks any slow request in the budget's order. */
+const ERROR_PRIORITY: f64 = 1e12;
 
 // Random bytes for new ids, drawn together (host.fillRandom, pooled): 16 trace-id, 8 span-id, 16 token trace id, and
 // 8 for a new parent-id when it continues a trace (its own span's id, or one for a sampled flag it sets).
@@ -98,17 +97,21 @@ export class TokentraceStream extends Context {
   private spanHasParent: bool = false;
   /** The request left sampled with this proxy's span in it: the span is exported at proxy_on_log. */
   private spanSampled: bool = false;
+  /** A force rule sampled it. */
+  private forced: bool = false;
+  private tailKeep: TailKeep;
   private operation: Operation = Operation.Chat;
   /** Tail keep: this request's slow threshold (ns; -1: none). */
   private keepSlowerThanNs: i64 = -1;
   /** The response ended with end of stream, not cut by a reset. */
   private responseComplete: bool = false;
 
-  constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig, exporter: SpanExporter) {
+  constructor(context_id: u32, root: RootContext, stats: Stats, active: ActiveConfig, exporter: SpanExporter, tailKeep: TailKeep) {
     super(context_id, root);
     this.stats = stats;
     this.active = active;
     this.exporter = exporter;
+    this.tailKeep = tailKeep;
   }
 
   onRequestHeaders(headers: u32, end_of_stream: bool): FilterHeadersStatusValues {
@@ -152,6 +155,7 @@ export class TokentraceStream extends Context {
     const continuing = parsed != TRACEPARENT_INVALID;
 
     const forced = this.isForced(config);
+    this.forced = forced;
     // With span export on, this proxy is a hop for sampled LLM requests: it sends its own span id
     // upstream as the parent-id, so the model server's spans nest under it. A force rule that
     // turns the sampled flag on needs a new parent-id too (W3C: "The parent-id field MUST be set to
@@ -369,14 +373,36 @@ export class TokentraceStream extends Context {
     return FilterHeadersStatusValues.Continue;
   }
 
-  /** Why an unsampled request's span is kept, or "": a 5xx, a reset (no response, or one cut short), or slowness. */
-  private keepReason(spans: SpanConfig, code: i64, durationNs: i64): string {
-    if (spans.keepErrors) {
-      if (code >= 500) return KEEP_ERROR;
-      if (code <= 0 || !this.responseComplete) return KEEP_RESET;
+  /**
+   * Tail keep's verdict on an unsampled request (KeepReason.None: not kept), with its rank in
+   * `keepPriority`: an error (error.type set on its span: a 4xx, a 5xx, a reset) outranks every slow
+   * one; a slow one (duration over its threshold, or TTFT over the live TTFT threshold) ranks by how
+   * many times its threshold it took.
+   */
+  private keepPriority: f64 = 0;
+
+  private keepReason(spans: SpanConfig, llm: LlmExchange, code: i64, startNs: i64, durationNs: i64): KeepReason {
+    if (spans.keepErrors && errorTypeOf(code, this.responseComplete).length > 0) {
+      this.keepPriority = ERROR_PRIORITY + <f64>durationNs;
+      return KeepReason.Error;
     }
-    const threshold = this.keepSlowerThanNs;
-    return threshold >= 0 && durationNs > threshold ? KEEP_SLOW : "";
+    let threshold = this.keepSlowerThanNs;
+    let ttftThreshold: i64 = -1;
+    const counted = llm.counted;
+    if (counted !== null && spans.keepLive.length > 0) {
+      counted.findLive(spans);
+      if (counted.liveDurationNs >= 0) threshold = counted.liveDurationNs;
+      ttftThreshold = counted.liveTtftNs;
+    }
+    let rank: f64 = 0;
+    if (threshold >= 0 && durationNs > threshold) rank = <f64>durationNs / <f64>(threshold > 0 ? threshold : <i64>1);
+    const ttftNs = llm.firstContentNs > 0 && startNs > 0 ? llm.firstContentNs - startNs : -1;
+    if (ttftThreshold >= 0 && ttftNs > ttftThreshold) {
+      const r = <f64>ttftNs / <f64>(ttftThreshold > 0 ? ttftThreshold : <i64>1);
+      if (r > rank) rank = r;
+    }
+    this.keepPriority = rank;
+    return rank > 0 ? KeepReason.Slow : KeepReason.None;
   }
 
   /** The span of this request from its ids and what the exchange found; null when no span id could be drawn. */
@@ -450,14 +476,10 @@ export class TokentraceStream extends Context {
     this.stats.count(route.requestsFor(codeClassIndex(code)), 1);
     const llm = this.llm;
     let durationNs = host.getIntProperty(REQUEST_DURATION_PROPERTY, -1);
-    // Which span goes: a sampled request's, or (tail keep) an unsampled one that failed or was slow.
     const spans = this.spanConfig;
-    let keepReason = "";
-    if (llm !== null && spans !== null && !this.spanSampled && spans.keeps) keepReason = this.keepReason(spans, code, durationNs);
-    const exportSpan = llm !== null && spans !== null && (this.spanSampled || keepReason.length > 0);
     let startNs: i64 = 0;
-    // The start time is needed for TTFT and spans only (and when the host gave no duration).
-    if (durationNs < 0 || exportSpan || (llm !== null && llm.firstContentNs > 0)) {
+    // The start time is needed for TTFT and sampled spans (and when the host gave no duration).
+    if (durationNs < 0 || (llm !== null && (this.spanSampled || llm.firstContentNs > 0))) {
       startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
     }
     if (durationNs < 0) {
@@ -466,20 +488,37 @@ export class TokentraceStream extends Context {
     }
     if (llm !== null) {
       llm.record(startNs, startNs + durationNs, code, route);
-      if (exportSpan) {
-        const span = this.spanRecord(llm, route, code, startNs, durationNs);
-        if (span !== null) {
-          span.keepReason = keepReason;
-          const capture = llm.capture;
-          if (capture !== null && !capture.isEmpty()) span.capture = capture;
-          this.exporter.add(encodeSpan(span, spans!.providerName), spans!);
-          if (capture !== null && span.capture !== null) contentEngine()!.report(capture, this.stats);
-          if (keepReason.length > 0) this.stats.count(this.stats.spansKept, 1);
-        }
+      // Which span goes: a sampled request's, or (tail keep) an unsampled one that failed or was slow.
+      if (spans !== null) {
+        const reason = this.spanSampled ? (this.forced ? KeepReason.Forced : KeepReason.Head) : spans.keeps ? this.keepReason(spans, llm, code, startNs, durationNs) : KeepReason.None;
+        if (reason != KeepReason.None) this.exportSpan(spans, llm, route, reason, code, startNs, durationNs);
       }
     }
     host.recordHistogram(route.durationMs, <u64>durationNs / NS_PER_MS);
     this.stats.flushHostFailures();
+  }
+
+  /** Exports this request's span: at once when sampled (or without a budget), else through the budget's reservoir. */
+  private exportSpan(spans: SpanConfig, llm: LlmExchange, route: RouteStats, reason: KeepReason, code: i64, startNs: i64, durationNs: i64): void {
+    if (startNs == 0) startNs = host.getIntProperty(REQUEST_TIME_PROPERTY, 0);
+    const span = this.spanRecord(llm, route, code, startNs, durationNs);
+    if (span === null) return;
+    const tail = reason == KeepReason.Slow || reason == KeepReason.Error;
+    // The span says a reset apart from an HTTP error (the stat's label folds both into error).
+    if (tail) span.keepReason = reason == KeepReason.Error && (code <= 0 || !this.responseComplete) ? "reset" : keepReasonName(reason);
+    // Captured content (sampled requests only) goes through the content engine's seam (capture.ts).
+    const capture = llm.capture;
+    if (capture !== null && !capture.isEmpty()) span.capture = capture;
+    const encoded = encodeSpan(span, spans.providerName);
+    const budget = spans.keepBudget;
+    if (tail && budget !== null) {
+      this.tailKeep.offer(encoded, this.keepPriority, route.keepCounter(reason, false), route.keepCounter(reason, true), budget.reservoirBytes);
+    } else {
+      this.exporter.add(encoded, spans);
+      this.stats.count(route.keepCounter(reason, false), 1);
+      if (budget !== null) this.tailKeep.spendHead();
+    }
+    if (capture !== null && span.capture !== null) contentEngine()!.report(capture, this.stats);
   }
 }
 

@@ -84,9 +84,14 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     leading,
     published: (name) => cluster?.store.publishedOverrides(name),
     onChange: () => control?.adaptiveChanged(),
+    kubernetes: cluster !== undefined,
+    ...(options.windows === undefined ? {} : { windows: options.windows }),
   });
   if (cluster !== undefined) {
-    control = startClusterControl({ config: config.kubernetes, runtime, policies: cluster.store, overrides: adaptive.overrides, metrics, onStartedLeading: () => adaptive.sampler.reset() });
+    control = startClusterControl({ config: config.kubernetes, runtime, policies: cluster.store, overrides: adaptive.overrides, statusOverrides: adaptive.rateOverrides, metrics, onStartedLeading: () => {
+      adaptive.sampler.reset();
+      adaptive.live.reset();
+    } });
   }
 
   const dashboard = dashboardSeries();
@@ -96,6 +101,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
       : await startPipelinePart(pipelineConfig, runtime, metrics.registry, (series, result) => {
           dashboard.observe(series, result);
           adaptive.pipelineRates?.observe(series, result);
+          adaptive.pipelineHistograms?.observe(series, result);
         });
 
   const traces = tracesPart(config.traces);

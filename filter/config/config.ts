@@ -68,6 +68,27 @@ export class KeepRoute {
   slowerThanMs: i32 = 0;
 }
 
+/**
+ * Tail keep: a threshold the control plane computed from the route's (and model's) recent latency
+ * (spans.keep.live). `route` and `model` are stat label values, as the control plane reads them;
+ * an empty model is the route's own, for its models without an entry. -1: no threshold.
+ */
+export class LiveThreshold {
+  route: string = "";
+  model: string = "";
+  durationMs: i32 = -1;
+  ttftMs: i32 = -1;
+}
+
+/** Tail keep's budget (spans.keep.budget): spans per second for the whole proxy, head-sampled ones first. */
+export class KeepBudgetConfig {
+  tracesPerSecond: f64 = 0;
+  /** The bucket holds this many seconds of budget, for a burst after a quiet spell. */
+  burstSeconds: i32 = 10;
+  /** Encoded spans held for the next tick's decision (UTF-16 bytes as retained). */
+  reservoirBytes: i32 = 262144;
+}
+
 /** Export of one OTLP span per sampled LLM request; present only when configured. */
 export class SpanConfig {
   cluster: ArrayBuffer = new ArrayBuffer(0);
@@ -84,11 +105,14 @@ export class SpanConfig {
   /** The slow threshold of routes without their own (-1: none). */
   keepSlowerThanMs: i32 = -1;
   keepRoutes: Array<KeepRoute> = [];
+  keepLive: Array<LiveThreshold> = [];
+  /** null: every kept span goes at once. */
+  keepBudget: KeepBudgetConfig | null = null;
   /** Content capture (spans.content); null: off. */
   content: ContentConfig | null = null;
 
   get keeps(): bool {
-    return this.keepErrors || this.keepSlowerThanMs >= 0 || this.keepRoutes.length > 0;
+    return this.keepErrors || this.keepSlowerThanMs >= 0 || this.keepRoutes.length > 0 || this.keepLive.length > 0;
   }
 }
 
@@ -187,6 +211,8 @@ const MAX_ROUTE_RULES: i32 = 256;
 /** One hour: a slow threshold past that keeps nothing an LLM call does. */
 const MAX_KEEP_THRESHOLD_MS: i32 = 3600000;
 const MAX_FORCE_RULES: i32 = 16;
+/** Live thresholds per policy: the control plane sends at most this many (route, model) entries. */
+export const MAX_LIVE_THRESHOLDS: i32 = 128;
 
 /** Parses and validates pluginConfig text; empty (or all-whitespace) text means every default. */
 /**
@@ -582,7 +608,7 @@ class Validator {
   }
 
   private keep(v: JsonValue, sc: SpanConfig): bool {
-    if (!this.objectWithKeys(v, "spans.keep", ["errors", "slowerThanMs", "routes"])) return false;
+    if (!this.objectWithKeys(v, "spans.keep", ["errors", "slowerThanMs", "routes", "live", "budget"])) return false;
     const errors = v.get("errors");
     if (errors !== null) {
       if (!this.boolean(errors, "spans.keep.errors")) return false;
@@ -593,6 +619,10 @@ class Validator {
       if (!this.integer(slower, "spans.keep.slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
       sc.keepSlowerThanMs = <i32>slower.num;
     }
+    const live = v.get("live");
+    if (live !== null && !this.live(live, sc)) return false;
+    const budget = v.get("budget");
+    if (budget !== null && !this.budget(budget, sc)) return false;
     const routes = v.get("routes");
     if (routes === null) return true;
     if (routes.kind != JsonKind.Array) return this.reject("spans.keep.routes", "must be an array");
@@ -612,6 +642,60 @@ class Validator {
       rule.slowerThanMs = <i32>ms.num;
       sc.keepRoutes.push(rule);
     }
+    return true;
+  }
+
+  private live(v: JsonValue, sc: SpanConfig): bool {
+    if (v.kind != JsonKind.Array) return this.reject("spans.keep.live", "must be an array");
+    if (v.items.length > MAX_LIVE_THRESHOLDS) return this.reject("spans.keep.live", "at most " + MAX_LIVE_THRESHOLDS.toString() + " entries");
+    for (let i = 0; i < v.items.length; i++) {
+      const field = "spans.keep.live[" + i.toString() + "]";
+      const item = v.items[i];
+      if (!this.objectWithKeys(item, field, ["route", "model", "durationMs", "ttftMs"])) return false;
+      const t = new LiveThreshold();
+      const route = item.get("route");
+      if (route === null) return this.reject(field + ".route", "is required");
+      if (!this.str(route, field + ".route", 1, 64)) return false;
+      t.route = route.str;
+      const model = item.get("model");
+      if (model !== null) {
+        if (!this.str(model, field + ".model", 1, 64)) return false;
+        t.model = model.str;
+      }
+      const duration = item.get("durationMs");
+      if (duration !== null) {
+        if (!this.integer(duration, field + ".durationMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
+        t.durationMs = <i32>duration.num;
+      }
+      const ttft = item.get("ttftMs");
+      if (ttft !== null) {
+        if (!this.integer(ttft, field + ".ttftMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
+        t.ttftMs = <i32>ttft.num;
+      }
+      if (duration === null && ttft === null) return this.reject(field, "needs durationMs or ttftMs");
+      sc.keepLive.push(t);
+    }
+    return true;
+  }
+
+  private budget(v: JsonValue, sc: SpanConfig): bool {
+    if (!this.objectWithKeys(v, "spans.keep.budget", ["tracesPerSecond", "burstSeconds", "reservoirBytes"])) return false;
+    const b = new KeepBudgetConfig();
+    const rate = v.get("tracesPerSecond");
+    if (rate === null) return this.reject("spans.keep.budget.tracesPerSecond", "is required");
+    if (rate.kind != JsonKind.Number || !(rate.num >= 0.001 && rate.num <= 100000)) return this.reject("spans.keep.budget.tracesPerSecond", "must be a number between 0.001 and 100000");
+    b.tracesPerSecond = rate.num;
+    const burst = v.get("burstSeconds");
+    if (burst !== null) {
+      if (!this.integer(burst, "spans.keep.budget.burstSeconds", 1, 600)) return false;
+      b.burstSeconds = <i32>burst.num;
+    }
+    const bytes = v.get("reservoirBytes");
+    if (bytes !== null) {
+      if (!this.integer(bytes, "spans.keep.budget.reservoirBytes", 16384, 4194304)) return false;
+      b.reservoirBytes = <i32>bytes.num;
+    }
+    sc.keepBudget = b;
     return true;
   }
 

@@ -397,6 +397,38 @@ export function readHttpCallResponseHeader(name: ArrayBuffer, into: HostValue): 
 /** The `:status` of an HTTP call response, read in place by whoever handles the response. */
 export const HTTP_CALL_STATUS = new HostValue(memory.data(16), 16);
 
+const CAS_MISMATCH: u32 = 8;
+const OUT_CAS: usize = memory.data(4);
+
+/**
+ * Reads shared data (proxy_get_shared_data: one store for every worker's VM of this plugin) into
+ * `into`; returns its CAS value, 0 when the key is absent, -1 when the host failed.
+ */
+export function getSharedData(key: ArrayBuffer, into: HostValue): i64 {
+  into.clear();
+  resetOut();
+  store<u32>(OUT_CAS, 0);
+  lend(into.base, into.capacity);
+  const status = imports.proxy_get_shared_data(changetype<usize>(key), key.byteLength, OUT_PTR, OUT_SIZE, OUT_CAS);
+  endLoan();
+  if (status == OK) return takeInto(into) ? <i64>load<u32>(OUT_CAS) : -1;
+  releaseAllocation();
+  if (status == NOT_FOUND) return 0;
+  failedCalls++;
+  return -1;
+}
+
+/** proxy_set_shared_data of `length` bytes at `value`, if the key's CAS is still `cas` (0: whatever it is). */
+export function setSharedData(key: ArrayBuffer, value: usize, length: i32, cas: u32): SharedWrite {
+  const status = imports.proxy_set_shared_data(changetype<usize>(key), key.byteLength, value, length, cas);
+  if (status == OK) return SharedWrite.Ok;
+  if (status == CAS_MISMATCH) return SharedWrite.CasMismatch;
+  failedCalls++;
+  return SharedWrite.Failed;
+}
+
+export const enum SharedWrite { Ok, CasMismatch, Failed }
+
 export function setTickPeriodMs(ms: u32): void {
   if (imports.proxy_set_tick_period_milliseconds(ms) != OK) failedCalls++;
 }

@@ -10,7 +10,7 @@ import { JsonScanner } from "./json-scan";
 import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "../telemetry/metrics";
 import { finishReasonOf, Protocol } from "../protocols";
 import { SseScanner } from "./sse";
-import { RouteStats, Stats } from "../telemetry/stats";
+import { LlmStats, RouteStats, Stats } from "../telemetry/stats";
 import { CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, EVENT_STREAM, IDENTITY, X_GENERATED_TOKENS, X_PROMPT_TOKENS } from "../host/names";
 
 const NS_PER_MS: i64 = 1_000_000;
@@ -109,6 +109,8 @@ export class LlmExchange {
   reasoningTokens: i64 = -1;
   isStream: bool = false;
   params: StaticArray<string | null> | null = null;
+  /** The (route, model) stats record() counted this call in. */
+  counted: LlmStats | null = null;
 
   constructor(config: LlmConfig, stats: Stats, route: RouteStats, protocol: Protocol, pathModel: string) {
     this.config = config;
@@ -376,6 +378,7 @@ export class LlmExchange {
     // The model asked for names the series; the one that answered stands in when the request had none.
     const model = this.requestModel.length > 0 ? this.requestModel : responseModel;
     const llm = this.stats.forLlm(route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
+    this.counted = llm;
     this.stats.count(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
     const durationNs = endNs - startNs;
     if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));

@@ -29,6 +29,7 @@ export const SPANS_EXPORTED_TOTAL = "tokentrace_spans_exported_total";
 export const SPANS_DROPPED_TOTAL = "tokentrace_spans_dropped_total";
 export const SPAN_EXPORT_FAILURES_TOTAL = "tokentrace_span_export_failures_total";
 export const SPANS_KEPT_TOTAL = "tokentrace_spans_kept_total";
+export const SPANS_BUDGET_DROPPED_TOTAL = "tokentrace_spans_budget_dropped_total";
 
 export const CONTENT_CAPTURED_TOTAL = "tokentrace_content_captured_total";
 export const CONTENT_REDACTIONS_TOTAL = "tokentrace_content_redactions_total";
@@ -53,6 +54,8 @@ export const TAG_STREAM = "stream";
 export const TAG_FINISH_REASON = "finish_reason";
 export const TAG_STATUS_CLASS = "status_class";
 export const TAG_ERROR = "error";
+/** Why a span went (head, forced, slow, error); no tag ends with "keep_reason", and it ends with none. */
+export const TAG_KEEP_REASON = "keep_reason";
 /** The type of a value redacted from captured content (no tag ends with "redacted", and it ends with none). */
 export const TAG_REDACTED = "redacted";
 /**
@@ -102,6 +105,19 @@ export function errorReasonName(reason: ErrorReason): string {
     case ErrorReason.UnknownShape: return "unknown_shape";
     case ErrorReason.DestinationOverflow: return "destination_overflow";
     default: return "unknown";
+  }
+}
+
+/** Why a span was exported: the head decision (or a force rule), or tail keep (slow, error). */
+export const enum KeepReason { None, Head, Forced, Slow, Error, COUNT }
+
+export function keepReasonName(reason: KeepReason): string {
+  switch (reason) {
+    case KeepReason.Head: return "head";
+    case KeepReason.Forced: return "forced";
+    case KeepReason.Slow: return "slow";
+    case KeepReason.Error: return "error";
+    default: return "none";
   }
 }
 

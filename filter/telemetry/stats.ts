@@ -2,12 +2,13 @@
 // reused, counters are slots flushed on a tick, and distinct route and model labels are capped
 // (Envoy never frees a stat: REFERENCE section 2).
 import { equalBytes } from "../bytes";
+import { SpanConfig } from "../config/config";
 import * as host from "../host/host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
-  MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
-  CONTENT_CAPTURED_TOTAL, CONTENT_KEY_UPDATES_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED,
+  MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_BUDGET_DROPPED_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
+  CONTENT_CAPTURED_TOTAL, CONTENT_KEY_UPDATES_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED, KeepReason, keepReasonName, TAG_KEEP_REASON,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
   TRACES_STARTED_TOTAL, POD_IP_OTHER, TAG_POD_IP,
@@ -65,6 +66,8 @@ export class RouteStats {
   tracesSampled: i32;
   /** Defined on the route's first LLM request whose body was too large to read. */
   private bodyLimitExceeded: i32 = NO_COUNTER;
+  /** Spans kept by KeepReason, then budget drops by KeepReason (slow, error); defined on first use. */
+  private keepSlots: StaticArray<i32> | null = null;
 
 
   constructor(label: string, counters: Counters, podIp: string = "") {
@@ -85,6 +88,23 @@ export class RouteStats {
     return this.bodyLimitExceeded;
   }
 
+  /** The counter of spans kept for `reason` on this route (`dropped`: dropped for the budget instead), defined on first use. */
+  keepCounter(reason: KeepReason, dropped: bool): i32 {
+    let slots = this.keepSlots;
+    if (slots === null) {
+      slots = new StaticArray<i32>(2 * KeepReason.COUNT);
+      for (let i = 0; i < slots.length; i++) unchecked((slots[i] = NO_COUNTER));
+      this.keepSlots = slots;
+    }
+    const index = (dropped ? KeepReason.COUNT : 0) + <i32>reason;
+    let slot = unchecked(slots[index]);
+    if (slot == NO_COUNTER) {
+      slot = this.counters.define(this.prefix + tagSegment(TAG_KEEP_REASON, keepReasonName(reason)) + (dropped ? SPANS_BUDGET_DROPPED_TOTAL : SPANS_KEPT_TOTAL));
+      unchecked((slots[index] = slot));
+    }
+    return slot;
+  }
+
   /** The request counter of one response code class, defined on first use. */
   requestsFor(codeClass: i32): i32 {
     let slot = this.requests[codeClass];
@@ -98,6 +118,12 @@ export class RouteStats {
 
 /** The LLM stats of one (route, model) pair. */
 export class LlmStats {
+  route: string;
+  model: string;
+  /** Tail keep's live thresholds of this pair (ns; -1: none), as found in `liveOf`'s spans.keep.live. */
+  liveDurationNs: i64 = -1;
+  liveTtftNs: i64 = -1;
+  private liveOf: SpanConfig | null = null;
   private prefix: string;
   private counters: Counters;
   /** [stream 0/1][finish reason] request counters, defined on first use. */
@@ -112,6 +138,8 @@ export class LlmStats {
   usageMissing: i32;
 
   constructor(route: RouteStats, model: string, counters: Counters) {
+    this.route = route.label;
+    this.model = model;
     const prefix = route.prefix + tagSegment(TAG_MODEL, model);
     this.prefix = prefix;
     this.counters = counters;
@@ -124,6 +152,30 @@ export class LlmStats {
     this.outputTokens = counters.define(prefix + LLM_OUTPUT_TOKENS_TOTAL);
     this.streamChunks = counters.define(prefix + LLM_STREAM_CHUNKS_TOTAL);
     this.usageMissing = counters.define(prefix + LLM_USAGE_MISSING_TOTAL);
+  }
+
+  /**
+   * Looks this pair's live thresholds up in `spans` (its own entry, else its route's entry without a
+   * model), once per configuration: a request then pays one comparison.
+   */
+  findLive(spans: SpanConfig): void {
+    if (this.liveOf === spans) return;
+    this.liveOf = spans;
+    let durationMs: i32 = -1;
+    let ttftMs: i32 = -1;
+    let exact = false;
+    const live = spans.keepLive;
+    for (let i = 0; i < live.length && !exact; i++) {
+      const t = unchecked(live[i]);
+      if (t.route != this.route) continue;
+      exact = t.model == this.model;
+      if (exact || t.model.length == 0) {
+        durationMs = t.durationMs;
+        ttftMs = t.ttftMs;
+      }
+    }
+    this.liveDurationNs = durationMs < 0 ? -1 : <i64>durationMs * 1_000_000;
+    this.liveTtftNs = ttftMs < 0 ? -1 : <i64>ttftMs * 1_000_000;
   }
 
   requestsFor(stream: bool, finishReason: i32): i32 {
@@ -154,7 +206,6 @@ export class Stats {
   private llm: Map<string, LlmStats> = new Map();
   spansExported: i32;
   spansDropped: i32;
-  spansKept: i32;
   spanExportFailures: i32;
   policyUpdates: i32;
   policyPollFailures: i32;
@@ -168,7 +219,6 @@ export class Stats {
     const counters = this.counters;
     this.spansExported = counters.define(SPANS_EXPORTED_TOTAL);
     this.spansDropped = counters.define(SPANS_DROPPED_TOTAL);
-    this.spansKept = counters.define(SPANS_KEPT_TOTAL);
     this.spanExportFailures = counters.define(SPAN_EXPORT_FAILURES_TOTAL);
     this.policyUpdates = counters.define(POLICY_UPDATES_TOTAL);
     this.policyPollFailures = counters.define(POLICY_POLL_FAILURES_TOTAL);

@@ -110,6 +110,7 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
     collect(joiner.join(scrape(ENVOY, text, at + 1000)));
   }
   for (const [name, labels] of await contentCaptureSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);
+  for (const [name, labels] of await tailKeepSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);
   // Tokens per joule needs the pods' token rate first, then a dcgm energy delta.
   collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_104_000_000), t0 + 30000)));
   return { sidecar, joined };
@@ -141,6 +142,29 @@ async function contentCaptureSeries(pluginConfig: unknown, statTags: string[]): 
   const out: SeriesCatalogue = new Map();
   for (const sample of parseText(vm.stats.prometheus()).samples) {
     if (sample.name.startsWith("tokentrace_content_")) addSeries(out, sample.name, sample.labels.filter((_, i) => i % 2 === 0));
+  }
+  return out;
+}
+
+/**
+ * The series of tail keep with a budget (spans.keep), which a VM defines per route and reason on
+ * first use: two failed calls against a budget of one span, so one is kept and one dropped.
+ */
+async function tailKeepSeries(pluginConfig: unknown, statTags: string[]): Promise<SeriesCatalogue> {
+  const config = { ...(pluginConfig as object), sampling: { defaultRate: 0 }, spans: { cluster: "otel", keep: { errors: true, budget: { tracesPerSecond: 0.001, burstSeconds: 1 } } } };
+  const vm = await loadFilter({ clock: new ManualClock(1_800_000_000_000_000_000n), random: countingRandom(), config, statTags });
+  if (!vm.configureAccepted) throw new Error("the filter rejected the pluginConfig with tail keep");
+  for (let i = 0; i < 2; i++) {
+    const s = vm.newStream({ routeName: "chat" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
+    s.requestBody(JSON.stringify({ model: "llama-3.1-8b", messages: [{ role: "user", content: "x" }] }), true);
+    s.responseHeaders([[":status", "503"], ["content-type", "application/json"]], true);
+    s.end();
+  }
+  vm.tick();
+  const out: SeriesCatalogue = new Map();
+  for (const sample of parseText(vm.stats.prometheus()).samples) {
+    if (sample.name.startsWith("tokentrace_spans_kept") || sample.name.startsWith("tokentrace_spans_budget")) addSeries(out, sample.name, sample.labels.filter((_, i) => i % 2 === 0));
   }
   return out;
 }

@@ -11,6 +11,8 @@ export const metricNames = {
   policies: "tokentrace_control_plane_policies",
   quarantined: "tokentrace_control_plane_policies_quarantined",
   adaptiveUpdates: "tokentrace_control_plane_adaptive_updates_total",
+  liveThresholdUpdates: "tokentrace_control_plane_live_threshold_updates_total",
+  liveThresholdOverflow: "tokentrace_control_plane_live_threshold_overflow_pairs",
   spansReceived: "tokentrace_control_plane_spans_received_total",
   spansDropped: "tokentrace_control_plane_spans_dropped_total",
   spanRequestsRefused: "tokentrace_control_plane_span_requests_refused_total",
@@ -36,6 +38,10 @@ export interface ControlPlaneMetrics {
   quarantined: Gauge;
   /** Published adaptive-sampling changes. */
   adaptiveUpdates: Counter<"policy">;
+  /** Published live tail-keep threshold changes (spans.keep.live). */
+  liveThresholdUpdates: Counter<"policy">;
+  /** (route, model) pairs the last live-threshold step left out (past 128; they fall back in the filter). */
+  liveThresholdOverflow: Gauge<"policy">;
   /** Spans the receiver decoded (kept or not). */
   spansReceived: Counter;
   /** Spans not kept, by reason: invalid, over_budget, token_trace_id_conflict, and evicted (kept, then dropped for room). */
@@ -62,6 +68,8 @@ export function createMetrics(processMetrics = false): ControlPlaneMetrics {
     policies: new Gauge({ name: metricNames.policies, help: "Number of sampling policies.", registers: [registry] }),
     quarantined: new Gauge({ name: metricNames.quarantined, help: "Stored policy records not served because they failed validation at load.", registers: [registry] }),
     adaptiveUpdates: new Counter({ name: metricNames.adaptiveUpdates, help: "Adaptive-sampling rate changes published, by policy.", labelNames: ["policy"], registers: [registry] }),
+    liveThresholdUpdates: new Counter({ name: metricNames.liveThresholdUpdates, help: "Live tail-keep threshold changes published (spans.keep.live), by policy.", labelNames: ["policy"], registers: [registry] }),
+    liveThresholdOverflow: new Gauge({ name: metricNames.liveThresholdOverflow, help: "(route, model) pairs the last live-threshold step left out of spans.keep.live (they fall back to the static thresholds), by policy.", labelNames: ["policy"], registers: [registry] }),
     spansReceived: new Counter({ name: metricNames.spansReceived, help: "Spans the OTLP receiver decoded, kept or not.", registers: [registry] }),
     spansDropped: new Counter({ name: metricNames.spansDropped, help: "Spans the OTLP receiver did not keep (or evicted for room), by reason.", labelNames: ["reason"], registers: [registry] }),
     spanRequestsRefused: new Counter({ name: metricNames.spanRequestsRefused, help: "OTLP export requests refused whole, by reason.", labelNames: ["reason"], registers: [registry] }),

@@ -1,12 +1,15 @@
 // Adaptive sampling: where its rates come from, its periodic step (the leader's only), and the
-// rates every replica serves.
+// rates every replica serves; and live tail-keep thresholds on their own schedule (the leader's).
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import type { AdaptiveConfig } from "../adaptive/config.js";
 import { PipelineRateSource } from "../adaptive/pipeline-rates.js";
 import { PrometheusRateSource } from "../adaptive/prometheus.js";
 import { noRates, type RateSource } from "../adaptive/rates.js";
+import { LiveThresholdScheduler } from "../adaptive/live-scheduler.js";
+import { DEFAULT_LIVE_THRESHOLDS } from "../adaptive/live-thresholds.js";
+import { PipelineHistogramSource, type WindowSource } from "../adaptive/pipeline-histograms.js";
 import { AdaptiveSampler } from "../adaptive/sampler.js";
-import type { OverrideSource } from "../policy/effective.js";
+import type { OverrideSource, RateOverrides } from "../policy/effective.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { Runtime } from "./runtime.js";
 
@@ -15,7 +18,7 @@ export interface AdaptiveDeps {
   config: AdaptiveConfig;
   runtime: Pick<Runtime, "ticker" | "nowMs" | "log">;
   store: PolicyRepository;
-  metrics: Pick<ControlPlaneMetrics, "adaptiveUpdates">;
+  metrics: Pick<ControlPlaneMetrics, "adaptiveUpdates" | "liveThresholdUpdates" | "liveThresholdOverflow">;
   /** Injected rates (tests); otherwise chosen from the config. */
   rates: RateSource | undefined;
   /** The pipeline's scrape interval when the pipeline runs. */
@@ -26,6 +29,10 @@ export interface AdaptiveDeps {
   published: OverrideSource;
   /** A policy's rates changed. */
   onChange: (policy: string) => void;
+  /** Kubernetes mode: live thresholds reach the filters through WasmPlugins, whose updates are rate-limited. */
+  kubernetes: boolean;
+  /** Injected windows for live thresholds (tests); otherwise the pipeline's when it runs. */
+  windows?: WindowSource;
 }
 
 /** The sampler, the pipeline-fed rate source when used, and the rates served. */
@@ -33,8 +40,14 @@ export interface AdaptiveSampling {
   sampler: AdaptiveSampler;
   /** Fed by the pipeline's joined batches when it runs without a Prometheus to ask. */
   pipelineRates: PipelineRateSource | undefined;
-  /** The leader's own rates, else those published in the policy's status (a follower, or a new leader before its first step). */
+  /** The leader's own rates, else those published in the policy's status (a follower, or a new leader before its first step), with the live thresholds. */
   overrides: OverrideSource;
+  /** The rates alone (what the leader publishes in status). */
+  rateOverrides: OverrideSource;
+  /** Live tail-keep thresholds: computed on a schedule when `adaptive.liveThresholds.enabled` and windows exist. */
+  live: LiveThresholdScheduler;
+  /** Fed by the pipeline's joined batches: the windows live thresholds are computed from. */
+  pipelineHistograms: PipelineHistogramSource | undefined;
 }
 
 /** Builds the sampler and schedules its step when `adaptive.enabled`. */
@@ -63,11 +76,51 @@ export function wireAdaptiveSampling(deps: AdaptiveDeps): AdaptiveSampling {
   if (config.enabled) {
     runtime.ticker.every("adaptive", config.intervalSeconds * 1000, () => (leading() ? sampler.step() : undefined));
   }
-  const overrides: OverrideSource = (name) => {
+  const rateOverrides: OverrideSource = (name) => {
     const fromStatus = published(name);
     return leading() ? (sampler.overrides(name) ?? fromStatus) : fromStatus;
   };
-  return { sampler, pipelineRates, overrides };
+
+  // Live thresholds: from the pipeline's histograms (a Prometheus source is not read for them yet).
+  const liveConfig = config.liveThresholds;
+  const pipelineHistograms =
+    deps.pipelineScrapeIntervalMs !== undefined
+      ? new PipelineHistogramSource({ namespaceOf, now: runtime.nowMs, windowMs: liveConfig.windowSeconds * 1000, maxAgeMs: Math.max(3 * deps.pipelineScrapeIntervalMs, 2 * liveConfig.intervalSeconds * 1000) })
+      : undefined;
+  const windows = deps.windows ?? pipelineHistograms;
+  const live = new LiveThresholdScheduler({
+    source: windows ?? { windows: () => [] },
+    policies: () => store.list(),
+    now: runtime.nowMs,
+    // A pull costs the filters nothing more when thresholds move; a WasmPlugin update reconfigures every sidecar it selects.
+    minPushIntervalMs: deps.kubernetes ? liveConfig.wasmPluginMinIntervalSeconds * 1000 : 0,
+    thresholds: { ...DEFAULT_LIVE_THRESHOLDS, quantile: liveConfig.quantile, margin: liveConfig.margin },
+    onChange: (name) => {
+      deps.metrics.liveThresholdUpdates.inc({ policy: name });
+      deps.onChange(name);
+    },
+    onOverflow: (name, pairs) => deps.metrics.liveThresholdOverflow.set({ policy: name }, pairs),
+  });
+  if (liveConfig.enabled && windows !== undefined) {
+    runtime.ticker.every("live-thresholds", liveConfig.intervalSeconds * 1000, () => (leading() ? live.step() : undefined));
+  }
+  // Followers serve no live thresholds (they are not in status): only the leader's filters' configs carry them.
+  const merged = new Map<string, { rates: RateOverrides | undefined; keepLive: readonly unknown[] | undefined; out: RateOverrides | undefined }>();
+  const overrides: OverrideSource = (name) => {
+    const rates = rateOverrides(name);
+    const keepLive = leading() ? live.live(name) : undefined;
+    if (keepLive === undefined || keepLive.length === 0) {
+      merged.delete(name);
+      return rates;
+    }
+    // One object per (rates, thresholds) pair: the served-config cache keys on its identity.
+    const hit = merged.get(name);
+    if (hit !== undefined && hit.rates === rates && hit.keepLive === keepLive) return hit.out;
+    const out: RateOverrides = { ...(rates ?? { routeRates: new Map<number, number>() }), keepLive };
+    merged.set(name, { rates, keepLive, out });
+    return out;
+  };
+  return { sampler, pipelineRates, overrides, rateOverrides, live, pipelineHistograms };
 }
 
 /** The rate source the config asks for. */

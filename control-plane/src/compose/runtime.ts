@@ -1,6 +1,7 @@
 // What every part of the control plane is wired with: the log, the timers and clocks (injected by
 // tests, real otherwise) and the cluster credentials, loaded once and only when a part asks.
 import { KubeConfig } from "@kubernetes/client-node";
+import type { WindowSource } from "../adaptive/pipeline-histograms.js";
 import type { RateSource } from "../adaptive/rates.js";
 import { realDelay, type Delay } from "../k8s/backoff.js";
 import { limitRepeats } from "../log-limit.js";
@@ -9,6 +10,8 @@ import { IntervalTicker, type Ticker } from "../ticker.js";
 /** What a caller (a test) may inject; everything defaults to the real thing. */
 export interface ControlPlaneOptions {
   rates?: RateSource;
+  /** The windows live tail-keep thresholds are computed from (else the pipeline's). */
+  windows?: WindowSource;
   log?: (record: object) => void;
   auditLine?: (line: string) => void;
   /** Periodic tasks (adaptive steps, resyncs, status writes). */

@@ -1,5 +1,6 @@
 // The config a workload actually gets: the policy's pluginConfig with adaptive-sampling rate
-// overrides applied (only `rate` values change; force rules and everything else are kept), and
+// overrides applied (only `rate` values change; force rules and everything else are kept) and the
+// live tail-keep thresholds in spans.keep.live, and
 // an opaque version derived from its content so it changes exactly when the config changes.
 // Both are computed once per (policy record, overrides) pair and cached: records are immutable
 // and replaced on every change, and the sampler publishes a new overrides object when rates
@@ -13,6 +14,16 @@ import type { PluginConfig, Policy, PolicyRecord } from "./model.js";
 export interface RateOverrides {
   defaultRate?: number;
   routeRates: ReadonlyMap<number, number>;
+  /** Live tail-keep thresholds (adaptive/live-scheduler.ts), written to spans.keep.live. */
+  keepLive?: readonly KeepLiveThreshold[];
+}
+
+/** One spans.keep.live entry (filter/config.schema.json). */
+export interface KeepLiveThreshold {
+  route: string;
+  model?: string;
+  durationMs?: number;
+  ttftMs?: number;
 }
 
 /** Supplies overrides for a policy (the adaptive sampler); undefined = none. */
@@ -22,6 +33,14 @@ export type OverrideSource = (policyName: string) => RateOverrides | undefined;
 export function effectiveConfig(policy: Policy, overrides: RateOverrides | undefined): PluginConfig {
   const config = structuredClone(policy.pluginConfig);
   if (overrides === undefined) return config;
+  const live = overrides.keepLive;
+  const spans = config.spans;
+  if (live !== undefined && live.length > 0 && typeof spans === "object" && spans !== null) {
+    const keep = (spans as { keep?: unknown }).keep;
+    // Only where the policy asks for tail keep; a hand-written `live` is the operator's and wins.
+    if (typeof keep === "object" && keep !== null && (keep as { live?: unknown }).live === undefined) (keep as { live?: unknown }).live = live.map((t) => ({ ...t }));
+  }
+  if (overrides.defaultRate === undefined && overrides.routeRates.size === 0) return config;
   const sampling = (config.sampling ??= {});
   if (overrides.defaultRate !== undefined) sampling.defaultRate = overrides.defaultRate;
   for (const [index, rate] of overrides.routeRates) {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../../control-plane/src/config.js";
 import { startControlPlane, type RunningControlPlane } from "../../../control-plane/src/main.js";
 import type { RateSource } from "../../../control-plane/src/adaptive/rates.js";
+import type { WindowSource } from "../../../control-plane/src/adaptive/pipeline-histograms.js";
 import { CRD_FILE } from "../../../scripts/manifests.js";
 import { REPO, readYaml } from "../../istio/support.js";
 import { kubeConfigFor, type KubeEmulator } from "../../support/kube-emulator/index.js";
@@ -75,7 +76,7 @@ function whenLogged(logs: object[], subscribe: (listener: (record: object) => vo
 export async function startReplicas(
   emulator: KubeEmulator,
   identities: string[],
-  options: { env?: Record<string, string>; rates?: RateSource; clock?: FakeClock; awaitLeader?: boolean } = {},
+  options: { env?: Record<string, string>; rates?: RateSource; windows?: WindowSource; clock?: FakeClock; awaitLeader?: boolean } = {},
 ): Promise<Replica[]> {
   const dir = mkdtempSync(join(tmpdir(), "tt-k8s-replicas-"));
   const kubeconfig = join(dir, "kubeconfig.json");
@@ -108,6 +109,7 @@ export async function startReplicas(
       now: () => clock.now(),
       delay: (ms, signal) => clock.sleep(ms, signal),
       ...(options.rates === undefined ? {} : { rates: options.rates }),
+      ...(options.windows === undefined ? {} : { windows: options.windows }),
     });
     assert.ok(running.kubernetes !== undefined);
     const replica: Replica = { identity, running, ticker, logs, storeDir: join(dir, identity), kube: running.kubernetes };

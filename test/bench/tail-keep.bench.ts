@@ -1,0 +1,340 @@
+// Sampling that keeps the critical path, measured (issue #24). A seeded replay of 100,000 LLM
+// requests in simulated time (support/tail-keep/traffic.ts: the demo's engine, bursts, long
+// prompts, a degrading GPU, 1-2% errors) through the real build/filter.wasm in the test host, with
+// the control plane's live thresholds (control-plane/src/adaptive/live-thresholds.ts) in the loop:
+// every 5 s of simulated time it reads the sidecar's /stats/prometheus, takes each (route, model)'s
+// P95 of duration (and TTFT with TAIL_KEEP_TTFT=1) over the last 60 s, times a margin of 0.85
+// (TAIL_KEEP_MARGIN), and pushes spans.keep.live 2 s later. The exported
+// spans arrive at a real OTLP/HTTP receiver and are matched to requests by their token trace id.
+//
+// Critical path: a request that failed (error.type set) or took longer than the true P95 of its
+// route and model over the trailing 60 s (exact, from the replay's own durations). Coverage: the
+// share of critical requests whose span was exported; compression: requests / exported spans.
+// Beside it: plain head sampling at the same span volume (through the .wasm too) and the static
+// slowerThanMs at its best fixed value (the one with the highest coverage at no more spans than
+// the live run; the filter's rule, errors or duration > slowerThanMs, applied to the replay).
+// Then the filter's per-request cost with tail keep on and off, side by side on the same requests.
+import { cpuUsage } from "node:process";
+import { parseText } from "../../control-plane/src/scrape/text-parser.js";
+import { labelValue } from "../../control-plane/src/scrape/sample.js";
+import { DEFAULT_LIVE_THRESHOLDS, nextLiveThresholds, windowOf, type LiveThreshold, type PairWindow } from "../../control-plane/src/adaptive/live-thresholds.js";
+import { DEMO_HISTOGRAM_BUCKETS } from "../demo/stack.js";
+import { FilterVm, ManualClock, type FilterStream } from "../host/index.js";
+import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
+import { FILTER_WASM, requireArtifact } from "../filter/support.js";
+import { attr, startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
+import { mulberry32 } from "../support/mulberry32.js";
+import { generateTraffic, type RequestScript } from "./support/tail-keep/traffic.js";
+import type { BenchRow } from "./table.js";
+
+export const runs = 1;
+
+const REQUESTS = Number(process.env.TAIL_KEEP_REQUESTS ?? 100_000);
+const WINDOW_MS = 60_000;
+const STEP_MS = 5_000;
+const PUSH_DELAY_MS = 2_000;
+const QUANTILE = 0.95;
+/** The control plane's settings in the loop: the threshold at MARGIN x P95; TTFT thresholds only with TAIL_KEEP_TTFT=1. */
+const LIVE = { ...DEFAULT_LIVE_THRESHOLDS, margin: Number(process.env.TAIL_KEEP_MARGIN ?? 0.85) };
+const WITH_TTFT = process.env.TAIL_KEEP_TTFT === "1";
+const T0 = 1_800_000_000_000_000_000n;
+const COST_REQUESTS = 20_000;
+const COST_ROUNDS = 3;
+
+const pairOf = (r: RequestScript): string => `${r.route}\u0000${r.model}`;
+const failed = (r: RequestScript): boolean => r.outcome !== "ok";
+const durationOf = (r: RequestScript): number => r.endMs - r.startMs;
+
+/** Per request id: failed, or slower than the exact P95 of its pair over the trailing window at its end. */
+function criticalOf(requests: readonly RequestScript[]): Uint8Array {
+  const out = new Uint8Array(requests.length);
+  const byPair = new Map<string, RequestScript[]>();
+  for (const r of [...requests].sort((a, b) => a.endMs - b.endMs || a.id - b.id)) {
+    const list = byPair.get(pairOf(r)) ?? [];
+    list.push(r);
+    byPair.set(pairOf(r), list);
+  }
+  for (const list of byPair.values()) {
+    let lo = 0;
+    const window: number[] = []; // sorted durations of list[lo..j]
+    for (let j = 0; j < list.length; j++) {
+      const r = list[j]!;
+      while (list[lo]!.endMs <= r.endMs - WINDOW_MS) {
+        window.splice(lowerBound(window, durationOf(list[lo]!)), 1);
+        lo++;
+      }
+      window.splice(lowerBound(window, durationOf(r)), 0, durationOf(r));
+      const p95 = window[Math.ceil(QUANTILE * window.length) - 1]!;
+      if (failed(r) || durationOf(r) > p95) out[r.id] = 1;
+    }
+  }
+  return out;
+}
+
+function lowerBound(sorted: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+type Event = { at: number; kind: 0 | 1 | 2; r: RequestScript };
+
+/** The replay's events in time order: request, response start, end (ties by kind, then id). */
+function eventsOf(requests: readonly RequestScript[]): Event[] {
+  const events: Event[] = [];
+  for (const r of requests) {
+    events.push({ at: r.startMs, kind: 0, r });
+    const respondsEarly = r.firstTokenMs !== undefined && r.status > 0;
+    if (respondsEarly) events.push({ at: r.firstTokenMs!, kind: 1, r });
+    events.push({ at: r.endMs, kind: 2, r });
+  }
+  return events.sort((a, b) => a.at - b.at || a.kind - b.kind || a.r.id - b.r.id);
+}
+
+const tokenIdOf = (id: number): string => `req-${id}`;
+
+function chunk(r: RequestScript, content: string, finish: string | null): string {
+  return `data: ${JSON.stringify({ model: r.model, choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+}
+
+/** Drives one request's events through a stream. */
+function step(vm: FilterVm, open: Map<number, FilterStream>, e: Event): void {
+  const r = e.r;
+  if (e.kind === 0) {
+    const s = vm.newStream({ routeName: r.route });
+    s.requestHeaders([[":method", "POST"], [":path", r.path], [":authority", "llm.svc"], ["content-type", "application/json"], ["x-token-trace-id", tokenIdOf(r.id)]], false);
+    s.requestBody(JSON.stringify({ model: r.model, stream: r.stream, max_tokens: r.outputTokens, messages: [{ role: "user", content: "x" }] }), true);
+    open.set(r.id, s);
+    return;
+  }
+  const s = open.get(r.id)!;
+  if (e.kind === 1) {
+    s.responseHeaders([[":status", String(r.status)], ["content-type", "text/event-stream"]], false);
+    s.responseBody(chunk(r, "a", null), false);
+    return;
+  }
+  if (r.status > 0) {
+    if (r.firstTokenMs === undefined) {
+      const json = r.status === 200 && !r.stream;
+      s.responseHeaders([[":status", String(r.status)], ["content-type", "application/json"]], false);
+      const body = json
+        ? JSON.stringify({ model: r.model, choices: [{ index: 0, message: { role: "assistant", content: "ab" }, finish_reason: "stop" }], usage: { prompt_tokens: r.promptTokens, completion_tokens: r.outputTokens } })
+        : JSON.stringify({ error: { message: "failed", code: r.status } });
+      s.responseBody(body, r.outcome !== "reset_during_response");
+    } else if (r.outcome !== "reset_during_response") {
+      s.responseBody(chunk(r, "b", "stop") + "data: [DONE]\n\n", true);
+    }
+  }
+  s.end();
+  open.delete(r.id);
+}
+
+interface Setup {
+  sampling: { defaultRate: number };
+  keep?: Record<string, unknown>;
+  /** The control plane's live thresholds in the loop. */
+  live: boolean;
+}
+
+interface Replayed {
+  exported: Set<number>;
+  pushes: number;
+  overflow: number;
+  budgetDropped: number;
+  cpuMs: number;
+  /** The live thresholds last pushed. */
+  live: LiveThreshold[];
+}
+
+async function replay(events: readonly Event[], setup: Setup, receiver: OtlpReceiver | null): Promise<Replayed> {
+  const clock = new ManualClock(T0);
+  const config = (live: LiveThreshold[]): string =>
+    JSON.stringify({ sampling: setup.sampling, stats: { flushIntervalMs: 1000 }, spans: { cluster: "otel", batchSize: 64, ...(setup.keep === undefined ? {} : { keep: { ...setup.keep, ...(setup.live ? { live } : {}) } }) } });
+  const vm = await FilterVm.load({
+    wasm: requireArtifact(FILTER_WASM),
+    clock,
+    // Seeded ids, so head sampling's decisions (from the trace ids) are the same in every run.
+    random: seededBytes(24),
+    statTags: [...FILTER_STAT_TAGS],
+    histogramBuckets: DEMO_HISTOGRAM_BUCKETS,
+    maxRetainedSamples: 0,
+    clusters: receiver === null ? {} : { otel: receiver.url },
+    pluginConfig: config([]),
+  });
+  if (!vm.configureAccepted) throw new Error("the filter refused the bench's pluginConfig");
+  if (receiver !== null) receiver.spans.length = 0;
+  const open = new Map<number, FilterStream>();
+  let nowMs = 0;
+  let nextTick = 1000;
+  let nextStep = STEP_MS;
+  let live: LiveThreshold[] = [];
+  const pending: Array<{ at: number; live: LiveThreshold[] }> = [];
+  const snapshots: Array<{ at: number; pairs: Map<string, { route: string; model: string; duration: Map<number, number>; ttft: Map<number, number> }> }> = [];
+  let pushes = 0;
+  let overflow = 0;
+  let cpu = 0;
+  const advanceTo = async (at: number): Promise<void> => {
+    while (nextTick <= at || nextStep <= at || (pending.length > 0 && pending[0]!.at <= at)) {
+      const next = Math.min(nextTick, nextStep, pending.length > 0 ? pending[0]!.at : Infinity);
+      clock.advanceMs(next - nowMs);
+      nowMs = next;
+      if (pending.length > 0 && pending[0]!.at === next) {
+        const p = pending.shift()!;
+        if (!vm.configure(config(p.live))) throw new Error("the filter refused the live thresholds");
+      }
+      if (next === nextTick) {
+        vm.tick();
+        if (receiver !== null) await vm.settle();
+        nextTick += 1000;
+      }
+      if (next === nextStep) {
+        nextStep += STEP_MS;
+        if (!setup.live) continue;
+        // The control plane: scrape, window, thresholds, push.
+        const pairs = scrape(vm.stats.prometheus());
+        snapshots.push({ at: next, pairs });
+        while (snapshots.length > 0 && snapshots[0]!.at < next - WINDOW_MS) snapshots.shift();
+        const earlier = snapshots[0]!.at === next ? undefined : snapshots[0]!.pairs;
+        const windows: PairWindow[] = [...pairs.values()].map((p) => {
+          const e = earlier?.get(`${p.route}\u0000${p.model}`);
+          return { route: p.route, model: p.model, duration: windowOf(p.duration, e?.duration), ...(WITH_TTFT ? { ttft: windowOf(p.ttft, e?.ttft) } : {}) };
+        });
+        const step = nextLiveThresholds(live, windows, LIVE);
+        overflow = Math.max(overflow, step.overflow);
+        if (step.changed) {
+          live = step.entries;
+          pushes++;
+          pending.push({ at: next + PUSH_DELAY_MS, live });
+        }
+      }
+    }
+    clock.advanceMs(at - nowMs);
+    nowMs = at;
+  };
+  for (const e of events) {
+    await advanceTo(e.at);
+    const before = cpuUsage();
+    step(vm, open, e);
+    const used = cpuUsage(before);
+    cpu += (used.user + used.system) / 1000;
+  }
+  await advanceTo(nowMs + 2000);
+  const exported = new Set<number>();
+  for (const s of receiver?.spans ?? []) {
+    const id = String(attr(s, "tokentrace.token_trace_id") ?? "");
+    if (id.startsWith("req-")) exported.add(Number(id.slice(4)));
+  }
+  let budgetDropped = 0;
+  for (const sample of parseText(vm.stats.prometheus()).samples) if (sample.name === "tokentrace_spans_budget_dropped_total") budgetDropped += sample.value;
+  return { exported, pushes, overflow, budgetDropped, cpuMs: cpu, live };
+}
+
+function seededBytes(seed: number): (out: Uint8Array) => void {
+  const next = mulberry32(seed);
+  return (out) => {
+    for (let i = 0; i < out.length; i++) out[i] = Math.floor(next() * 256);
+  };
+}
+
+/** Cumulative duration and TTFT buckets per (route, model) from /stats/prometheus text. */
+function scrape(text: string): Map<string, { route: string; model: string; duration: Map<number, number>; ttft: Map<number, number> }> {
+  const pairs = new Map<string, { route: string; model: string; duration: Map<number, number>; ttft: Map<number, number> }>();
+  for (const s of parseText(text).samples) {
+    const which = s.name === "tokentrace_llm_duration_ms_bucket" ? "duration" : s.name === "tokentrace_llm_ttft_ms_bucket" ? "ttft" : undefined;
+    if (which === undefined) continue;
+    const route = labelValue(s.labels, "route") ?? "";
+    const model = labelValue(s.labels, "model") ?? "";
+    const le = labelValue(s.labels, "le") ?? "";
+    const key = `${route}\u0000${model}`;
+    let p = pairs.get(key);
+    if (p === undefined) pairs.set(key, (p = { route, model, duration: new Map(), ttft: new Map() }));
+    p[which].set(le === "+Inf" ? Infinity : Number(le), s.value);
+  }
+  return pairs;
+}
+
+function coverage(critical: Uint8Array, kept: (id: number) => boolean): number {
+  let all = 0;
+  let hit = 0;
+  for (let id = 0; id < critical.length; id++) {
+    if (critical[id] === 0) continue;
+    all++;
+    if (kept(id)) hit++;
+  }
+  return all === 0 ? 1 : hit / all;
+}
+
+/** The static slowerThanMs with the highest coverage at no more than `maxSpans` spans (errors always kept). */
+function bestStatic(requests: readonly RequestScript[], critical: Uint8Array, maxSpans: number): { thresholdMs: number; kept: number; coverage: number } {
+  const errors = requests.filter(failed).length;
+  // Coverage grows as the threshold falls; the lowest threshold within the span volume is the best.
+  const durations = requests.filter((r) => !failed(r)).map(durationOf).sort((a, b) => b - a);
+  const slack = Math.max(0, maxSpans - errors);
+  // Keeping `slack` slow requests means a threshold just under the slack-th longest duration.
+  const thresholdMs = slack >= durations.length ? 0 : Math.ceil(durations[slack]!);
+  const keep = (r: RequestScript): boolean => failed(r) || durationOf(r) > thresholdMs;
+  const kept = requests.filter(keep).length;
+  return { thresholdMs, kept, coverage: coverage(critical, (id) => keep(requests[id]!)) };
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const traffic = generateTraffic({ requests: REQUESTS });
+  const requests = traffic.requests;
+  const critical = criticalOf(requests);
+  const events = eventsOf(requests);
+  const receiver = await startOtlpReceiver();
+  try {
+    const live = await replay(events, { sampling: { defaultRate: 0 }, keep: { errors: true, budget: { tracesPerSecond: 50 } }, live: true }, receiver);
+    const liveCoverage = coverage(critical, (id) => live.exported.has(id));
+    const liveCompression = requests.length / Math.max(1, live.exported.size);
+    const headRate = live.exported.size / requests.length;
+    const head = await replay(events, { sampling: { defaultRate: headRate }, live: false }, receiver);
+    const headCoverage = coverage(critical, (id) => head.exported.has(id));
+    const fixed = bestStatic(requests, critical, live.exported.size);
+    console.error(
+      `tail-keep replay: ${requests.length} requests over ${Math.round(traffic.seconds)} s simulated, ${critical.reduce((a, b) => a + b, 0)} critical; ` +
+        `live: ${live.exported.size} spans, ${live.pushes} pushes, overflow ${live.overflow}, budget drops ${live.budgetDropped}; ` +
+        `head at rate ${headRate.toFixed(4)}: ${head.exported.size} spans; static best ${fixed.thresholdMs} ms: ${fixed.kept} spans`,
+    );
+    // Per-request cost, tail keep on and off, the same requests, interleaved rounds (no receiver: export cost is the host's).
+    const slice = requests.slice(0, COST_REQUESTS);
+    const sliceEvents = eventsOf(slice);
+    // Two comparisons: the same head rate (1%) with and without tail keep, which then also exports
+    // the spans it keeps; and tail keep against head sampling at the same span volume, which shows
+    // what the keep decision itself costs. The live thresholds are the ones the replay ended with,
+    // fixed, so the control plane's work in this process stays out of the filter's time.
+    const offMs: number[] = [];
+    const onMs: number[] = [];
+    const sameVolumeMs: number[] = [];
+    const tailOnlyMs: number[] = [];
+    const keep = { errors: true, budget: { tracesPerSecond: 50 }, live: live.live };
+    for (let i = 0; i < COST_ROUNDS; i++) {
+      offMs.push((await replay(sliceEvents, { sampling: { defaultRate: 0.01 }, live: false }, null)).cpuMs);
+      onMs.push((await replay(sliceEvents, { sampling: { defaultRate: 0.01 }, keep, live: false }, null)).cpuMs);
+      sameVolumeMs.push((await replay(sliceEvents, { sampling: { defaultRate: headRate }, live: false }, null)).cpuMs);
+      tailOnlyMs.push((await replay(sliceEvents, { sampling: { defaultRate: 0 }, keep, live: false }, null)).cpuMs);
+    }
+    const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const perRequest = (xs: number[]): number => (med(xs) * 1000) / slice.length;
+    const offUs = perRequest(offMs);
+    const onUs = perRequest(onMs);
+    const headUs = perRequest(sameVolumeMs);
+    const tailUs = perRequest(tailOnlyMs);
+    return [
+      { figure: "tail keep: critical-path coverage (live thresholds)", value: liveCoverage * 100, unit: "%", baseline: { name: "head sampling, same volume", value: headCoverage * 100 }, bar: { on: "value", min: 99.9 } },
+      { figure: "tail keep: volume compression (live thresholds)", value: liveCompression, unit: "x", bar: { on: "value", min: 10 } },
+      { figure: "tail keep: critical-path coverage, static slowerThanMs at its best fixed value", value: fixed.coverage * 100, unit: "%" },
+      { figure: "tail keep: volume compression, static slowerThanMs at its best fixed value", value: requests.length / Math.max(1, fixed.kept), unit: "x" },
+      { figure: "tail keep: volume compression, head sampling", value: requests.length / Math.max(1, head.exported.size), unit: "x" },
+      { figure: "filter per-request cost, tail keep on (replay, head rate 1% both)", value: onUs, unit: "µs", baseline: { name: "tail keep off", value: offUs }, ratio: { value: onUs / offUs, of: "on/off", better: "lower" }, bar: { on: "ratio", max: 1.05 } },
+      { figure: "filter per-request cost, tail keep vs head sampling at the same span volume (replay)", value: tailUs, unit: "µs", baseline: { name: "head sampling", value: headUs }, ratio: { value: tailUs / headUs, of: "tail/head", better: "lower" }, bar: { on: "ratio", max: 1.05 } },
+    ];
+  } finally {
+    await receiver.close();
+  }
+}
