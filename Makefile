@@ -59,7 +59,7 @@ test-deps: ## install the Debian packages the tests run (prometheus, chromium, j
 	@echo "==> checking the Debian packages the tests run (prometheus, chromium, jq)"
 	@bash test/support/install-system-deps.sh
 
-test: build build/oci/index.json build/oci-content/index.json typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
+test: build build/oci/index.json build/oci-content/index.json build/mutant/filter-content-margin0.wasm typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
 	@echo "==> running every test"
 	node --import tsx --test --test-timeout=180000 --test-reporter=spec $(TESTS)
 

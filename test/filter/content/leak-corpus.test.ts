@@ -13,6 +13,9 @@ import { generateCorpus, KINDS } from "../../support/leak-corpus.js";
 import { leaksIn, PROTOCOLS, runLeakCorpus } from "../../support/leak-runner.js";
 import { requireArtifact, FILTER_CONTENT_WASM } from "../support.js";
 
+/** The content module built with DETECTION_MARGIN = 0 (`make test` builds it: build/mutant/, the Makefile's rule). */
+const MARGIN0_MUTANT = "build/mutant/filter-content-margin0.wasm";
+
 describe("the leak corpus (content module, emulated Envoy host, real OTLP receiver and key server)", () => {
   it("the checker sees a raw value, 8 characters of a secret, a number with other separators; not a pseudonym or a placeholder", () => {
     const [card] = generateCorpus(7, KINDS.length * 2).filter((v) => v.kind === "payment card");
@@ -35,5 +38,11 @@ describe("the leak corpus (content module, emulated Envoy host, real OTLP receiv
     assert.ok(report.cutPositions >= 2 * 2000 && report.chunkPositions >= 2 * 2000, "every value split and cut");
     assert.ok(report.replaced >= 2 * 2000, `${report.replaced} replacements`);
     assert.equal(PROTOCOLS.length, 5);
+  });
+
+  it("catches the zero-detection-margin mutant: a value the maxBytes cut splits leaks from a module that looks no further than the cut", async () => {
+    const report = await runLeakCorpus({ wasm: requireArtifact(MARGIN0_MUTANT), seed: 21, count: 260, spread: true });
+    assert.ok(report.values === 260 && report.spans === report.exchanges, "the mutant ran the corpus");
+    assert.ok(report.leaks.length > 0, "the corpus finds no leak in a module with no detection margin: it no longer tests the cut");
   });
 });
