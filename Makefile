@@ -61,7 +61,7 @@ test-deps: ## install the Debian packages the tests run (prometheus, chromium, j
 
 test: build build/oci/index.json build/oci-content/index.json build/mutant/filter-content-margin0.wasm typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
 	@echo "==> running every test"
-	node --import tsx --test --test-timeout=180000 --test-reporter=spec $(TESTS)
+	node --import tsx --test --test-timeout=300000 --test-reporter=spec $(TESTS)
 
 bench: build ## run every benchmark and print one table
 	@echo "==> running the benchmarks (BENCH_RUNS=$${BENCH_RUNS:-5} runs each; bars decided at the median)"
