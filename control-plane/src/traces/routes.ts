@@ -20,7 +20,8 @@ import { ApiError } from "../api/errors.js";
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import { closeAfterResponse, declaredLength, readLimitedBody } from "../http/limited-body.js";
 import { boundJsonStrings, keptStringBytes } from "./bounded-input.js";
-import { decodeExportRequest, MAX_STRING } from "./otlp-json.js";
+import { DecodeTurns } from "./decode-turns.js";
+import { decodeExportRequest, MAX_STRING, type Decoded } from "./otlp-json.js";
 import { protobufExportRequest, protobufExportResponse, protobufStatus } from "./otlp-protobuf.js";
 import type { LlmCall, TraceStore } from "./store.js";
 
@@ -61,6 +62,30 @@ function gunzipLimited(body: Buffer, limit: number): Promise<Buffer | "too-large
   });
 }
 
+/** A body bounded, parsed and decoded, or why it is refused (400). */
+type DecodeOutcome = { ok: true; decoded: Decoded } | { ok: false; reason: "too_deep" | "malformed"; message: string };
+
+function decodeBody(raw: Buffer, type: string, maxDepth: number): DecodeOutcome {
+  let body = raw;
+  if (type === JSON_TYPE) {
+    const bounded = boundJsonStrings(body, maxDepth, keptStringBytes(MAX_STRING));
+    if (!bounded.ok) return bounded.reason === "too-deep" ? { ok: false, reason: "too_deep", message: `the body nests deeper than ${maxDepth} levels` } : { ok: false, reason: "malformed", message: "the body is not valid JSON" };
+    body = bounded.body;
+  }
+  let parsed: unknown;
+  try {
+    parsed = type === PROTOBUF_TYPE ? protobufExportRequest(body, maxDepth) : JSON.parse(body.toString("utf8"));
+  } catch (error) {
+    const deep = /nested deeper/.test((error as Error).message);
+    return { ok: false, reason: deep ? "too_deep" : "malformed", message: type === PROTOBUF_TYPE ? `the body is not a protobuf ExportTraceServiceRequest: ${(error as Error).message}` : "the body is not valid JSON" };
+  }
+  try {
+    return { ok: true, decoded: decodeExportRequest(parsed) };
+  } catch (error) {
+    return { ok: false, reason: "malformed", message: (error as Error).message };
+  }
+}
+
 /** Handles one POST /v1/traces from an authenticated `source`; rejects only for bugs. */
 export type TraceReceiver = (req: IncomingMessage, res: ServerResponse, source: string) => Promise<void>;
 
@@ -72,6 +97,7 @@ export function traceReceiver(deps: TraceReceiverDeps): TraceReceiver {
   const maxInflight = deps.maxInflightBytes || 4 * deps.maxBodyBytes;
   const maxDepth = deps.maxDepth ?? 32;
   let inflight = 0;
+  const turns = new DecodeTurns();
   const refused = (reason: string): void => deps.metrics?.spanRequestsRefused.inc({ reason });
 
   return async (req, res, source) => {
@@ -131,32 +157,13 @@ export function traceReceiver(deps: TraceReceiverDeps): TraceReceiver {
         }
         body = inflated;
       }
-      if (type === JSON_TYPE) {
-        const bounded = boundJsonStrings(body, maxDepth, keptStringBytes(MAX_STRING));
-        if (!bounded.ok) {
-          refused(bounded.reason === "too-deep" ? "too_deep" : "malformed");
-          status(res, 400, type, bounded.reason === "too-deep" ? `the body nests deeper than ${maxDepth} levels` : "the body is not valid JSON");
-          return;
-        }
-        body = bounded.body;
-      }
-      let parsed: unknown;
-      try {
-        parsed = type === PROTOBUF_TYPE ? protobufExportRequest(body, maxDepth) : JSON.parse(body.toString("utf8"));
-      } catch (error) {
-        const deep = /nested deeper/.test((error as Error).message);
-        refused(deep ? "too_deep" : "malformed");
-        status(res, 400, type, type === PROTOBUF_TYPE ? `the body is not a protobuf ExportTraceServiceRequest: ${(error as Error).message}` : "the body is not valid JSON");
+      const outcome = await turns.run(() => decodeBody(body, type, maxDepth));
+      if (!outcome.ok) {
+        refused(outcome.reason);
+        status(res, 400, type, outcome.message);
         return;
       }
-      let decoded;
-      try {
-        decoded = decodeExportRequest(parsed);
-      } catch (error) {
-        refused("malformed");
-        status(res, 400, type, (error as Error).message);
-        return;
-      }
+      const decoded = outcome.decoded;
       const added = deps.store.add(decoded.spans, source);
       if (deps.metrics !== undefined) {
         deps.metrics.spansReceived.inc(decoded.spans.length + decoded.rejected);
