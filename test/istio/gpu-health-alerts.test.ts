@@ -51,7 +51,11 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 function promtool(tests: unknown[], ruleGroups: Group[] = groups, evaluationInterval = "1m"): { status: number | null; output: string } {
   writeFileSync(join(dir, "rules.yaml"), stringify({ groups: ruleGroups }));
-  writeFileSync(join(dir, "test.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: evaluationInterval, tests }));
+  // Groups in file order: without group_eval_order promtool evaluates them in Go map order
+  // (cmd/promtool/unittest.go orderedGroups), and at a 1h interval an alert evaluated before the
+  // thresholds' group sees no parameter (the last one is past the 5m look-back).
+  const order = ruleGroups.map((g) => g.name);
+  writeFileSync(join(dir, "test.yaml"), stringify({ rule_files: ["rules.yaml"], evaluation_interval: evaluationInterval, group_eval_order: order, tests }));
   const r = spawnSync("promtool", ["test", "rules", join(dir, "test.yaml")], { encoding: "utf8" });
   return { status: r.status, output: r.stdout + r.stderr };
 }
