@@ -2,7 +2,6 @@
 // call returns a typed result; API errors and network failures never escape as exceptions, and
 // each failure says whether retrying can help.
 import { ApiException, CustomObjectsApi, PatchStrategy, Watch, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { wasmPluginGroup, wasmPluginPlural, wasmPluginVersion, type WasmPlugin } from "./wasmplugin.js";
 
 /** A failed call: HTTP code (0 = no response), the Status reason, and whether to retry. */
 export interface KubeFailure {
@@ -23,7 +22,7 @@ export interface CustomObject {
 }
 
 /** Watch event as the API frames it. */
-export interface WatchEvent<T extends CustomObject = WasmPlugin> {
+export interface WatchEvent<T extends CustomObject> {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
   object: T & { code?: number; reason?: string; message?: string };
 }
@@ -52,9 +51,6 @@ export interface StatusApi {
   /** JSON merge patch of /status (unconditional: status is the writer's own). */
   patchStatus(namespace: string, name: string, status: unknown): Promise<KubeResult<void>>;
 }
-
-/** The WasmPlugin operations the informer and reconciler use. */
-export type WasmPluginApi = CustomObjectApi<WasmPlugin>;
 
 /** Maps anything a client-node call throws to a failure. */
 export function toFailure(error: unknown): KubeFailure {
@@ -158,12 +154,5 @@ export class ClientNodeCustomObjectApi<T extends CustomObject> implements Custom
     return attempt(async () => {
       await this.api.patchNamespacedCustomObjectStatus({ ...this.resource, namespace, name, body: { status } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
     });
-  }
-}
-
-/** client-node WasmPlugin client. */
-export class ClientNodeWasmPluginApi extends ClientNodeCustomObjectApi<WasmPlugin> {
-  constructor(kubeConfig: KubeConfig, watchTimeoutSeconds = 300) {
-    super(kubeConfig, { group: wasmPluginGroup, version: wasmPluginVersion, plural: wasmPluginPlural }, watchTimeoutSeconds);
   }
 }

@@ -5,7 +5,8 @@
 import type { ReadinessCheck } from "../app.js";
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import { Backoff, type Delay } from "./backoff.js";
-import type { KubeFailure, WasmPluginApi } from "./client.js";
+import type { KubeFailure } from "./client.js";
+import type { WasmPluginApi } from "./wasmplugin-client.js";
 import type { WasmPluginInformer } from "./informer.js";
 import { managedByLabel, managedByValue, matchesDesired, mergedForUpdate, type WasmPlugin } from "./wasmplugin.js";
 

@@ -8,7 +8,7 @@ import { configVersion, effectiveConfig, type OverrideSource } from "../policy/e
 import type { PolicyRepository } from "../policy/repository.js";
 import { Backoff, type Delay } from "./backoff.js";
 import type { KubernetesConfig } from "./config.js";
-import { ClientNodeWasmPluginApi, type WasmPluginApi } from "./client.js";
+import { ClientNodeWasmPluginApi, type WasmPluginApi } from "./wasmplugin-client.js";
 import { WasmPluginInformer } from "./informer.js";
 import { WasmPluginReconciler } from "./reconciler.js";
 import { validatePolicy } from "../policy/validate.js";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createMetrics, type ControlPlaneMetrics } from "../../../control-plane/src/api/metrics.js";
 import { defaultConfig, type Config } from "../../../control-plane/src/config.js";
 import type { Delay } from "../../../control-plane/src/k8s/backoff.js";
-import { ClientNodeWasmPluginApi } from "../../../control-plane/src/k8s/client.js";
+import { ClientNodeWasmPluginApi } from "../../../control-plane/src/k8s/wasmplugin-client.js";
 import { startKubernetesSync, type KubernetesSync } from "../../../control-plane/src/k8s/sync.js";
 import { desiredWasmPlugin } from "../../../control-plane/src/k8s/wasmplugin.js";
 import { configVersion } from "../../../control-plane/src/policy/effective.js";
