@@ -9,6 +9,7 @@ import { DiskQueue, type QueueRecord } from "./disk-queue.js";
 import { decodeWriteRequestV1, encodeRequestV2, ProtoWriter, writeSampleV1 } from "./protobuf.js";
 import { backoffMs, sendWithRetry, type Clock } from "./retry.js";
 import { snappyCompress } from "./snappy.js";
+import { sendSplitting } from "./split.js";
 import { COMPACT_RECORD, decodeRecord, encodeRecord, LEGACY_V1_RECORD, type SamplesPart } from "./record.js";
 import type { SeriesEntry } from "./series-registry.js";
 import type { Protocol, SendResult, Transport } from "./transport.js";
@@ -327,12 +328,15 @@ export class TargetQueue {
     });
   }
 
+  /** Sends one shard's request; a 400 splits it so that only the series the receiver refuses are dropped. */
   private async sendShard(b: ShardBatch): Promise<SendResult> {
-    const result = await this.send(b.w.finish(), b.samples);
     const { config, deps } = this;
-    if (result.kind === "success") deps.metrics.samplesSent.inc({ target: config.name }, b.samples);
-    else if (result.kind === "failed") deps.metrics.samplesDropped.inc({ target: config.name, reason: result.reason }, b.samples);
-    return result;
+    const t = { target: config.name };
+    return sendSplitting(b.w.finish(), b.samples, {
+      send: (v1, samples) => this.send(v1, samples),
+      accepted: (samples) => deps.metrics.samplesSent.inc(t, samples),
+      dropped: (reason, samples) => deps.metrics.samplesDropped.inc({ ...t, reason }, samples),
+    });
   }
 
   private committed(records: QueueRecord[]): void {

@@ -1,5 +1,6 @@
 // The transport contract (after opentelemetry-js exporters): one attempt, classified. Retry policy
 // lives in retry.ts, not here.
+import { rejectionReason, REJECTION_TEXT_BYTES } from "./rejection.js";
 
 /** Which remote-write protocol a body is encoded in. */
 export type Protocol = "1.0" | "2.0";
@@ -8,7 +9,8 @@ export type Protocol = "1.0" | "2.0";
 export type SendResult =
   | { kind: "success"; status: number; samplesWritten?: number }
   | { kind: "retryable"; reason: string; status?: number; retryAfterMs?: number }
-  | { kind: "failed"; reason: string; status?: number };
+  /** `samplesWritten` on a failure: a 2.0 receiver's partial write (the rest of the request was stored). */
+  | { kind: "failed"; reason: string; status?: number; samplesWritten?: number };
 
 /** Sends one compressed request body. Never throws for network or HTTP errors. */
 export interface Transport {
@@ -72,14 +74,37 @@ export class HttpTransport implements Transport {
       const name = (err as { name?: string }).name;
       return { kind: "retryable", reason: name === "TimeoutError" ? "timeout" : "network" };
     }
-    // Drain the body so the connection can be reused; its text is not logged (it may echo data).
-    await res.arrayBuffer().catch(() => undefined);
+    // Drain the body so the connection can be reused; its text is never logged (it may echo data),
+    // only a 400's first bytes are kept, for the reason the receiver refused the samples.
+    const text = await drainKeeping(res, res.status === 400 ? REJECTION_TEXT_BYTES : 0);
     const now = this.opts.now ? this.opts.now() : Date.now();
     const result = classifyStatus(res.status, parseRetryAfter(res.headers.get("retry-after"), now));
-    if (result.kind === "success") {
+    if (result.kind === "failed" && res.status === 400) result.reason = rejectionReason(new TextDecoder().decode(text));
+    if (result.kind === "success" || (result.kind === "failed" && res.status === 400)) {
+      // A 2.0 receiver sends the count on a 400 too: what it stored of a partly refused request.
       const written = res.headers.get("x-prometheus-remote-write-samples-written");
       if (written !== null && /^\d+$/.test(written)) result.samplesWritten = Number(written);
     }
     return result;
   }
+}
+
+/** Reads a response body to its end, keeping at most its first `keepBytes` bytes. */
+async function drainKeeping(res: Response, keepBytes: number): Promise<Uint8Array> {
+  const kept = new Uint8Array(keepBytes);
+  let n = 0;
+  const reader = res.body?.getReader();
+  if (!reader) return kept.subarray(0, 0);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const take = Math.min(value.length, keepBytes - n);
+      if (take > 0) kept.set(value.subarray(0, take), n);
+      n += take;
+    }
+  } catch {
+    // A body cut short: what arrived is enough for a reason, and the status is already known.
+  }
+  return kept.subarray(0, n);
 }

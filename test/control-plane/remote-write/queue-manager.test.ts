@@ -66,12 +66,15 @@ describe("remote-write queue manager (fake clock, scripted transport)", () => {
     rmSync(dir, { recursive: true });
   });
 
-  it("drops a batch the receiver answers 400 and counts it by reason; retries a 429 after its Retry-After", async () => {
+  it("drops what the receiver refuses (400) without retrying it, counted by reason, after splitting the batch down to single series; retries a 429 after its Retry-After", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
     const clock = new FakeClock();
     const reg = new Registry();
+    // Every request of the first batch is refused: the split sends the whole binary tree over its
+    // 4 series (2n - 1 = 7 requests) and drops each series alone; none is sent again.
+    const refused: SendResult = { kind: "failed", reason: "out_of_order", status: 400 };
     const transport = new RecordingTransport([
-      { kind: "failed", reason: "http_400", status: 400 },
+      ...Array.from({ length: 7 }, () => refused),
       { kind: "retryable", reason: "http_429", status: 429, retryAfterMs: 2000 },
       { kind: "success", status: 204 },
     ]);
@@ -79,18 +82,43 @@ describe("remote-write queue manager (fake clock, scripted transport)", () => {
     w.start();
     const t0 = clock.now();
     w.write([1, 2, 3, 4].map((v) => series(`a${v}`, v, t0)));
-    await until(() => transport.bodies.length === 1, "400");
+    await until(() => transport.bodies.length === 7, "400 and its split");
+    assert.deepEqual(transport.values(), [[1, 2, 3, 4], [1, 2], [1], [2], [3, 4], [3], [4]]);
     w.write([5, 6, 7, 8].map((v) => series(`b${v}`, v, t0)));
-    await until(() => transport.bodies.length === 2, "429");
+    await until(() => transport.bodies.length === 8, "429");
     await clock.advance(1999);
-    assert.equal(transport.bodies.length, 2);
+    assert.equal(transport.bodies.length, 8);
     await clock.advance(1);
-    await until(() => transport.bodies.length === 3, "retry after Retry-After");
-    assert.deepEqual(transport.values(), [[1, 2, 3, 4], [5, 6, 7, 8], [5, 6, 7, 8]]);
+    await until(() => transport.bodies.length === 9, "retry after Retry-After");
+    assert.deepEqual(transport.values().slice(7), [[5, 6, 7, 8], [5, 6, 7, 8]]);
     await until(() => w.targets[0]!.queue.pendingSamples === 0, "commit");
-    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "http_400" }), 4);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "out_of_order" }), 4);
     assert.equal(await metric(reg, "tokentrace_remote_write_samples_retried_total", { reason: "http_429" }), 4);
     assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 4);
+    await w.stop();
+    rmSync(dir, { recursive: true });
+  });
+
+  it("a 400 for one series of a batch: the others are sent again in halves and delivered, the queue commits the batch once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-qm-"));
+    const clock = new FakeClock();
+    const reg = new Registry();
+    // A receiver that refuses any request holding the sample of value 3, as Prometheus's 1.0 handler does.
+    const transport = new RecordingTransport();
+    const refusing: Transport = {
+      send: async (body, protocol) => {
+        await transport.send(body, protocol);
+        const values = decodeWriteRequestV1(snappyUncompress(body)).flatMap((x) => x.samples.map((y) => y.value));
+        return values.includes(3) ? { kind: "failed", reason: "out_of_order", status: 400 } : { kind: "success", status: 204 };
+      },
+    };
+    const w = new RemoteWriter([target(dir, { maxSamplesPerSend: 8 })], { clock, metrics: createRemoteWriteMetrics(reg), transportFor: () => refusing });
+    w.start();
+    w.write([1, 2, 3, 4, 5, 6, 7, 8].map((v) => series(`a${v}`, v, clock.now())));
+    await until(() => w.targets[0]!.queue.pendingSamples === 0, "commit");
+    assert.deepEqual(transport.values(), [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4], [1, 2], [3, 4], [3], [4], [5, 6, 7, 8]]);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "out_of_order" }), 1);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 7);
     await w.stop();
     rmSync(dir, { recursive: true });
   });
@@ -183,15 +211,18 @@ describe("remote-write queue manager (fake clock, scripted transport)", () => {
 });
 
 describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock for the waits)", () => {
-  it("retries a 429 after exactly its Retry-After, drops a 400 and counts it, and delivers the rest", async () => {
+  it("retries a 429 after exactly its Retry-After, drops the one series a 400 refuses (read from its text), and delivers the rest", async () => {
     const { createServer } = await import("node:http");
-    const answers = [[429, "7"], [204], [400], [204]] as [number, string?][];
+    const answers = [[429, "7"], [204]] as [number, string?][];
     const received: number[][] = [];
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        received.push(decodeWriteRequestV1(snappyUncompress(Buffer.concat(chunks))).flatMap((s) => s.samples.map((x) => x.value)));
+        const values = decodeWriteRequestV1(snappyUncompress(Buffer.concat(chunks))).flatMap((s) => s.samples.map((x) => x.value));
+        received.push(values);
+        // Like Prometheus's 1.0 handler: the sample of value 7 is out of order, so any request holding it is refused whole.
+        if (values.includes(7)) return void res.writeHead(400, { "Content-Type": "text/plain" }).end("out of order sample\n");
         const [status, retryAfter] = answers[Math.min(received.length - 1, answers.length - 1)]!;
         if (retryAfter) res.setHeader("Retry-After", retryAfter);
         res.writeHead(status).end();
@@ -212,14 +243,14 @@ describe("remote write through HTTP to a tiny receiver on 127.0.0.1 (fake clock 
     await clock.advance(1);
     await until(() => received.length === 2, "retried");
     w.write([5, 6, 7, 8].map((v) => series(`b${v}`, v, clock.now())));
-    await until(() => received.length === 3, "400");
+    await until(() => received.length === 7, "400 and its split");
     w.write([9, 10, 11, 12].map((v) => series(`c${v}`, v, clock.now())));
-    await until(() => received.length === 4, "after the drop");
+    await until(() => received.length === 8, "after the drop");
     await until(() => w.targets[0]!.queue.pendingSamples === 0, "all committed");
-    assert.deepEqual(received, [[1, 2, 3, 4], [1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]);
-    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "http_400" }), 4);
+    assert.deepEqual(received, [[1, 2, 3, 4], [1, 2, 3, 4], [5, 6, 7, 8], [5, 6], [7, 8], [7], [8], [9, 10, 11, 12]]);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_dropped_total", { reason: "out_of_order" }), 1);
     assert.equal(await metric(reg, "tokentrace_remote_write_samples_retried_total", { reason: "http_429" }), 4);
-    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 8);
+    assert.equal(await metric(reg, "tokentrace_remote_write_samples_sent_total", {}), 11);
     await w.stop();
     server.close();
     rmSync(dir, { recursive: true });

@@ -17,6 +17,7 @@ import type { RemoteWriteTargetConfig } from "../../../control-plane/src/remote-
 import { systemClock } from "../../../control-plane/src/remote-write/retry.js";
 import { decodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
 import { snappyUncompress } from "../../../control-plane/src/remote-write/snappy.js";
+import { HttpTransport, type Protocol, type SendResult, type Transport } from "../../../control-plane/src/remote-write/transport.js";
 import { PrometheusInstance } from "../../support/prometheus.js";
 
 let prom: PrometheusInstance;
@@ -83,6 +84,47 @@ describe("remote write to a real Prometheus", () => {
     assert.equal(w.targets[0]!.currentProtocol, "1.0");
     const m = (await reg.getMetricsAsJSON()).find((x) => x.name === "tokentrace_remote_write_protocol_fallbacks_total");
     assert.equal(m?.values[0]?.value, 1);
+    await w.stop();
+  });
+
+  it("a batch mixing an out-of-order series with good ones: Prometheus refuses the whole request (400), the split delivers every good series and drops only the bad one, counted as out_of_order", async (t) => {
+    const reg = new Registry();
+    const statuses: number[] = [];
+    const counting = (c: RemoteWriteTargetConfig): Transport => {
+      const http = new HttpTransport({ url: c.url, headers: c.headers, timeoutMs: c.remoteTimeoutMs });
+      return { send: async (body: Uint8Array, protocol: Protocol): Promise<SendResult> => {
+        const r = await http.send(body, protocol);
+        statuses.push(r.status ?? 0);
+        return r;
+      } };
+    };
+    const t0 = baseMs();
+    // Another writer (a recording rule, another replica) already stored a newer sample of the bad
+    // series, so this writer's sample at t0 is out of order at the receiver, not at the writer.
+    const other = new RemoteWriter([target(prom.writeUrl)], { clock: systemClock, metrics: createRemoteWriteMetrics(new Registry()) });
+    other.start();
+    other.write([{ labels: ["__name__", "rw_split", "i", "bad"], samples: [{ value: 1, timestampMs: t0 + 10_000 }] }]);
+    await waitFor(() => other.targets[0]!.queue.pendingSamples === 0, "the newer sample delivered");
+    await other.stop();
+    const w = new RemoteWriter([target(prom.writeUrl, { shards: 1, maxSamplesPerSend: 100 })], { clock: systemClock, metrics: createRemoteWriteMetrics(reg), transportFor: counting });
+    w.start();
+    const good = 15;
+    w.write([
+      ...Array.from({ length: 8 }, (_, i) => ({ labels: ["__name__", "rw_split", "i", `g${i}`], samples: [{ value: i, timestampMs: t0 }] })),
+      { labels: ["__name__", "rw_split", "i", "bad"], samples: [{ value: 2, timestampMs: t0 }] },
+      ...Array.from({ length: good - 8 }, (_, i) => ({ labels: ["__name__", "rw_split", "i", `g${i + 8}`], samples: [{ value: i + 8, timestampMs: t0 }] })),
+    ]);
+    await waitFor(() => w.targets[0]!.queue.pendingSamples === 0, "batch delivered");
+    const stored = await prom.query(`rw_split{i=~"g.*"}`, t0 / 1000);
+    assert.deepEqual(stored.map((x) => Number(x.value![1])).sort((a, b) => a - b), Array.from({ length: good }, (_, i) => i));
+    assert.deepEqual((await prom.queryRange(`rw_split{i="bad"}`, t0 / 1000, t0 / 1000 + 10, 1)).map((x) => x.values), [[[t0 / 1000 + 10, "1"]]], "the refused sample is not stored");
+    const dropped = (await reg.getMetricsAsJSON()).find((x) => x.name === "tokentrace_remote_write_samples_dropped_total");
+    assert.deepEqual(dropped?.values.map((v) => [v.labels.reason, v.value]), [["out_of_order", 1]]);
+    // n = 16 series, one refused: the full request, then halves down to the bad one (2 per level).
+    assert.equal(statuses[0], 400, statuses.join(","));
+    assert.ok(statuses.length <= 2 * (good + 1), `requests: ${statuses.length}`);
+    assert.equal(statuses.filter((s) => s === 400).length, 1 + Math.log2(good + 1));
+    t.diagnostic(`split: ${good + 1} series sent, 1 refused (out_of_order), ${stored.length} queryable, ${statuses.length} requests (${statuses.join(",")})`);
     await w.stop();
   });
 
