@@ -113,6 +113,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     bodyLimitBytes: config.api.bodyLimitBytes,
     metrics,
     overrides: adaptive.overrides,
+    liveThresholds: adaptive.liveView,
     readiness: () => ({ store: store.readiness(), ...control?.readiness() }),
     log,
     ...dashboardOption(dashboard, pipeline !== undefined),

@@ -10,6 +10,7 @@ import { LiveThresholdScheduler } from "../adaptive/live-scheduler.js";
 import { DEFAULT_LIVE_THRESHOLDS } from "../adaptive/live-thresholds.js";
 import { PipelineHistogramSource, type WindowSource } from "../adaptive/pipeline-histograms.js";
 import { AdaptiveSampler } from "../adaptive/sampler.js";
+import type { LiveThresholdView } from "../dashboard/keep-route.js";
 import type { KeepLiveThreshold, OverrideSource, RateOverrides } from "../policy/effective.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { Runtime } from "./runtime.js";
@@ -47,6 +48,8 @@ export interface AdaptiveSampling {
   live: LiveThresholdScheduler;
   /** Fed by the pipeline's joined batches: the windows live thresholds are computed from. */
   pipelineHistograms: PipelineHistogramSource | undefined;
+  /** What the dashboard says about live thresholds: their settings, bounds and who computes them. */
+  liveView: LiveThresholdView;
 }
 
 /** Builds the sampler and schedules its step when `adaptive.enabled`. */
@@ -82,13 +85,14 @@ export function wireAdaptiveSampling(deps: AdaptiveDeps): AdaptiveSampling {
       ? new PipelineHistogramSource({ namespaceOf, now: runtime.nowMs, windowMs: liveConfig.windowSeconds * 1000, maxAgeMs: Math.max(3 * deps.pipelineScrapeIntervalMs, 2 * liveConfig.intervalSeconds * 1000) })
       : undefined;
   const windows = deps.windows ?? pipelineHistograms;
+  const thresholds = { ...DEFAULT_LIVE_THRESHOLDS, quantile: liveConfig.quantile, margin: liveConfig.margin };
   const live = new LiveThresholdScheduler({
     source: windows ?? { windows: () => [] },
     policies: () => store.list(),
     now: runtime.nowMs,
     // A pull costs the filters nothing more when thresholds move; a WasmPlugin update reconfigures every sidecar it selects.
     minPushIntervalMs: deps.kubernetes ? liveConfig.wasmPluginMinIntervalSeconds * 1000 : 0,
-    thresholds: { ...DEFAULT_LIVE_THRESHOLDS, quantile: liveConfig.quantile, margin: liveConfig.margin },
+    thresholds,
     onChange: (name) => {
       deps.metrics.liveThresholdUpdates.inc({ policy: name });
       deps.onChange(name);
@@ -121,7 +125,17 @@ export function wireAdaptiveSampling(deps: AdaptiveDeps): AdaptiveSampling {
     merged.set(name, { rates, keepLive, out });
     return out;
   };
-  return { sampler, pipelineRates, overrides, live, pipelineHistograms };
+  const liveView: LiveThresholdView = {
+    enabled: liveConfig.enabled && windows !== undefined,
+    quantile: thresholds.quantile,
+    margin: thresholds.margin,
+    floorMs: thresholds.floorMs,
+    ceilingMs: thresholds.ceilingMs,
+    intervalSeconds: liveConfig.intervalSeconds,
+    windowSeconds: liveConfig.windowSeconds,
+    leading,
+  };
+  return { sampler, pipelineRates, overrides, live, pipelineHistograms, liveView };
 }
 
 /** The rate source the config asks for. */

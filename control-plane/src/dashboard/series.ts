@@ -31,6 +31,10 @@ export interface RouteCounts {
   /** tokentrace_requests_total by status_class (every request of the route, LLM or not). */
   byStatusClass: Map<string, number>;
   sampled: number;
+  /** tokentrace_spans_kept_total by keep_reason (head, forced, slow, error). */
+  kept: Map<string, number>;
+  /** tokentrace_spans_budget_dropped_total by keep_reason: spans tail keep chose that the budget dropped. */
+  budgetDropped: Map<string, number>;
   models: Map<string, ModelCounts>;
 }
 
@@ -94,9 +98,15 @@ const MODEL_COUNTERS = new Map<string, "llmRequests" | "inputTokens" | "outputTo
 ]);
 const REQUESTS = "tokentrace_requests_total";
 const SAMPLED = "tokentrace_traces_sampled_total";
+// filter/telemetry/metrics.ts SPANS_KEPT_TOTAL and SPANS_BUDGET_DROPPED_TOTAL, both by keep_reason.
+const KEPT = "tokentrace_spans_kept_total";
+const BUDGET_DROPPED = "tokentrace_spans_budget_dropped_total";
+/** The filter's keep reasons (filter/telemetry/metrics.ts keepReasonName); other values are not kept, so a sidecar cannot grow the maps. */
+export const KEEP_REASONS = ["head", "forced", "slow", "error"] as const;
+const KEEP_REASON_SET: ReadonlySet<string> = new Set(KEEP_REASONS);
 
 const newModel = (): ModelCounts => ({ llmRequests: 0, inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
-const newRoute = (): RouteCounts => ({ byStatusClass: new Map(), sampled: 0, models: new Map() });
+const newRoute = (): RouteCounts => ({ byStatusClass: new Map(), sampled: 0, kept: new Map(), budgetDropped: new Map(), models: new Map() });
 const add = <K>(m: Map<K, number>, k: K, v: number): void => {
   m.set(k, (m.get(k) ?? 0) + v);
 };
@@ -111,6 +121,8 @@ function routeDelta(now: RouteCounts, before: RouteCounts | undefined): RouteCou
   const out = newRoute();
   for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
   out.sampled = counterDelta(before?.sampled ?? 0, now.sampled);
+  for (const [reason, v] of now.kept) out.kept.set(reason, counterDelta(before?.kept.get(reason) ?? 0, v));
+  for (const [reason, v] of now.budgetDropped) out.budgetDropped.set(reason, counterDelta(before?.budgetDropped.get(reason) ?? 0, v));
   for (const [model, m] of now.models) {
     const p = before?.models.get(model);
     out.models.set(model, {
@@ -161,6 +173,11 @@ export class DashboardSeries implements DashboardSource {
       if (routeName === undefined) continue;
       if (name === REQUESTS) add(route(routeName).byStatusClass, labelValue(s.labels, "status_class") ?? "none", value);
       else if (name === SAMPLED) route(routeName).sampled += value;
+      // Summed over any other label (a waypoint's pod_ip): the page shows the route's reasons.
+      else if (name === KEPT || name === BUDGET_DROPPED) {
+        const reason = labelValue(s.labels, "keep_reason") ?? "";
+        if (KEEP_REASON_SET.has(reason)) add(name === KEPT ? route(routeName).kept : route(routeName).budgetDropped, reason, value);
+      }
       else {
         const histogram = HISTOGRAMS.get(name);
         const counter = MODEL_COUNTERS.get(name);
