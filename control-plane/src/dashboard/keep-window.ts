@@ -4,7 +4,7 @@
 // per pod then added across pods, as `sum by (keep_reason) (rate(x[w]))` would on the remote-written
 // series.
 import type { RouteInterval } from "./series.js";
-import { KEEP_REASONS } from "./series.js";
+import { DROPPED_OFFSET, KEEP_REASONS } from "./series.js";
 import type { Columns } from "./window.js";
 
 /** Column names, in the order the page draws them. */
@@ -34,19 +34,18 @@ export function keepColumns(source: readonly RouteInterval[], q: KeepQuery): Col
     const t = last - k * q.stepMs;
     while (lo < intervals.length && intervals[lo]!.endMs <= t - q.windowMs) lo++;
     cols.t!.push(t / 1000);
-    const perPod = new Map<string, { seconds: number; kept: Map<string, number>; dropped: number }>();
+    const perPod = new Map<string, { seconds: number; keeps: number[] }>();
     for (let j = lo; j < intervals.length && intervals[j]!.endMs <= t; j++) {
       const i = intervals[j]!;
       let s = perPod.get(i.pod);
-      if (!s) perPod.set(i.pod, (s = { seconds: 0, kept: new Map(), dropped: 0 }));
+      if (!s) perPod.set(i.pod, (s = { seconds: 0, keeps: new Array<number>(2 * DROPPED_OFFSET).fill(0) }));
       s.seconds += i.seconds;
-      for (const [reason, v] of i.counts.kept) s.kept.set(reason, (s.kept.get(reason) ?? 0) + v);
-      for (const v of i.counts.budgetDropped.values()) s.dropped += v;
+      i.counts.keeps?.forEach((v, k) => (s.keeps[k]! += v));
     }
     const pods = [...perPod.values()].filter((s) => s.seconds > 0);
-    const rate = (f: (s: { kept: Map<string, number>; dropped: number }) => number): number | null => (pods.length === 0 ? null : pods.reduce((a, s) => a + f(s) / s.seconds, 0));
-    for (const reason of KEEP_REASONS) cols[columnOf(reason)]!.push(round3(rate((s) => s.kept.get(reason) ?? 0)));
-    cols.budgetDroppedPerSecond!.push(round3(rate((s) => s.dropped)));
+    const rate = (f: (keeps: number[]) => number): number | null => (pods.length === 0 ? null : pods.reduce((a, s) => a + f(s.keeps) / s.seconds, 0));
+    KEEP_REASONS.forEach((reason, k) => cols[columnOf(reason)]!.push(round3(rate((keeps) => keeps[k]!))));
+    cols.budgetDroppedPerSecond!.push(round3(rate((keeps) => keeps.slice(DROPPED_OFFSET).reduce((a, v) => a + v, 0))));
   }
   return cols;
 }
