@@ -144,12 +144,27 @@ const statusSchema: Schema = {
     wasmPlugin: { type: "string", maxLength: 317, description: "namespace/name of the WasmPlugin the policy produced." },
     adaptive: {
       type: "object",
-      description: "Rates adaptive sampling currently applies (the leader writes them; every replica serves them).",
+      description: "Rates adaptive sampling and live tail-keep thresholds currently applied (the leader writes them; every replica serves them).",
       required: ["observedGeneration"],
       properties: {
         observedGeneration: { type: "integer", format: "int64", minimum: 0, description: "The generation whose policy these rates were computed for; rates for another generation are not applied." },
         defaultRate: { type: "number", minimum: 0, maximum: 1 },
         routeRates: { type: "array", maxItems: 256, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["index"], items: { type: "object", required: ["index", "rate"], properties: { index: { type: "integer", minimum: 0 }, rate: { type: "number", minimum: 0, maximum: 1 } } } },
+        keepLive: {
+          type: "array",
+          maxItems: 128,
+          description: "Live tail-keep thresholds (spans.keep.live) the leader computed, per route and model; followers serve them to the filters that pull from them.",
+          items: {
+            type: "object",
+            required: ["route"],
+            properties: {
+              route: { type: "string", minLength: 1, maxLength: 64 },
+              model: { type: "string", minLength: 1, maxLength: 64 },
+              durationMs: { type: "integer", minimum: 1, maximum: 3600000 },
+              ttftMs: { type: "integer", minimum: 1, maximum: 3600000 },
+            },
+          },
+        },
       },
     },
     conditions: {

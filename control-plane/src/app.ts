@@ -11,6 +11,7 @@ import type { ControlPlaneMetrics } from "./api/metrics.js";
 import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
+import type { LiveThresholdView } from "./dashboard/keep-route.js";
 import type { DashboardSource } from "./dashboard/series.js";
 import { traceReadRoutes } from "./traces/routes.js";
 import type { TraceStore } from "./traces/store.js";
@@ -40,6 +41,8 @@ export interface AppDeps {
   log: (record: object) => void;
   /** The dashboard's series (the pipeline's joined batches); absent: the page shows policies only. */
   dashboard?: DashboardSource;
+  /** Live tail-keep thresholds as the dashboard shows them; absent: off. */
+  liveThresholds?: LiveThresholdView;
   /** The pseudonym keys' state for admins (never a key); absent: reported as not configured. */
   contentKeys?: { status(): ContentKeyStatus };
   /** What the span receiver (on the filter-facing listener) holds; absent: the trace list is off. */

@@ -88,7 +88,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     ...(options.windows === undefined ? {} : { windows: options.windows }),
   });
   if (cluster !== undefined) {
-    control = startClusterControl({ config: config.kubernetes, runtime, policies: cluster.store, overrides: adaptive.overrides, statusOverrides: adaptive.rateOverrides, metrics, onStartedLeading: () => {
+    control = startClusterControl({ config: config.kubernetes, runtime, policies: cluster.store, overrides: adaptive.overrides, metrics, onStartedLeading: () => {
       adaptive.sampler.reset();
       adaptive.live.reset();
     } });
@@ -113,6 +113,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     bodyLimitBytes: config.api.bodyLimitBytes,
     metrics,
     overrides: adaptive.overrides,
+    liveThresholds: adaptive.liveView,
     readiness: () => ({ store: store.readiness(), ...control?.readiness() }),
     log,
     ...dashboardOption(dashboard, pipeline !== undefined),

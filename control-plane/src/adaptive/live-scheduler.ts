@@ -6,7 +6,8 @@
 // own get them (a hand-written `live` wins). Publishing is rate-limited per policy
 // (`minPushIntervalMs`): in Kubernetes mode each publish rewrites a WasmPlugin, and every sidecar
 // it selects reconfigures its filter. A step that may not publish changes nothing, so the next step
-// starts from the thresholds the filters actually run with.
+// starts from the thresholds the filters actually run with. A new leader starts from the thresholds
+// the previous one published in the policy's status (`seed`), which followers serve meanwhile.
 import type { PolicyRecord } from "../policy/model.js";
 import { DEFAULT_LIVE_THRESHOLDS, nextLiveThresholds, type LiveThreshold, type LiveThresholdOptions } from "./live-thresholds.js";
 import type { WindowSource } from "./pipeline-histograms.js";
@@ -25,6 +26,11 @@ export interface LiveThresholdSchedulerOptions {
   onChange?: (policyName: string) => void;
   /** Called at every step of a policy with the pairs it left out (past maxEntries; they fall back in the filter). */
   onOverflow?: (policyName: string, pairs: number) => void;
+  /**
+   * The thresholds a previous leader published for a policy (its status): a new leader's first
+   * step continues from them (hysteresis, capped rises) instead of from none.
+   */
+  seed?: (policyName: string) => readonly LiveThreshold[] | undefined;
 }
 
 interface PolicyState {
@@ -70,7 +76,7 @@ export class LiveThresholdScheduler {
     const o = this.options.thresholds ?? DEFAULT_LIVE_THRESHOLDS;
     for (const record of records) {
       const name = record.policy.name;
-      const state = this.states.get(name) ?? { live: [], lastPublishMs: Number.NEGATIVE_INFINITY };
+      const state = this.states.get(name) ?? { live: this.options.seed?.(name) ?? [], lastPublishMs: Number.NEGATIVE_INFINITY };
       const next = nextLiveThresholds(state.live, this.options.source.windows(name), o);
       this.options.onOverflow?.(name, next.overflow);
       const now = this.options.now();

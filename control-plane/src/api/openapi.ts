@@ -284,6 +284,21 @@ const paths = {
       responses: { "200": { description: "Pods with GPU data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
     },
   },
+  "/v1/dashboard/keep": {
+    get: {
+      operationId: "dashboardKeep",
+      summary: "Why one route's spans were kept (head, forced, slow, error) and what the span budget dropped, as rates, beside the tail-keep thresholds in force for the route and each model",
+      description:
+        "From the metrics pipeline's joined scrapes of tokentrace_spans_kept_total and tokentrace_spans_budget_dropped_total (by keep_reason): columns for uPlot, one point per step over the range: t (s); keptHeadPerSecond, keptForcedPerSecond, keptSlowPerSecond, keptErrorPerSecond, budgetDroppedPerSecond (every reason), each a rate over windowSeconds summed per pod then added across pods, null where nothing was observed. thresholds (null when no policy targets the namespace): policy; tailKeep (spans.keep set); errors; budgetTracesPerSecond; live, the route's entries of spans.keep.live in the config the filters are served (model null: the route's entry for every model; durationMs, ttftMs); liveFrom (the policy's own, this replica as leader, or the leader's read from the policy's status); staticMs and staticFrom (the threshold where no live entry applies: a route rule or slowerThanMs); settings (quantile, margin, floorMs, ceilingMs, intervalSeconds, windowSeconds of adaptive.liveThresholds; null when the control plane computes none for this policy).",
+      security: readSecurity,
+      parameters: [
+        { name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." },
+        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Namespace of the route; default the first with that route." },
+        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+      ],
+      responses: { "200": { description: "The route's keep rates and thresholds.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
+    },
+  },
   "/v1/dashboard/status": {
     get: {
       operationId: "dashboardStatus",

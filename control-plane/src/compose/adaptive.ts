@@ -1,5 +1,6 @@
 // Adaptive sampling: where its rates come from, its periodic step (the leader's only), and the
-// rates every replica serves; and live tail-keep thresholds on their own schedule (the leader's).
+// rates every replica serves; and live tail-keep thresholds on their own schedule (the leader's),
+// which the leader publishes in status beside the rates so that followers serve them too.
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import type { AdaptiveConfig } from "../adaptive/config.js";
 import { PipelineRateSource } from "../adaptive/pipeline-rates.js";
@@ -9,7 +10,8 @@ import { LiveThresholdScheduler } from "../adaptive/live-scheduler.js";
 import { DEFAULT_LIVE_THRESHOLDS } from "../adaptive/live-thresholds.js";
 import { PipelineHistogramSource, type WindowSource } from "../adaptive/pipeline-histograms.js";
 import { AdaptiveSampler } from "../adaptive/sampler.js";
-import type { OverrideSource, RateOverrides } from "../policy/effective.js";
+import type { LiveThresholdView } from "../dashboard/keep-route.js";
+import type { KeepLiveThreshold, OverrideSource, RateOverrides } from "../policy/effective.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { Runtime } from "./runtime.js";
 
@@ -25,7 +27,7 @@ export interface AdaptiveDeps {
   pipelineScrapeIntervalMs: number | undefined;
   /** Whether this replica adapts (with leader election, only the leader does). */
   leading: () => boolean;
-  /** The rates a leader published in a policy's status (Kubernetes mode; none otherwise). */
+  /** The rates and live thresholds a leader published in a policy's status (Kubernetes mode; none otherwise). */
   published: OverrideSource;
   /** A policy's rates changed. */
   onChange: (policy: string) => void;
@@ -40,14 +42,14 @@ export interface AdaptiveSampling {
   sampler: AdaptiveSampler;
   /** Fed by the pipeline's joined batches when it runs without a Prometheus to ask. */
   pipelineRates: PipelineRateSource | undefined;
-  /** The leader's own rates, else those published in the policy's status (a follower, or a new leader before its first step), with the live thresholds. */
+  /** The leader's own rates and live thresholds, else those published in the policy's status (a follower, or a new leader before its first step). */
   overrides: OverrideSource;
-  /** The rates alone (what the leader publishes in status). */
-  rateOverrides: OverrideSource;
   /** Live tail-keep thresholds: computed on a schedule when `adaptive.liveThresholds.enabled` and windows exist. */
   live: LiveThresholdScheduler;
   /** Fed by the pipeline's joined batches: the windows live thresholds are computed from. */
   pipelineHistograms: PipelineHistogramSource | undefined;
+  /** What the dashboard says about live thresholds: their settings, bounds and who computes them. */
+  liveView: LiveThresholdView;
 }
 
 /** Builds the sampler and schedules its step when `adaptive.enabled`. */
@@ -76,11 +78,6 @@ export function wireAdaptiveSampling(deps: AdaptiveDeps): AdaptiveSampling {
   if (config.enabled) {
     runtime.ticker.every("adaptive", config.intervalSeconds * 1000, () => (leading() ? sampler.step() : undefined));
   }
-  const rateOverrides: OverrideSource = (name) => {
-    const fromStatus = published(name);
-    return leading() ? (sampler.overrides(name) ?? fromStatus) : fromStatus;
-  };
-
   // Live thresholds: from the pipeline's histograms (a Prometheus source is not read for them yet).
   const liveConfig = config.liveThresholds;
   const pipelineHistograms =
@@ -88,39 +85,57 @@ export function wireAdaptiveSampling(deps: AdaptiveDeps): AdaptiveSampling {
       ? new PipelineHistogramSource({ namespaceOf, now: runtime.nowMs, windowMs: liveConfig.windowSeconds * 1000, maxAgeMs: Math.max(3 * deps.pipelineScrapeIntervalMs, 2 * liveConfig.intervalSeconds * 1000) })
       : undefined;
   const windows = deps.windows ?? pipelineHistograms;
+  const thresholds = { ...DEFAULT_LIVE_THRESHOLDS, quantile: liveConfig.quantile, margin: liveConfig.margin };
   const live = new LiveThresholdScheduler({
     source: windows ?? { windows: () => [] },
     policies: () => store.list(),
     now: runtime.nowMs,
     // A pull costs the filters nothing more when thresholds move; a WasmPlugin update reconfigures every sidecar it selects.
     minPushIntervalMs: deps.kubernetes ? liveConfig.wasmPluginMinIntervalSeconds * 1000 : 0,
-    thresholds: { ...DEFAULT_LIVE_THRESHOLDS, quantile: liveConfig.quantile, margin: liveConfig.margin },
+    thresholds,
     onChange: (name) => {
       deps.metrics.liveThresholdUpdates.inc({ policy: name });
       deps.onChange(name);
     },
     onOverflow: (name, pairs) => deps.metrics.liveThresholdOverflow.set({ policy: name }, pairs),
+    seed: (name) => published(name)?.keepLive,
   });
   if (liveConfig.enabled && windows !== undefined) {
     runtime.ticker.every("live-thresholds", liveConfig.intervalSeconds * 1000, () => (leading() ? live.step() : undefined));
   }
-  // Followers serve no live thresholds (they are not in status): only the leader's filters' configs carry them.
-  const merged = new Map<string, { rates: RateOverrides | undefined; keepLive: readonly unknown[] | undefined; out: RateOverrides | undefined }>();
+  // Every replica serves the leader's live thresholds: the leader its own (until its first step,
+  // those its predecessor published), a follower those the leader published in the policy's
+  // status (Kubernetes mode), so a filter gets the same config whichever replica it pulls from.
+  const merged = new Map<string, { rates: RateOverrides | undefined; keepLive: readonly KeepLiveThreshold[] | undefined; out: RateOverrides | undefined }>();
   const overrides: OverrideSource = (name) => {
-    const rates = rateOverrides(name);
-    const keepLive = leading() ? live.live(name) : undefined;
-    if (keepLive === undefined || keepLive.length === 0) {
+    const fromStatus = published(name);
+    if (!leading()) return fromStatus;
+    const rates = sampler.overrides(name) ?? fromStatus;
+    const own = live.live(name);
+    const keepLive = own ?? fromStatus?.keepLive;
+    if (rates?.keepLive === keepLive || (rates?.keepLive === undefined && (keepLive === undefined || keepLive.length === 0))) {
       merged.delete(name);
       return rates;
     }
     // One object per (rates, thresholds) pair: the served-config cache keys on its identity.
     const hit = merged.get(name);
     if (hit !== undefined && hit.rates === rates && hit.keepLive === keepLive) return hit.out;
-    const out: RateOverrides = { ...(rates ?? { routeRates: new Map<number, number>() }), keepLive };
+    const { keepLive: _stale, ...ratesAlone } = rates ?? { routeRates: new Map<number, number>() };
+    const out: RateOverrides = keepLive === undefined || keepLive.length === 0 ? ratesAlone : { ...ratesAlone, keepLive };
     merged.set(name, { rates, keepLive, out });
     return out;
   };
-  return { sampler, pipelineRates, overrides, rateOverrides, live, pipelineHistograms };
+  const liveView: LiveThresholdView = {
+    enabled: liveConfig.enabled && windows !== undefined,
+    quantile: thresholds.quantile,
+    margin: thresholds.margin,
+    floorMs: thresholds.floorMs,
+    ceilingMs: thresholds.ceilingMs,
+    intervalSeconds: liveConfig.intervalSeconds,
+    windowSeconds: liveConfig.windowSeconds,
+    leading,
+  };
+  return { sampler, pipelineRates, overrides, live, pipelineHistograms, liveView };
 }
 
 /** The rate source the config asks for. */

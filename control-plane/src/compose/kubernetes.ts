@@ -59,10 +59,8 @@ export interface ClusterControlDeps {
   config: KubernetesConfig;
   runtime: Runtime;
   policies: KubernetesPolicyStore;
-  /** The rates every replica serves (with the leader's live thresholds). */
+  /** The rates and live thresholds every replica serves (the leader publishes them in status). */
   overrides: OverrideSource;
-  /** The rates alone, as the leader publishes them in status (default: `overrides`). */
-  statusOverrides?: OverrideSource;
   metrics: ControlPlaneMetrics;
   /** This replica became leader: what it adapted in an earlier term may since have been replaced by another leader's. */
   onStartedLeading: () => void;
@@ -130,7 +128,7 @@ export function startClusterControl(deps: ClusterControlDeps): ClusterControl {
   elector?.start();
   runtime.ticker.every("resync", config.resyncSeconds * 1000, () => running.resync());
   runtime.ticker.every("reconcile-lag", 1000, () => running.reconciler.lagSeconds());
-  const statusWriter = new PolicyStatusWriter({ api: samplingPolicyApi(runtime), store: policies, wasmPlugins: () => running.informer.cache, overrides: deps.statusOverrides ?? overrides, now: runtime.now, log: runtime.log });
+  const statusWriter = new PolicyStatusWriter({ api: samplingPolicyApi(runtime), store: policies, wasmPlugins: () => running.informer.cache, overrides, now: runtime.now, log: runtime.log });
   // Only the leader writes status, so replicas never fight over it.
   runtime.ticker.every("policy-status", 2000, () => (leading() && policies.informer.hasSynced ? statusWriter.sync() : undefined));
   return {

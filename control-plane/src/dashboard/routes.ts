@@ -16,6 +16,8 @@ import type { DashboardSource, RouteKey } from "./series.js";
 import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
 import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
 import { gpuRoutes } from "./gpu-route.js";
+import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
+import { policyFor } from "./route-policy.js";
 
 /** What the dashboard routes need (a subset of the app's deps). */
 export interface DashboardDeps {
@@ -30,6 +32,8 @@ export interface DashboardDeps {
   traces?: { linkTemplate: string };
   /** Milliseconds clock (tests inject one). */
   now?: () => number;
+  /** Live tail-keep thresholds: their settings and whether this replica computes them (absent: off). */
+  liveThresholds?: LiveThresholdView;
 }
 
 /** What the page says when the metrics pipeline is off (`make run`'s default). */
@@ -58,6 +62,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/traces.js", join(staticDir, "traces.js"), js],
     ["/dashboard/diff.js", join(staticDir, "diff.js"), js],
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
+    ["/dashboard/keep.js", join(staticDir, "keep.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
@@ -71,11 +76,6 @@ export function configuredRate(config: Policy["pluginConfig"], route: string): {
   // Rules with pathPrefix or host cannot be evaluated per route name; they are skipped.
   const rule = (sampling.routes ?? []).find((r) => r.routeName === route && r.pathPrefix === undefined && r.host === undefined);
   return rule ? { rate: rule.rate, from: "route rule" } : { rate: sampling.defaultRate ?? 0.01, from: "default rate" };
-}
-
-/** The policy a namespace's pods get: the first by name targeting it (pull resolution also matches labels). */
-function policyFor(store: PolicyRepository, namespace: string): Policy | undefined {
-  return store.list().find((r) => r.policy.target.namespace === namespace)?.policy;
 }
 
 /** What the page says about sampling on a route: the rate in force and, with adaptive sampling, its target. */
@@ -123,7 +123,7 @@ function rangeOf(req: Request, next: NextFunction): number | undefined {
   return undefined;
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model) and GET /v1/dashboard/gpus (GPU health per pod). */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod) and GET /v1/dashboard/keep (keep reasons and live thresholds per route). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -220,6 +220,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     });
   });
   gpuRoutes(router, { deps, read, now });
+  keepRoutes(router, { deps, read, now });
   return router;
 }
 

@@ -31,6 +31,13 @@ export interface RouteCounts {
   /** tokentrace_requests_total by status_class (every request of the route, LLM or not). */
   byStatusClass: Map<string, number>;
   sampled: number;
+  /**
+   * tokentrace_spans_kept_total by keep_reason, then tokentrace_spans_budget_dropped_total (spans
+   * tail keep chose that the budget dropped) by keep_reason, each in KEEP_REASONS order: 8 numbers,
+   * not two maps, since every interval of every route holds one (an eighth of the bytes); null
+   * when the scrape had neither.
+   */
+  keeps: number[] | null;
   models: Map<string, ModelCounts>;
 }
 
@@ -94,9 +101,17 @@ const MODEL_COUNTERS = new Map<string, "llmRequests" | "inputTokens" | "outputTo
 ]);
 const REQUESTS = "tokentrace_requests_total";
 const SAMPLED = "tokentrace_traces_sampled_total";
+// filter/telemetry/metrics.ts SPANS_KEPT_TOTAL and SPANS_BUDGET_DROPPED_TOTAL, both by keep_reason.
+const KEPT = "tokentrace_spans_kept_total";
+const BUDGET_DROPPED = "tokentrace_spans_budget_dropped_total";
+/** The filter's keep reasons (filter/telemetry/metrics.ts keepReasonName); other values are ignored, so a sidecar cannot grow what an interval holds. */
+export const KEEP_REASONS = ["head", "forced", "slow", "error"] as const;
+/** Where a reason's budget drops start in RouteCounts.keeps. */
+export const DROPPED_OFFSET = KEEP_REASONS.length;
+const keepIndex = (reason: string | undefined): number => (KEEP_REASONS as readonly (string | undefined)[]).indexOf(reason);
 
 const newModel = (): ModelCounts => ({ llmRequests: 0, inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
-const newRoute = (): RouteCounts => ({ byStatusClass: new Map(), sampled: 0, models: new Map() });
+const newRoute = (): RouteCounts => ({ byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() });
 const add = <K>(m: Map<K, number>, k: K, v: number): void => {
   m.set(k, (m.get(k) ?? 0) + v);
 };
@@ -111,6 +126,7 @@ function routeDelta(now: RouteCounts, before: RouteCounts | undefined): RouteCou
   const out = newRoute();
   for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
   out.sampled = counterDelta(before?.sampled ?? 0, now.sampled);
+  if (now.keeps !== null) out.keeps = now.keeps.map((v, i) => counterDelta(before?.keeps?.[i] ?? 0, v));
   for (const [model, m] of now.models) {
     const p = before?.models.get(model);
     out.models.set(model, {
@@ -161,6 +177,14 @@ export class DashboardSeries implements DashboardSource {
       if (routeName === undefined) continue;
       if (name === REQUESTS) add(route(routeName).byStatusClass, labelValue(s.labels, "status_class") ?? "none", value);
       else if (name === SAMPLED) route(routeName).sampled += value;
+      // Summed over any other label (a waypoint's pod_ip): the page shows the route's reasons.
+      else if (name === KEPT || name === BUDGET_DROPPED) {
+        const index = keepIndex(labelValue(s.labels, "keep_reason"));
+        if (index < 0) continue;
+        const r = route(routeName);
+        r.keeps ??= new Array<number>(2 * DROPPED_OFFSET).fill(0);
+        r.keeps[index + (name === KEPT ? 0 : DROPPED_OFFSET)]! += value;
+      }
       else {
         const histogram = HISTOGRAMS.get(name);
         const counter = MODEL_COUNTERS.get(name);

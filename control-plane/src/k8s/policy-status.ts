@@ -2,8 +2,9 @@
 // races a spec write): observedGeneration, the WasmPlugin the policy produced, two conditions
 // in the metav1.Condition shape: Accepted (this generation is valid, and its name not already
 // served from another namespace) and Programmed (its WasmPlugin carries the version in force),
-// and the adaptive rates in force (`adaptive`, for the generation they were computed for), which
-// followers serve from their cache. A condition's lastTransitionTime moves only when its status
+// and the adaptive rates and live tail-keep thresholds in force (`adaptive`, for the generation
+// they were computed for), which followers serve from their cache: a filter pulling from a
+// follower gets the leader's thresholds, not the static one. A condition's lastTransitionTime moves only when its status
 // does; nothing is written when nothing changed. While a refused generation waits for a fix,
 // the last accepted version stays in force: Accepted=False says why, Programmed still says what
 // the WasmPlugin carries (as a Deployment keeps Available=True while a bad rollout is stuck).

@@ -17,7 +17,7 @@ import { canonicalJson } from "../policy/canonical-json.js";
 import { checkPreconditions } from "../policy/preconditions.js";
 import { mergePatch } from "../policy/merge-patch.js";
 import type { FieldError, HistoryEntry, Policy, PolicyRecord } from "../policy/model.js";
-import type { RateOverrides } from "../policy/effective.js";
+import type { KeepLiveThreshold, RateOverrides } from "../policy/effective.js";
 import type { Admission, PolicyChange, PolicyRepository, QuarantinedRecord, WriteOptions, WriteResult } from "../policy/repository.js";
 import type { Backoff, Delay } from "./backoff.js";
 import type { CustomObject, CustomObjectApi, KubeFailure } from "./client.js";
@@ -92,7 +92,12 @@ export interface AdaptiveStatus {
   observedGeneration: number;
   defaultRate?: number;
   routeRates?: { index: number; rate: number }[];
+  /** The leader's live tail-keep thresholds (spans.keep.live), so that followers serve them too. */
+  keepLive?: KeepLiveThreshold[];
 }
+
+/** The filter's cap on spans.keep.live (filter/config.schema.json maxItems), also the CRD's. */
+export const MAX_STATUS_KEEP_LIVE = 128;
 
 /** Overrides as a status field (route rates by rule index, ascending). */
 export function adaptiveStatusOf(overrides: RateOverrides, generation: number): AdaptiveStatus {
@@ -100,7 +105,29 @@ export function adaptiveStatusOf(overrides: RateOverrides, generation: number): 
   if (overrides.defaultRate !== undefined) out.defaultRate = overrides.defaultRate;
   const routeRates = [...overrides.routeRates].sort((a, b) => a[0] - b[0]).map(([index, rate]) => ({ index, rate }));
   if (routeRates.length > 0) out.routeRates = routeRates;
+  if (overrides.keepLive !== undefined && overrides.keepLive.length > 0) out.keepLive = overrides.keepLive.map((t) => ({ ...t }));
   return out;
+}
+
+const isThresholdMs = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 3_600_000;
+const isLabel = (v: unknown): v is string => typeof v === "string" && v.length >= 1 && v.length <= 64;
+
+/**
+ * The live thresholds a status carries, as the filter's schema accepts them (filter/config.schema.json
+ * spans.keep.live): the status is anyone's to edit, and one bad entry would make every filter refuse
+ * the config, so malformed entries are left out.
+ */
+function keepLiveOf(value: unknown): KeepLiveThreshold[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out: KeepLiveThreshold[] = [];
+  for (const entry of value.slice(0, MAX_STATUS_KEEP_LIVE) as unknown[]) {
+    if (typeof entry !== "object" || entry === null) continue;
+    const { route, model, durationMs, ttftMs } = entry as Record<string, unknown>;
+    if (!isLabel(route) || (model !== undefined && !isLabel(model))) continue;
+    if ((durationMs !== undefined && !isThresholdMs(durationMs)) || (ttftMs !== undefined && !isThresholdMs(ttftMs)) || (durationMs === undefined && ttftMs === undefined)) continue;
+    out.push({ route, ...(model === undefined ? {} : { model }), ...(durationMs === undefined ? {} : { durationMs }), ...(ttftMs === undefined ? {} : { ttftMs }) });
+  }
+  return out.length > 0 ? out : undefined;
 }
 
 function overridesOf(status: unknown, generation: number | undefined): RateOverrides | undefined {
@@ -110,7 +137,8 @@ function overridesOf(status: unknown, generation: number | undefined): RateOverr
   if (adaptive === undefined || adaptive === null || generation === undefined || adaptive.observedGeneration !== generation) return undefined;
   const routeRates = new Map<number, number>();
   for (const r of adaptive.routeRates ?? []) routeRates.set(r.index, r.rate);
-  return adaptive.defaultRate === undefined ? { routeRates } : { defaultRate: adaptive.defaultRate, routeRates };
+  const keepLive = keepLiveOf(adaptive.keepLive);
+  return { ...(adaptive.defaultRate === undefined ? {} : { defaultRate: adaptive.defaultRate }), routeRates, ...(keepLive === undefined ? {} : { keepLive }) };
 }
 
 /** What the Kubernetes store needs. */
@@ -220,7 +248,7 @@ export class KubernetesPolicyStore implements PolicyRepository {
   }
 
   /**
-   * The adaptive rates the leader published in the served object's status, when they were
+   * The adaptive rates (and live tail-keep thresholds) the leader published in the served object's status, when they were
    * computed for the generation in force; the same object for the same status, so the pull
    * endpoint's config cache (keyed by identity) recomputes exactly when they change.
    */

@@ -125,6 +125,10 @@ const rows: Row[] = [
   { app: "public", method: "GET", path: "/v1/dashboard/gpus", status: 200 },
   { app: "public", method: "GET", path: "/v1/dashboard/gpus?range=7", status: 400 },
   { app: "token", method: "GET", path: "/v1/dashboard/gpus", status: 401 },
+  { app: "public", method: "GET", path: "/v1/dashboard/keep", status: 200 },
+  { app: "public", method: "GET", path: "/v1/dashboard/keep?route=nope", status: 404 },
+  { app: "public", method: "GET", path: "/v1/dashboard/keep?range=7", status: 400 },
+  { app: "token", method: "GET", path: "/v1/dashboard/keep", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/status", status: 200 },
   { app: "token", method: "GET", path: "/v1/dashboard/status", status: 401 },
 

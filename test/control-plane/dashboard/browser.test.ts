@@ -127,6 +127,11 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     assert.match(gpuCaptions[0]!, /DCGM_FI_PROF_GR_ENGINE_ACTIVE: SM_ACTIVE not exported/, "the stock exporter's SM activity is named for what it is");
     assert.match(gpuCaptions[2]!, /Needs: DCGM_FI_DEV_CLOCKS_EVENT_REASONS/);
     assert.match(await text(page, "#gpu-panels h3"), /^llm-sim-0 \(demo\): 1 GPU$/);
+    // The keep-reasons panel: the route's exported spans by why (here all head-sampled: the demo policy has no tail keep).
+    const keepHeld = (): Promise<number> => page.evaluate(() => (globalThis as unknown as Win).tokentraceDashboard.charts["chart-keep"]?.plot.data[1]?.filter((v) => v !== null && v > 0).length ?? 0);
+    await until("the keep-reasons panel to hold head-kept spans", async () => (await keepHeld()) > 0, 15_000);
+    assert.deepEqual(await page.evaluate(() => (globalThis as unknown as Win).tokentraceDashboard.charts["chart-keep"]!.plot.series.slice(1).map((s) => s.label)), ["head (sampled)", "forced", "slow (tail keep)", "error (tail keep)", "dropped for the budget"]);
+    assert.equal(await text(page, "#keep-note"), "Policy demo-sampling has no tail keep (spans.keep): only sampled and forced requests are exported.");
     assert.equal(await page.inputValue("#route"), "demo\u0000chat");
     assert.deepEqual(await page.locator("#route option").allTextContents(), ["chat (demo)", "completions (demo)", "embeddings (demo)"]);
 
@@ -150,7 +155,7 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     const box = (await page.locator("#chart-ttft .u-over").boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
     const cursorTimes = await page.locator("table.legend thead th:nth-child(2)").allTextContents();
-    assert.equal(cursorTimes.length, PANELS.length + engine.length + gpu.length, "the route's panels, the engine panel and the GPU panels");
+    assert.equal(cursorTimes.length, PANELS.length + engine.length + gpu.length + 1, "the route's panels, the engine panel, the GPU panels and the keep-reasons panel");
     assert.match(cursorTimes[0]!, /^\d\d:\d\d:\d\d$/);
     assert.deepEqual(new Set(cursorTimes).size, 1, `cursor times ${JSON.stringify(cursorTimes)}`);
     // The time range picker: 5 minutes (at this scrape interval, one point a second) instead of 15.
@@ -218,6 +223,20 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-result")?.textContent?.startsWith("created") || (globalThis as unknown as Win).document.getElementById("policy-result")?.className === "error");
     assert.match(await text(page, "#policy-result"), /^created: second version \d+$/, JSON.stringify(await page.locator("#policy-errors li").allTextContents()));
     assert.deepEqual(await page.locator("#policy-list tbody tr").evaluateAll((trs) => trs.map((tr) => (tr as unknown as El).dataset.policy)), ["demo-sampling", "second"]);
+
+    // Tail keep without live thresholds of its own: the demo's control plane computes none (its app has no adaptive sampling), and the panel says so.
+    const computed = await fetch(`${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY}`, { method: "PATCH", headers: { authorization: `Bearer ${stack.token}`, "content-type": "application/merge-patch+json" }, body: JSON.stringify({ pluginConfig: { spans: { keep: { errors: true, slowerThanMs: 5000 } } } }) });
+    assert.equal(computed.status, 200, await computed.text());
+    const staticNote = "Policy demo-sampling: tail keep keeps errors and requests slower than the threshold for their route and model; static 5000 ms (slowerThanMs) where no live entry applies; no live thresholds (this control plane computes none: adaptive.liveThresholds or the metrics pipeline is off).";
+    await page.waitForFunction((note) => (globalThis as unknown as Win).document.getElementById("keep-note")?.textContent === note, staticNote, { timeout: 10_000 });
+    // Tail keep with live thresholds of its own: the keep panel's table shows what /v1/dashboard/keep serves.
+    const keep = await fetch(`${stack.controlPlaneUrl}/v1/policies/${DEMO_POLICY}`, { method: "PATCH", headers: { authorization: `Bearer ${stack.token}`, "content-type": "application/merge-patch+json" }, body: JSON.stringify({ pluginConfig: { spans: { keep: { errors: true, slowerThanMs: 5000, live: [{ route: "chat", model: "tokentrace-sim-1", durationMs: 1234, ttftMs: 321 }] } } } }) });
+    assert.equal(keep.status, 200, await keep.text());
+    const served = (await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/keep?route=chat&namespace=demo`)).json()) as { thresholds: { live: { model: string; durationMs: number; ttftMs: number }[] } };
+    assert.deepEqual(served.thresholds.live, [{ model: "tokentrace-sim-1", durationMs: 1234, ttftMs: 321 }]);
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("keep-thresholds")?.dataset.rows === "1", undefined, { timeout: 10_000 });
+    assert.deepEqual(await page.locator("#keep-thresholds tbody tr td").allTextContents(), ["tokentrace-sim-1", "1234 ms", "321 ms", "–"]);
+    assert.equal(await text(page, "#keep-note"), "Policy demo-sampling: tail keep keeps errors and requests slower than the threshold for their route and model; static 5000 ms (slowerThanMs) where no live entry applies; live thresholds the policy's own spans.keep.live.");
 
     mkdirSync(resultsDir, { recursive: true });
     const shot = join(resultsDir, "dashboard.png");

@@ -61,10 +61,10 @@ describe("live thresholds through WasmPlugins (Kubernetes mode, emulated kube-ap
     await a.ticker.run("live-thresholds");
     // 1140 x 0.85 = 969: within the 1.5x cap.
     assert.deepEqual(await wasmPluginLive(), [{ route: "chat", model: "m", durationMs: 969 }]);
-    // Status carries the rates only (none here): live thresholds are the leader's.
+    // Status carries the thresholds in force beside the rates (none here), for followers to serve.
     await a.kube.writeStatus();
     const status = (await kube(emulator, "GET", spPath("llm", "keeps"))).json.status as { wasmPlugin?: string; adaptive?: unknown };
     assert.equal(status.wasmPlugin, "llm/tokentrace-keeps", "the status was written");
-    assert.equal(status.adaptive, undefined);
+    assert.deepEqual(status.adaptive, { observedGeneration: 1, keepLive: [{ route: "chat", model: "m", durationMs: 969 }] });
   });
 });
