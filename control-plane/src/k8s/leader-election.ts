@@ -4,8 +4,12 @@
 // leaseDuration *as measured on the candidate's own clock* (observedTime, so clock skew between
 // nodes does not matter); the leader renews every retryPeriod and steps down when it could not
 // renew for renewDeadline (< leaseDuration, so it stops before anyone else may start); stopping
-// releases the Lease (ReleaseOnCancel) so a successor need not wait. Time is injected.
+// releases the Lease (ReleaseOnCancel) so a successor need not wait. Time is injected. Every Lease
+// call is aborted at the renew deadline (a renewal at the end of its round's, as client-go's renew
+// runs tryAcquireOrRenew under context.WithTimeout(ctx, RenewDeadline)); a late answer is a failure.
 import type { Delay } from "./backoff.js";
+import { boundedCall } from "./bounded-call.js";
+import type { KubeResult } from "./client.js";
 import type { LeaseApi, LeaseRecord, StoredLease } from "./lease-client.js";
 
 /** client-go's JitterFactor: a candidate waits retryPeriod * (1 + random * 1.2) between tries. */
@@ -119,7 +123,7 @@ export class LeaderElector {
     const random = this.options.random ?? Math.random;
     while (!this.stopped) {
       // acquire: JitterUntil(tryAcquireOrRenew, retryPeriod, JitterFactor)
-      while (!this.stopped && !(await this.tryAcquireOrRenew())) {
+      while (!this.stopped && !(await this.tryAcquireOrRenew(this.options.now() + this.settings.renewDeadlineMs))) {
         await this.options.delay(this.settings.retryPeriodMs * (1 + random() * jitterFactor), this.abort.signal);
       }
       if (this.stopped) break;
@@ -132,7 +136,7 @@ export class LeaderElector {
         const pollStart = this.options.now();
         let renewed = false;
         while (!this.stopped) {
-          if (await this.tryAcquireOrRenew()) {
+          if (await this.tryAcquireOrRenew(pollStart + this.settings.renewDeadlineMs)) {
             renewed = true;
             break;
           }
@@ -152,11 +156,12 @@ export class LeaderElector {
   // tryRelease: an empty holder and a 1 s duration let the next candidate take over at once.
   private async release(): Promise<void> {
     if (!this.holdsRecord() || this.observed === undefined) return;
-    const current = await this.options.api.get(this.settings.namespace, this.settings.leaseName);
+    const deadlineMs = this.options.now() + this.settings.renewDeadlineMs;
+    const current = await this.call(deadlineMs, (signal) => this.options.api.get(this.settings.namespace, this.settings.leaseName, signal));
     if (!current.ok || current.value.record.holderIdentity !== this.settings.identity) return;
     const nowMs = this.options.now();
     const record: LeaseRecord = { holderIdentity: "", leaseDurationSeconds: 1, acquireTimeMs: nowMs, renewTimeMs: nowMs, leaseTransitions: current.value.record.leaseTransitions };
-    const released = await this.options.api.update(this.settings.namespace, this.settings.leaseName, record, current.value.resourceVersion);
+    const released = await this.call(deadlineMs, (signal) => this.options.api.update(this.settings.namespace, this.settings.leaseName, record, current.value.resourceVersion, signal));
     if (released.ok) {
       this.setObserved(record);
       this.options.log?.({ msg: "released the lease", lease: `${this.settings.namespace}/${this.settings.leaseName}` });
@@ -166,9 +171,15 @@ export class LeaderElector {
     }
   }
 
-  /** leaderelection.go tryAcquireOrRenew. */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /** One Lease call, aborted at `deadlineMs` (this replica's clock) or when the elector stops. */
+  private call<T>(deadlineMs: number, request: (signal: AbortSignal) => Promise<KubeResult<T>>, outer?: AbortSignal): Promise<KubeResult<T>> {
+    return boundedCall(this.options.delay, deadlineMs - this.options.now(), request, outer);
+  }
+
+  /** leaderelection.go tryAcquireOrRenew; every call ends by `deadlineMs`. */
+  private async tryAcquireOrRenew(deadlineMs: number): Promise<boolean> {
     const { namespace, leaseName, identity } = this.settings;
+    const stop = this.abort.signal;
     const nowMs = this.options.now();
     const desired: LeaseRecord = {
       holderIdentity: identity,
@@ -180,7 +191,8 @@ export class LeaderElector {
     // 1. Fast path: the leader updates optimistically from the record it last wrote.
     if (this.holdsRecord() && this.leaseValid(nowMs) && this.lease !== undefined && this.observed !== undefined) {
       const record = { ...desired, acquireTimeMs: this.observed.acquireTimeMs, leaseTransitions: this.observed.leaseTransitions };
-      const updated = await this.options.api.update(namespace, leaseName, record, this.lease.resourceVersion);
+      const lease = this.lease;
+      const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, lease.resourceVersion, signal), stop);
       if (updated.ok) {
         this.lease = updated.value;
         this.setObserved(record);
@@ -188,10 +200,10 @@ export class LeaderElector {
       }
     }
     // 2. Read the record, or create it.
-    const current = await this.options.api.get(namespace, leaseName);
+    const current = await this.call(deadlineMs, (signal) => this.options.api.get(namespace, leaseName, signal), stop);
     if (!current.ok) {
       if (current.code !== 404) return false;
-      const created = await this.options.api.create(namespace, leaseName, desired);
+      const created = await this.call(deadlineMs, (signal) => this.options.api.create(namespace, leaseName, desired, signal), stop);
       if (!created.ok) return false;
       this.lease = created.value;
       this.setObserved(desired);
@@ -206,7 +218,7 @@ export class LeaderElector {
     const record = this.holdsRecord()
       ? { ...desired, acquireTimeMs: current.value.record.acquireTimeMs, leaseTransitions: current.value.record.leaseTransitions }
       : { ...desired, leaseTransitions: current.value.record.leaseTransitions + 1 };
-    const updated = await this.options.api.update(namespace, leaseName, record, current.value.resourceVersion);
+    const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, current.value.resourceVersion, signal), stop);
     if (!updated.ok) return false;
     this.lease = updated.value;
     this.setObserved(record);

@@ -82,9 +82,9 @@ function wrapWasmPlugins(replica: Replica, api: WasmPluginApi): WasmPluginApi {
 function wrapLeases(replica: Replica, api: LeaseApi): LeaseApi {
   const refused: KubeResult<never> = { ok: false, code: 500, reason: "InternalError", message: "injected", retryable: true };
   return {
-    get: (ns, name) => guard(replica, () => api.get(ns, name)),
-    create: (ns, name, record) => guard(replica, () => api.create(ns, name, record)),
-    update: (ns, name, record, rv) => (replica.refuseLeaseUpdates ? guard(replica, async () => refused) : guard(replica, () => api.update(ns, name, record, rv))),
+    get: (ns, name, signal) => guard(replica, () => api.get(ns, name, signal)),
+    create: (ns, name, record, signal) => guard(replica, () => api.create(ns, name, record, signal)),
+    update: (ns, name, record, rv, signal) => (replica.refuseLeaseUpdates ? guard(replica, async () => refused) : guard(replica, () => api.update(ns, name, record, rv, signal))),
   };
 }
 
@@ -287,5 +287,20 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
     await advanceUntil(c, () => b.elector.isLeader(), "cp-b takes over");
     assert.ok((b.led[0] as number) > steppedDown, "never two leaders at once");
     assert.ok((b.led[0] as number) - refusedFrom >= timing.leaseDurationMs - timing.retryPeriodMs);
+  });
+  it("emulated: a leader whose API server hangs (accepts, never answers) gives its renewal round up at the renew deadline and steps down then", async () => {
+    const { c, a } = await leaderAndFollower(4_000);
+    const hungFrom = c.clock.now();
+    c.emulator.setHung(true);
+    // No quiesce here: hung calls stay in flight until the elector aborts them.
+    for (let waited = 0; waited <= timing.renewDeadlineMs + 2 * timing.retryPeriodMs && a.stoppedLeading.length === 0; waited += 250) {
+      await c.clock.advance(250);
+      await new Promise<void>((r) => setTimeout(r, 5));
+    }
+    assert.equal(a.elector.isLeader(), false);
+    assert.equal(a.stoppedLeading.length, 1, "the renew loop ended its term although its call never got an answer");
+    // The round that hangs began at most a retry period after the last renewal (client-go's renew loop).
+    assert.ok((a.stoppedLeading[0] as number) - hungFrom <= timing.retryPeriodMs + timing.renewDeadlineMs + 250, `stepped down after ${(a.stoppedLeading[0] as number) - hungFrom} ms`);
+    c.emulator.setHung(false);
   });
 });
