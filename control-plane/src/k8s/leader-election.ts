@@ -7,6 +7,12 @@
 // releases the Lease (ReleaseOnCancel) so a successor need not wait. Time is injected. Every Lease
 // call is aborted at the renew deadline (a renewal at the end of its round's, as client-go's renew
 // runs tryAcquireOrRenew under context.WithTimeout(ctx, RenewDeadline)); a late answer is a failure.
+// This replica's own validity (isLeader, and the fast path's observedTime) counts from the instant
+// its successful write was *sent*, never from the answer: client-go stamps observedTime with
+// clock.Now() once the Update returns (kubernetes/client-go 32ce75a7
+// tools/leaderelection/leaderelection.go tryAcquireOrRenew), so an answer that arrives late would stretch the term past
+// the instant the others time their take-over from. A read showing this replica as holder proves
+// nothing about when its write landed, so it never extends the term.
 import type { Delay } from "./backoff.js";
 import { boundedCall } from "./bounded-call.js";
 import type { KubeResult } from "./client.js";
@@ -109,10 +115,14 @@ export class LeaderElector {
     return this.observed !== undefined && this.observedTimeMs + this.observed.leaseDurationSeconds * 1000 > nowMs;
   }
 
-  private setObserved(record: LeaseRecord): void {
+  /**
+   * Records what this replica saw: a record read (observed now), or its own successful write
+   * (`writtenSentMs`: when the write was sent, which alone starts a term or extends it).
+   */
+  private setObserved(record: LeaseRecord, writtenSentMs?: number): void {
     this.observed = record;
-    this.observedTimeMs = this.options.now();
-    if (record.holderIdentity === this.settings.identity) this.renewedAtMs = this.observedTimeMs;
+    this.observedTimeMs = writtenSentMs ?? this.options.now();
+    if (writtenSentMs !== undefined && record.holderIdentity === this.settings.identity) this.renewedAtMs = writtenSentMs;
     if (record.holderIdentity !== this.reportedLeader) {
       this.reportedLeader = record.holderIdentity;
       this.options.onNewLeader?.(record.holderIdentity);
@@ -192,10 +202,11 @@ export class LeaderElector {
     if (this.holdsRecord() && this.leaseValid(nowMs) && this.lease !== undefined && this.observed !== undefined) {
       const record = { ...desired, acquireTimeMs: this.observed.acquireTimeMs, leaseTransitions: this.observed.leaseTransitions };
       const lease = this.lease;
+      const sentMs = this.options.now();
       const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, lease.resourceVersion, signal), stop);
       if (updated.ok) {
         this.lease = updated.value;
-        this.setObserved(record);
+        this.setObserved(record, sentMs);
         return true;
       }
     }
@@ -203,10 +214,11 @@ export class LeaderElector {
     const current = await this.call(deadlineMs, (signal) => this.options.api.get(namespace, leaseName, signal), stop);
     if (!current.ok) {
       if (current.code !== 404) return false;
+      const sentMs = this.options.now();
       const created = await this.call(deadlineMs, (signal) => this.options.api.create(namespace, leaseName, desired, signal), stop);
       if (!created.ok) return false;
       this.lease = created.value;
-      this.setObserved(desired);
+      this.setObserved(desired, sentMs);
       return true;
     }
     this.lease = current.value;
@@ -218,10 +230,11 @@ export class LeaderElector {
     const record = this.holdsRecord()
       ? { ...desired, acquireTimeMs: current.value.record.acquireTimeMs, leaseTransitions: current.value.record.leaseTransitions }
       : { ...desired, leaseTransitions: current.value.record.leaseTransitions + 1 };
+    const sentMs = this.options.now();
     const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, current.value.resourceVersion, signal), stop);
     if (!updated.ok) return false;
     this.lease = updated.value;
-    this.setObserved(record);
+    this.setObserved(record, sentMs);
     return true;
   }
 }

@@ -43,6 +43,15 @@ interface Replica {
   beforeWrite?: (replica: Replica) => void;
   /** Lease updates fail with 500 while set (the API refuses this replica). */
   refuseLeaseUpdates: boolean;
+  /**
+   * When set, the next Lease update reaches the API server (and is applied) at once but its answer
+   * reaches this replica only this many ms later; from then on its Lease calls get no answer at all.
+   */
+  lateLeaseUpdateMs?: number;
+  /** When the late update was sent (fake time). */
+  lateSentAt?: number;
+  /** Lease calls get no answer while set (the replica is cut off from the API server). */
+  leasesHang?: boolean;
 }
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -79,12 +88,28 @@ function wrapWasmPlugins(replica: Replica, api: WasmPluginApi): WasmPluginApi {
   };
 }
 
-function wrapLeases(replica: Replica, api: LeaseApi): LeaseApi {
+function wrapLeases(replica: Replica, api: LeaseApi, delay: Delay): LeaseApi {
   const refused: KubeResult<never> = { ok: false, code: 500, reason: "InternalError", message: "injected", retryable: true };
+  const reach = <T>(call: () => Promise<T>): Promise<T> => (replica.leasesHang ? never() : guard(replica, call));
+  const update: LeaseApi["update"] = (ns, name, record, rv, signal) => {
+    if (replica.refuseLeaseUpdates) return reach(async () => refused);
+    const lateMs = replica.lateLeaseUpdateMs;
+    if (lateMs === undefined || replica.leasesHang) return reach(() => api.update(ns, name, record, rv, signal));
+    replica.lateLeaseUpdateMs = undefined;
+    replica.lateSentAt = record.renewTimeMs;
+    // Applied now (the request is not aborted on the way); the answer is held on the fake clock,
+    // outside `guard`, so the test's quiesce does not wait for it.
+    const applied = guard(replica, () => api.update(ns, name, record, rv));
+    replica.leasesHang = true;
+    return applied.then(async (result) => {
+      await delay(lateMs);
+      return result;
+    });
+  };
   return {
-    get: (ns, name, signal) => guard(replica, () => api.get(ns, name, signal)),
-    create: (ns, name, record, signal) => guard(replica, () => api.create(ns, name, record, signal)),
-    update: (ns, name, record, rv, signal) => (replica.refuseLeaseUpdates ? guard(replica, async () => refused) : guard(replica, () => api.update(ns, name, record, rv, signal))),
+    get: (ns, name, signal) => reach(() => api.get(ns, name, signal)),
+    create: (ns, name, record, signal) => reach(() => api.create(ns, name, record, signal)),
+    update,
   };
 }
 
@@ -111,7 +136,7 @@ async function startCluster(names: string[]): Promise<Cluster> {
     const settings: LeaderElectionSettings = { namespace: "tokentrace-system", leaseName: "tokentrace-control-plane", identity: name, ...timing };
     const config: Config["kubernetes"] = { ...defaultConfig.kubernetes, wasmPlugin: { ...defaultConfig.kubernetes.wasmPlugin, sha256: "c".repeat(64) }, backoff: { initialMs: 100, maxMs: 400 } };
     replica.elector = new LeaderElector({
-      api: wrapLeases(replica, new ClientNodeLeaseApi(kubeConfig)),
+      api: wrapLeases(replica, new ClientNodeLeaseApi(kubeConfig), delay),
       settings,
       now: () => clock.now(),
       delay,
@@ -303,4 +328,27 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
     assert.ok((a.stoppedLeading[0] as number) - hungFrom <= timing.retryPeriodMs + timing.renewDeadlineMs + 250, `stepped down after ${(a.stoppedLeading[0] as number) - hungFrom} ms`);
     c.emulator.setHung(false);
   });
+  // 6 s: the issue's "more than 5 s late" (lease 15 s - renew deadline 10 s); 9 s: still inside the bound.
+  for (const lateMs of [6_000, 9_000]) {
+    it(`emulated: a renewal applied at once but answered ${lateMs / 1000} s late (inside the call's bound) does not stretch the term: the leader stops acting renewDeadline after it sent that renewal, before the follower takes over, so there are never two leaders`, async (t) => {
+      const { c, a, b } = await leaderAndFollower(4_000);
+      a.lateLeaseUpdateMs = lateMs;
+      // Both electors' view at every step, for 30 s: cp-b takes over meanwhile.
+      let bothMs = 0;
+      let aLastActing: number | undefined;
+      for (let waited = 0; waited < 30_000; waited += 250) {
+        await advance(c, 250);
+        if (leaders(c).length > 1) bothMs += 250;
+        if (a.elector.isLeader()) aLastActing = c.clock.now();
+      }
+      assert.ok(a.lateSentAt !== undefined && aLastActing !== undefined, "the late renewal was sent");
+      assert.equal(b.led.length, 1, "cp-b took over");
+      const bLed = b.led[0] as number;
+      const detail = `late renewal sent at +0, answered at +${lateMs}, cp-a acted last at +${aLastActing - a.lateSentAt} ms, cp-b led at +${bLed - a.lateSentAt} ms; both leaders for ${bothMs} ms`;
+      t.diagnostic(detail);
+      assert.equal(bothMs, 0, detail);
+      assert.ok(aLastActing - a.lateSentAt < timing.renewDeadlineMs, detail);
+      assert.ok(bLed > aLastActing, detail);
+    });
+  }
 });
