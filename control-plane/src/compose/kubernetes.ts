@@ -94,6 +94,7 @@ function electorFor(config: KubernetesConfig["leaderElection"], runtime: Runtime
       retryPeriodMs: config.retryPeriodSeconds * 1000,
     },
     now: runtime.nowMs,
+    monotonicMs: runtime.monotonicMs,
     delay: runtime.delay,
     onStartedLeading: hooks.started,
     onStoppedLeading: hooks.stopped,

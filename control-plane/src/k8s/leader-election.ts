@@ -12,7 +12,10 @@
 // clock.Now() once the Update returns (kubernetes/client-go 32ce75a7
 // tools/leaderelection/leaderelection.go tryAcquireOrRenew), so an answer that arrives late would stretch the term past
 // the instant the others time their take-over from. A read showing this replica as holder proves
-// nothing about when its write landed, so it never extends the term.
+// nothing about when its write landed, so it never extends the term. Every duration is read from a
+// monotonic clock (client-go's observedTime is a time.Now() reading, whose monotonic part Go uses
+// for Add/After/Since: a wall-clock step neither stretches nor cuts a term); the wall clock only
+// fills in the record's acquire and renew times.
 import type { Delay } from "./backoff.js";
 import { boundedCall } from "./bounded-call.js";
 import type { KubeResult } from "./client.js";
@@ -45,7 +48,10 @@ export function leaderElectionProblems(s: Pick<LeaderElectionSettings, "leaseDur
 export interface LeaderElectorOptions {
   api: LeaseApi;
   settings: LeaderElectionSettings;
+  /** Wall-clock milliseconds: the record's acquireTime and renewTime only. */
   now: () => number;
+  /** Monotonic milliseconds: every duration (observed times, terms, deadlines). */
+  monotonicMs: () => number;
   delay: Delay;
   random?: () => number;
   /** Called when this replica becomes leader; the work it starts must stop in `onStoppedLeading`. */
@@ -64,7 +70,7 @@ export class LeaderElector {
   private lease: StoredLease | undefined;
   private reportedLeader: string | undefined;
   private leading = false;
-  /** When the Lease was last acquired or renewed (this replica's clock). */
+  /** When the write that last acquired or renewed the Lease was sent (monotonic). */
   private renewedAtMs = 0;
   private readonly abort = new AbortController();
   private running: Promise<void> | undefined;
@@ -78,7 +84,7 @@ export class LeaderElector {
    * that was paused (GC, CPU starvation) stops acting at once, before its Lease can expire.
    */
   isLeader(): boolean {
-    return this.leading && this.options.now() - this.renewedAtMs < this.settings.renewDeadlineMs;
+    return this.leading && this.options.monotonicMs() - this.renewedAtMs < this.settings.renewDeadlineMs;
   }
 
   /** The holder last observed ("" = none). */
@@ -110,7 +116,7 @@ export class LeaderElector {
     return this.observed?.holderIdentity === this.settings.identity;
   }
 
-  // isLeaseValid: observedTime + leaseDurationSeconds is still in the future.
+  // isLeaseValid: observedTime + leaseDurationSeconds is still in the future (monotonic).
   private leaseValid(nowMs: number): boolean {
     return this.observed !== undefined && this.observedTimeMs + this.observed.leaseDurationSeconds * 1000 > nowMs;
   }
@@ -121,7 +127,7 @@ export class LeaderElector {
    */
   private setObserved(record: LeaseRecord, writtenSentMs?: number): void {
     this.observed = record;
-    this.observedTimeMs = writtenSentMs ?? this.options.now();
+    this.observedTimeMs = writtenSentMs ?? this.options.monotonicMs();
     if (writtenSentMs !== undefined && record.holderIdentity === this.settings.identity) this.renewedAtMs = writtenSentMs;
     if (record.holderIdentity !== this.reportedLeader) {
       this.reportedLeader = record.holderIdentity;
@@ -133,7 +139,7 @@ export class LeaderElector {
     const random = this.options.random ?? Math.random;
     while (!this.stopped) {
       // acquire: JitterUntil(tryAcquireOrRenew, retryPeriod, JitterFactor)
-      while (!this.stopped && !(await this.tryAcquireOrRenew(this.options.now() + this.settings.renewDeadlineMs))) {
+      while (!this.stopped && !(await this.tryAcquireOrRenew(this.options.monotonicMs() + this.settings.renewDeadlineMs))) {
         await this.options.delay(this.settings.retryPeriodMs * (1 + random() * jitterFactor), this.abort.signal);
       }
       if (this.stopped) break;
@@ -143,14 +149,14 @@ export class LeaderElector {
       this.options.onStartedLeading();
       // renew: each round polls every retryPeriod until a renewal succeeds or renewDeadline passes.
       while (!this.stopped) {
-        const pollStart = this.options.now();
+        const pollStart = this.options.monotonicMs();
         let renewed = false;
         while (!this.stopped) {
           if (await this.tryAcquireOrRenew(pollStart + this.settings.renewDeadlineMs)) {
             renewed = true;
             break;
           }
-          if (this.options.now() - pollStart >= this.settings.renewDeadlineMs) break;
+          if (this.options.monotonicMs() - pollStart >= this.settings.renewDeadlineMs) break;
           await this.options.delay(this.settings.retryPeriodMs, this.abort.signal);
         }
         if (!renewed) break;
@@ -166,7 +172,7 @@ export class LeaderElector {
   // tryRelease: an empty holder and a 1 s duration let the next candidate take over at once.
   private async release(): Promise<void> {
     if (!this.holdsRecord() || this.observed === undefined) return;
-    const deadlineMs = this.options.now() + this.settings.renewDeadlineMs;
+    const deadlineMs = this.options.monotonicMs() + this.settings.renewDeadlineMs;
     const current = await this.call(deadlineMs, (signal) => this.options.api.get(this.settings.namespace, this.settings.leaseName, signal));
     if (!current.ok || current.value.record.holderIdentity !== this.settings.identity) return;
     const nowMs = this.options.now();
@@ -181,9 +187,9 @@ export class LeaderElector {
     }
   }
 
-  /** One Lease call, aborted at `deadlineMs` (this replica's clock) or when the elector stops. */
+  /** One Lease call, aborted at `deadlineMs` (monotonic) or when the elector stops. */
   private call<T>(deadlineMs: number, request: (signal: AbortSignal) => Promise<KubeResult<T>>, outer?: AbortSignal): Promise<KubeResult<T>> {
-    return boundedCall(this.options.delay, deadlineMs - this.options.now(), request, outer);
+    return boundedCall(this.options.delay, deadlineMs - this.options.monotonicMs(), request, outer);
   }
 
   /** leaderelection.go tryAcquireOrRenew; every call ends by `deadlineMs`. */
@@ -191,6 +197,7 @@ export class LeaderElector {
     const { namespace, leaseName, identity } = this.settings;
     const stop = this.abort.signal;
     const nowMs = this.options.now();
+    const monoMs = this.options.monotonicMs();
     const desired: LeaseRecord = {
       holderIdentity: identity,
       leaseDurationSeconds: Math.floor(this.settings.leaseDurationMs / 1000),
@@ -199,10 +206,10 @@ export class LeaderElector {
       leaseTransitions: 0,
     };
     // 1. Fast path: the leader updates optimistically from the record it last wrote.
-    if (this.holdsRecord() && this.leaseValid(nowMs) && this.lease !== undefined && this.observed !== undefined) {
+    if (this.holdsRecord() && this.leaseValid(monoMs) && this.lease !== undefined && this.observed !== undefined) {
       const record = { ...desired, acquireTimeMs: this.observed.acquireTimeMs, leaseTransitions: this.observed.leaseTransitions };
       const lease = this.lease;
-      const sentMs = this.options.now();
+      const sentMs = this.options.monotonicMs();
       const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, lease.resourceVersion, signal), stop);
       if (updated.ok) {
         this.lease = updated.value;
@@ -214,7 +221,7 @@ export class LeaderElector {
     const current = await this.call(deadlineMs, (signal) => this.options.api.get(namespace, leaseName, signal), stop);
     if (!current.ok) {
       if (current.code !== 404) return false;
-      const sentMs = this.options.now();
+      const sentMs = this.options.monotonicMs();
       const created = await this.call(deadlineMs, (signal) => this.options.api.create(namespace, leaseName, desired, signal), stop);
       if (!created.ok) return false;
       this.lease = created.value;
@@ -225,12 +232,12 @@ export class LeaderElector {
     // 3. A changed record restarts the observation clock; an unchanged one keeps aging.
     if (this.observed === undefined || JSON.stringify(current.value.record) !== JSON.stringify(this.observed)) this.setObserved(current.value.record);
     const held = current.value.record.holderIdentity !== "";
-    if (held && this.leaseValid(nowMs) && !this.holdsRecord()) return false;
+    if (held && this.leaseValid(monoMs) && !this.holdsRecord()) return false;
     // 4. Take over (a new term) or renew through the slow path.
     const record = this.holdsRecord()
       ? { ...desired, acquireTimeMs: current.value.record.acquireTimeMs, leaseTransitions: current.value.record.leaseTransitions }
       : { ...desired, leaseTransitions: current.value.record.leaseTransitions + 1 };
-    const sentMs = this.options.now();
+    const sentMs = this.options.monotonicMs();
     const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, current.value.resourceVersion, signal), stop);
     if (!updated.ok) return false;
     this.lease = updated.value;

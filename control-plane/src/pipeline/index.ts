@@ -11,7 +11,7 @@ import { labelNoteMessage } from "../join/gpu-index.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
 import type { WriteSeries } from "../remote-write/series.js";
-import { systemClock, type Clock } from "../remote-write/retry.js";
+import { monotonicOf, systemClock, type Clock } from "../remote-write/retry.js";
 import type { Transport } from "../remote-write/transport.js";
 import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
 import { hostname } from "node:os";
@@ -194,12 +194,17 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     const api = deps.memberLeaseApi ?? (deps.kubeConfig ? new ClientNodeMemberLeaseApi(deps.kubeConfig) : undefined);
     if (!api) throw new Error("invalid pipeline config: sharding.enabled: needs a kubeConfig");
     let started = false;
+    const monotonicMs = monotonicOf(clock);
+    // Hand-overs are timed on the scrape clock (wall, as scrape timestamps are): a monotonic instant
+    // from membership is converted at the moment it is read (offset = wall now - monotonic now).
+    const wallOf = (monoMs: number | undefined): number | undefined => (monoMs === undefined ? undefined : monoMs + (clock.now() - monotonicMs()));
     const created = new LeaseMembership({
       api,
       namespace: config.sharding.namespace,
       identity,
       leaseDurationMs: config.sharding.leaseDurationMs,
       clock,
+      monotonicMs,
       onError: (message) => deps.log?.(`sharding: ${message}`),
       onChange: (members) => {
         current.setMembers(members);
@@ -212,7 +217,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
       deps.readMemberLease ?? (deps.kubeConfig ? clientNodeLeaseReader(deps.kubeConfig, config.sharding.namespace, clock, Math.max(1, Math.floor(created.periodMs / 2))) : async () => undefined);
     const { leaseDurationMs } = config.sharding;
     const resumed = await resumeOrRenewLease(api, config.sharding.namespace, identity, clock, leaseDurationMs - created.periodMs, created.renewDeadlineMs, deps.log);
-    const current = new Handover({ self: identity, periodMs: created.periodMs, leaseDurationMs, clock, readLease, resumed, stoppedBy: (member) => created.stoppedByMs(member), onChange: () => started && apply() });
+    const current = new Handover({ self: identity, periodMs: created.periodMs, leaseDurationMs, clock, readLease, resumed, stoppedBy: (member) => wallOf(created.stoppedByMs(member)), onChange: () => started && apply() });
     handover = current;
     await membership.start();
     started = true;

@@ -9,13 +9,16 @@
 // a renewal call that hangs cannot keep it in. Every Lease call is bounded by the renew deadline
 // and aborted there (client-go runs each renewal under a RenewDeadline context,
 // kubernetes/client-go 32ce75a7 tools/leaderelection/leaderelection.go renew).
+// Every duration (validity, observed changes, the self-out timer) is read from a monotonic clock,
+// as client-go's observedTime is a time.Now() reading compared through its monotonic part: a
+// wall-clock step neither keeps a replica in nor counts it out. The record's renewTime is wall.
 // Stopping deletes this replica's Lease (as client-go's ReleaseOnCancel gives its Lease up,
 // leaderelection.go release/tryRelease at 32ce75a7), so the others take its targets over at their
 // next listing instead of after the lease duration.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import { toFailure, type KubeResult } from "../k8s/client.js";
 import { boundedCall, signalOptions } from "../k8s/bounded-call.js";
-import type { Clock } from "../remote-write/retry.js";
+import { monotonicOf, type Clock } from "../remote-write/retry.js";
 
 /** The label every member's Lease carries. */
 export const MEMBER_LABEL = "tokentrace.io/pipeline-member";
@@ -105,7 +108,10 @@ export interface MembershipOptions {
    * Lease call (default two thirds of the lease: out before the others may count it out).
    */
   renewDeadlineMs?: number;
+  /** Wall clock for the record's renewTime; its `sleep` for the timers. */
   clock: Clock;
+  /** Monotonic milliseconds for every duration (default: the clock's, performance.now() on the system clock). */
+  monotonicMs?: () => number;
   /** Called with the sorted live members whenever they change ([] while this replica is out). */
   onChange: (members: string[]) => void;
   onError?: (message: string) => void;
@@ -119,7 +125,7 @@ export function memberLeaseName(identity: string): string {
 /** Keeps this replica's Lease renewed and reports the live members. */
 export class LeaseMembership {
   private readonly observed = new Map<string, { version: string; atMs: number; lease: MemberLease }>();
-  /** When the last successful renewal was sent (this replica's clock). */
+  /** When the last successful renewal was sent (monotonic). */
   private lastRenewMs = -Infinity;
   private members: string[] | undefined;
   private stopped = false;
@@ -127,7 +133,11 @@ export class LeaseMembership {
   private loopDone: Promise<void> | undefined;
   private selfOutTimer: AbortController | undefined;
 
-  constructor(private readonly opts: MembershipOptions) {}
+  private readonly monotonicMs: () => number;
+
+  constructor(private readonly opts: MembershipOptions) {
+    this.monotonicMs = opts.monotonicMs ?? monotonicOf(opts.clock);
+  }
 
   /** Renew and list every third of the lease duration (client-go's retryPeriod is of that order). */
   get periodMs(): number {
@@ -142,7 +152,7 @@ export class LeaseMembership {
   /**
    * The instant by which `member` has stopped scraping when its Lease stops changing: the last
    * change of it this replica saw, plus the renew deadline at which it counts itself out (its
-   * renewal was sent before that change was seen). Undefined when never seen.
+   * renewal was sent before that change was seen). Monotonic; undefined when never seen.
    */
   stoppedByMs(member: string): number | undefined {
     let seen: number | undefined;
@@ -211,10 +221,10 @@ export class LeaseMembership {
     const timer = new AbortController();
     this.selfOutTimer = timer;
     const { clock } = this.opts;
-    const waitMs = Math.max(0, this.lastRenewMs + this.renewDeadlineMs - clock.now());
+    const waitMs = Math.max(0, this.lastRenewMs + this.renewDeadlineMs - this.monotonicMs());
     void clock.sleep(waitMs, timer.signal).then(() => {
       if (timer.signal.aborted || this.stopped) return;
-      this.report(clock.now());
+      this.report(this.monotonicMs());
     });
   }
 
@@ -225,9 +235,9 @@ export class LeaseMembership {
     const stop = this.stopSignal.signal;
     // Validity counts from before the renewal went out, never from its answer (client-go's
     // observedTime is taken before the write; a late answer must not extend it).
-    const sentMs = clock.now();
-    const remaining = (): number => Math.max(0, sentMs + this.renewDeadlineMs - clock.now());
-    const record = { name, holderIdentity: identity, leaseDurationSeconds: Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000)), renewTimeMs: sentMs };
+    const sentMs = this.monotonicMs();
+    const remaining = (): number => Math.max(0, sentMs + this.renewDeadlineMs - this.monotonicMs());
+    const record = { name, holderIdentity: identity, leaseDurationSeconds: Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000)), renewTimeMs: clock.now() };
     const current = await this.call((signal) => api.get(namespace, name, signal), stop, remaining());
     const renewed = current.ok
       ? await this.call((signal) => api.update(namespace, { ...record, resourceVersion: current.value.resourceVersion }, signal), stop, remaining())
@@ -239,7 +249,7 @@ export class LeaseMembership {
       this.armSelfOut();
     } else if (!this.stopped) this.opts.onError?.(`renewing lease ${name}: ${renewed.code} ${renewed.message}`);
     const listed = await this.call((signal) => api.list(namespace, signal), stop);
-    const now = clock.now();
+    const now = this.monotonicMs();
     if (listed.ok) {
       const seen = new Set<string>();
       for (const lease of listed.value) {

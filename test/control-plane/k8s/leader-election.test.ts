@@ -36,7 +36,7 @@ interface Replica {
   inflight: number;
   /** WasmPlugin writes this replica sent. */
   writes: string[];
-  /** Fake-clock times this replica started and stopped leading. */
+  /** Fake-clock (monotonic) times this replica started and stopped leading. */
   led: number[];
   stoppedLeading: number[];
   /** Hook run before each WasmPlugin write goes out. */
@@ -139,14 +139,15 @@ async function startCluster(names: string[]): Promise<Cluster> {
       api: wrapLeases(replica, new ClientNodeLeaseApi(kubeConfig), delay),
       settings,
       now: () => clock.now(),
+      monotonicMs: () => clock.monotonicMs(),
       delay,
       random,
       onStartedLeading: () => {
-        replica.led.push(clock.now());
+        replica.led.push(clock.monotonicMs());
         replica.sync.leadershipChanged();
       },
       onStoppedLeading: () => {
-        replica.stoppedLeading.push(clock.now());
+        replica.stoppedLeading.push(clock.monotonicMs());
         replica.sync.leadershipChanged();
       },
     });
@@ -351,4 +352,39 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
       assert.ok(bLed > aLastActing, detail);
     });
   }
+  it("emulated: a wall-clock step of +1 h, then -1 h, neither cuts nor stretches a term: the leader keeps leading through both, and once its renewals fail it steps down within renewDeadline and the follower takes over after leaseDuration", async (t) => {
+    const { c, a, b } = await leaderAndFollower(4_000);
+    const onlyA = async (ms: number, what: string): Promise<void> => {
+      for (let waited = 0; waited < ms; waited += 250) {
+        await advance(c, 250);
+        assert.deepEqual(leaders(c), ["cp-a"], `${what}, ${waited + 250} ms on`);
+      }
+    };
+    c.clock.stepWall(3_600_000);
+    await onlyA(20_000, "after a +1 h step");
+    c.clock.stepWall(-7_200_000);
+    await onlyA(20_000, "after a -2 h step (-1 h from the start)");
+    // The renewals fail from here, and the wall clock steps back another hour at once.
+    const refusedAt = c.clock.monotonicMs();
+    a.refuseLeaseUpdates = true;
+    c.clock.stepWall(-3_600_000);
+    let both = 0;
+    let steppedDown: number | undefined;
+    await advanceUntil(
+      c,
+      () => {
+        if (leaders(c).length > 1) both += 250;
+        if (steppedDown === undefined && !a.elector.isLeader()) steppedDown = c.clock.monotonicMs();
+        return b.elector.isLeader();
+      },
+      "cp-b takes over",
+    );
+    assert.ok(steppedDown !== undefined);
+    const led = b.led[0] as number;
+    t.diagnostic(`renewals refused at +0 (wall stepped -1 h then): cp-a stopped acting at +${steppedDown - refusedAt} ms, cp-b led at +${led - refusedAt} ms; both leaders for ${both} ms`);
+    assert.equal(both, 0);
+    assert.ok(steppedDown - refusedAt <= timing.renewDeadlineMs + 250, `stepped down after ${steppedDown - refusedAt} ms`);
+    assert.ok(led - refusedAt >= timing.leaseDurationMs - timing.retryPeriodMs, `cp-b led after ${led - refusedAt} ms`);
+    assert.ok(led > steppedDown);
+  });
 });
