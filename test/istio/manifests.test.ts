@@ -326,7 +326,7 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
     assert.equal(env.find((e) => e.name === "TOKENTRACE_LEADER_ELECTION_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
   });
 
-  it("pipeline sharding is on, each replica named by its pod, and a Role grants exactly the member-Lease calls membership.ts makes, in the control plane's namespace", () => {
+  it("pipeline sharding is on, each replica named by its pod, and a Role grants exactly the member-Lease calls membership.ts makes, in the member Leases' own namespace (not the leader Lease's)", () => {
     const result = deployedConfig();
     assert.ok(result.ok, result.ok ? "" : result.errors.join("; "));
     const sharding = result.config.pipeline.sharding;
@@ -334,10 +334,15 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
     assert.equal(sharding?.enabled, true, "Kubernetes discovery with two replicas needs sharding");
     const env = container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
     assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
-    assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath, "metadata.namespace");
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_NAMESPACE"), undefined, "the namespace is config.yaml's, not the pod's");
     const role = one(all, "Role", "tokentrace-control-plane-pipeline-members");
     const binding = one(all, "RoleBinding", "tokentrace-control-plane-pipeline-members");
-    assert.equal(role.metadata.namespace, statefulSet.metadata.namespace);
+    // The Role cannot name the member Leases, so it may write every Lease of its namespace: that
+    // namespace is theirs alone (a Namespace shipped with them), never the leader Lease's.
+    assert.equal(role.metadata.namespace, sharding?.namespace);
+    assert.notEqual(sharding?.namespace, result.config.kubernetes.leaderElection.namespace === "" ? statefulSet.metadata.namespace : result.config.kubernetes.leaderElection.namespace);
+    assert.notEqual(sharding?.namespace, statefulSet.metadata.namespace);
+    assert.equal(one(all, "Namespace", sharding?.namespace as string).metadata.name, sharding?.namespace);
     assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
     assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
     const grants = new Set<string>();

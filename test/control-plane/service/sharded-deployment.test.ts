@@ -278,7 +278,8 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     const stopping = b.running.stop();
     await run(6000); // its bounded remote-write flush
     await stopping;
-    const leases = await kube(emulator, "GET", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`);
+    const membersNamespace = (parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { sharding: { namespace: string } } }).pipeline.sharding.namespace;
+    const leases = await kube(emulator, "GET", `/apis/coordination.k8s.io/v1/namespaces/${membersNamespace}/leases`);
     assert.deepEqual((leases.json.items as { metadata: { name: string } }[]).map((l) => l.metadata.name).filter((n) => n.startsWith("tokentrace-pipeline-")), [memberLeaseName(a.podName)]);
     const stoppedAt = clock.now();
     await until(async () => {
