@@ -268,6 +268,7 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     for (const r of replicas) await r.running.kubernetes!.history.idle();
     const revisions = emulator.objects("apps/v1/controllerrevisions").filter((o) => o.metadata?.labels?.["tokentrace.dev/policy"] === "chat");
     assert.equal(revisions.length, 2, "a revision for the creation and one for the deletion");
+    assert.deepEqual(revisions.map((o) => o.metadata?.namespace), [NAMESPACE, NAMESPACE], "kept in the control plane's namespace, where its Role grants them");
 
     await run(6 * intervalMs);
     // SIGTERM: what main.ts's handler calls. b's member Lease is deleted, so a counts b out at its

@@ -1,7 +1,8 @@
 // The shipped RBAC against the emulated kube-apiserver's RBAC authorizer: the pipeline members'
 // Role (which cannot name its Leases, pod names being generated) must not reach the
-// leader-election Lease, and the control plane's ServiceAccount may do to that Lease only what
-// leader election does (get and update it by name, create it).
+// leader-election Lease, the control plane's ServiceAccount may do to that Lease only what
+// leader election does (get and update it by name, create it), and it writes ControllerRevisions
+// (policy history) only in its own namespace, never another workload's.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RbacAuthorizer, startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
@@ -48,7 +49,7 @@ async function stored(namespace: string, name: string): Promise<unknown> {
   return (await fetch(`${emulator.url}${leases(namespace)}/${name}`)).json();
 }
 
-describe("Lease RBAC as shipped (emulated: kube-apiserver's RBAC authorizer)", () => {
+describe("Lease and history RBAC as shipped (emulated: kube-apiserver's RBAC authorizer)", () => {
   it("emulated: the member Leases have a namespace of their own, apart from the leader-election Lease", () => {
     assert.notEqual(MEMBERS_NAMESPACE, LEADER_NAMESPACE);
     assert.equal(one(all, "Namespace", MEMBERS_NAMESPACE).metadata.name, MEMBERS_NAMESPACE);
@@ -85,5 +86,21 @@ describe("Lease RBAC as shipped (emulated: kube-apiserver's RBAC authorizer)", (
     assert.equal(await call(SA_TOKEN, "PUT", member, await stored(MEMBERS_NAMESPACE, "tokentrace-pipeline-tokentrace-control-plane-0")), 200);
     assert.equal(await call(SA_TOKEN, "GET", leases(MEMBERS_NAMESPACE)), 200);
     assert.equal(await call(SA_TOKEN, "DELETE", member), 200);
+  });
+
+  it("emulated: the ServiceAccount lists, creates and deletes ControllerRevisions in the control plane's namespace only: another namespace's (a StatefulSet's history) are refused (403)", async () => {
+    const revisions = (namespace: string): string => `/apis/apps/v1/namespaces/${namespace}/controllerrevisions`;
+    const revision = (name: string) => ({ apiVersion: "apps/v1", kind: "ControllerRevision", metadata: { name }, data: { spec: {} }, revision: 1 });
+    const own = statefulSet.metadata.namespace as string;
+    for (const other of ["kube-system", "llm"]) {
+      assert.equal(await call("", "POST", revisions(other), revision("web-6d4b8c")), 201);
+      assert.equal(await call(SA_TOKEN, "DELETE", `${revisions(other)}/web-6d4b8c`), 403, `delete in ${other}`);
+      assert.equal(await call(SA_TOKEN, "POST", revisions(other), revision("samplingpolicy-x")), 403, `create in ${other}`);
+      assert.equal(await call(SA_TOKEN, "GET", revisions(other)), 403, `list in ${other}`);
+    }
+    assert.equal(await call(SA_TOKEN, "GET", "/apis/apps/v1/controllerrevisions"), 403, "list across namespaces");
+    assert.equal(await call(SA_TOKEN, "POST", revisions(own), revision("samplingpolicy-llm.chat-1a2b3c4d-1")), 201);
+    assert.equal(await call(SA_TOKEN, "GET", revisions(own)), 200);
+    assert.equal(await call(SA_TOKEN, "DELETE", `${revisions(own)}/samplingpolicy-llm.chat-1a2b3c4d-1`), 200);
   });
 });
