@@ -83,6 +83,7 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_WASM_IMAGE_PULL_SECRET: "kubernetes.wasmPlugin.imagePullSecret",
   TOKENTRACE_CONTENT_WASM_URL: "kubernetes.contentWasmPlugin.url",
   TOKENTRACE_CONTENT_WASM_SHA256: "kubernetes.contentWasmPlugin.sha256",
+  TOKENTRACE_HISTORY_NAMESPACE: "kubernetes.historyNamespace",
   TOKENTRACE_LEADER_ELECTION_NAMESPACE: "kubernetes.leaderElection.namespace",
   TOKENTRACE_LEADER_ELECTION_IDENTITY: "kubernetes.leaderElection.identity",
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",

@@ -289,14 +289,37 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
     for (const verb of ["list", "watch", "create", "update", "delete"]) used.add(`tokentrace.dev/samplingpolicies:${verb}`);
     assert.ok(customCalls.includes("patch/status") && source("k8s/policy-status.ts").includes("patchStatus("));
     used.add("tokentrace.dev/samplingpolicies/status:patch");
-    // History: ControllerRevisions listed, created, the oldest deleted.
-    const history = source("k8s/history.ts");
-    const revisionVerbs = [...history.matchAll(/this\.api\.(list|create|delete)\w*ControllerRevision\w*\(/g)].map((m) => m[1]!);
-    for (const verb of new Set(revisionVerbs)) used.add(`apps/controllerrevisions:${verb}`);
+    // History (ControllerRevisions) is granted by a Role in the control plane's namespace, not here.
     if (/makeInformer<V1Pod>/.test(source("scrape/discovery.ts"))) for (const v of ["list", "watch"]) used.add(`/pods:${v}`);
     assert.deepEqual([...grants].sort(), [...used].sort());
     assert.equal(wasmPluginVersion, "v1alpha1");
     assert.ok(![...grants].some((g) => g.includes("*")), "no wildcards");
+  });
+
+  it("policy history is granted exactly the ControllerRevision calls history.ts makes, by a Role in the namespace the revisions are kept in (the control plane's), never cluster-wide", () => {
+    const role = one(all, "Role", "tokentrace-control-plane-history");
+    const binding = one(all, "RoleBinding", "tokentrace-control-plane-history");
+    const result = deployedConfig();
+    assert.ok(result.ok);
+    assert.equal(result.config.kubernetes.historyNamespace, statefulSet.metadata.namespace);
+    assert.equal(role.metadata.namespace, result.config.kubernetes.historyNamespace);
+    assert.equal(binding.metadata.namespace, role.metadata.namespace);
+    assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
+    assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
+    const grants = new Set<string>();
+    for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>) {
+      for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+    }
+    const history = readFileSync(join(REPO, "control-plane/src/k8s/history.ts"), "utf8");
+    const used = new Set([...history.matchAll(/this\.api\.(list|create|delete)\w*ControllerRevision\w*\(/g)].map((m) => `apps/controllerrevisions:${m[1]!}`));
+    assert.equal(used.size, 3);
+    assert.deepEqual([...grants].sort(), [...used].sort());
+    // No other rule grants ControllerRevisions anywhere.
+    for (const m of all.filter((x) => ["ClusterRole", "Role"].includes(x.kind) && x.metadata.name !== role.metadata.name)) {
+      for (const rule of m.rules as Array<{ resources: string[] }>) assert.ok(!rule.resources.includes("controllerrevisions"), `${m.kind} ${m.metadata.name as string}`);
+    }
+    const env = container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_HISTORY_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath, "metadata.namespace");
   });
 
   it("leader election is granted exactly the Lease calls it makes, on its own Lease in its own namespace (a Role, not cluster-wide)", () => {
@@ -326,7 +349,7 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
     assert.equal(env.find((e) => e.name === "TOKENTRACE_LEADER_ELECTION_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
   });
 
-  it("pipeline sharding is on, each replica named by its pod, and a Role grants exactly the member-Lease calls membership.ts makes, in the control plane's namespace", () => {
+  it("pipeline sharding is on, each replica named by its pod, and a Role grants exactly the member-Lease calls membership.ts makes, in the member Leases' own namespace (not the leader Lease's)", () => {
     const result = deployedConfig();
     assert.ok(result.ok, result.ok ? "" : result.errors.join("; "));
     const sharding = result.config.pipeline.sharding;
@@ -334,10 +357,15 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
     assert.equal(sharding?.enabled, true, "Kubernetes discovery with two replicas needs sharding");
     const env = container.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
     assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_IDENTITY")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
-    assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath, "metadata.namespace");
+    assert.equal(env.find((e) => e.name === "TOKENTRACE_SHARDING_NAMESPACE"), undefined, "the namespace is config.yaml's, not the pod's");
     const role = one(all, "Role", "tokentrace-control-plane-pipeline-members");
     const binding = one(all, "RoleBinding", "tokentrace-control-plane-pipeline-members");
-    assert.equal(role.metadata.namespace, statefulSet.metadata.namespace);
+    // The Role cannot name the member Leases, so it may write every Lease of its namespace: that
+    // namespace is theirs alone (a Namespace shipped with them), never the leader Lease's.
+    assert.equal(role.metadata.namespace, sharding?.namespace);
+    assert.notEqual(sharding?.namespace, result.config.kubernetes.leaderElection.namespace === "" ? statefulSet.metadata.namespace : result.config.kubernetes.leaderElection.namespace);
+    assert.notEqual(sharding?.namespace, statefulSet.metadata.namespace);
+    assert.equal(one(all, "Namespace", sharding?.namespace as string).metadata.name, sharding?.namespace);
     assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
     assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
     const grants = new Set<string>();

@@ -4,9 +4,15 @@ import type { Clock } from "../../control-plane/src/remote-write/retry.js";
 
 interface Timer { at: number; resolve: () => void; signal: AbortSignal | undefined; onAbort: () => void }
 
-/** Time stands still until `advance`. */
+/**
+ * Time stands still until `advance`. `now` is the wall clock, `monotonicMs` the monotonic one;
+ * timers run on monotonic time; `stepWall` jumps the wall clock alone (an NTP step, a VM resume).
+ */
 export class FakeClock implements Clock {
+  /** Monotonic time (timers fire on it). */
   private t: number;
+  /** Wall minus monotonic: changed only by `stepWall`. */
+  private wallOffsetMs = 0;
   private timers: Timer[] = [];
   /** Every sleep duration requested, in order (to assert backoff and Retry-After exactly). */
   readonly sleeps: number[] = [];
@@ -16,7 +22,16 @@ export class FakeClock implements Clock {
   }
 
   now(): number {
+    return this.t + this.wallOffsetMs;
+  }
+
+  monotonicMs(): number {
     return this.t;
+  }
+
+  /** Steps the wall clock by `ms` (either sign); monotonic time and timers are untouched. */
+  stepWall(ms: number): void {
+    this.wallOffsetMs += ms;
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -30,7 +30,7 @@ function samplingPolicyApi(runtime: Runtime): ClientNodeCustomObjectApi<Sampling
 }
 
 /** Opens and starts the SamplingPolicy store and its history (first, so adaptive sampling can seed from it). */
-export function openClusterPolicies(config: Pick<KubernetesConfig, "namespace" | "backoff" | "contentWasmPlugin">, runtime: Runtime, audit: AuditSink): ClusterPolicies {
+export function openClusterPolicies(config: Pick<KubernetesConfig, "namespace" | "historyNamespace" | "backoff" | "contentWasmPlugin">, runtime: Runtime, audit: AuditSink): ClusterPolicies {
   const namespace = config.namespace === "" ? undefined : config.namespace;
   const inNamespace = namespace === undefined ? undefined : namespaceCheck(namespace);
   // A policy this deployment could not apply is refused: another namespace, or capture without a content module.
@@ -48,7 +48,7 @@ export function openClusterPolicies(config: Pick<KubernetesConfig, "namespace" |
     history: (name) => history.read(name),
   });
   // Every replica records history (revision names come from the objects, so they converge).
-  const history: PolicyHistory = new PolicyHistory({ api: new ClientNodeRevisionApi(runtime.kubeConfig()), namespace, store, now: runtime.now, audit, log: runtime.log });
+  const history: PolicyHistory = new PolicyHistory({ api: new ClientNodeRevisionApi(runtime.kubeConfig()), namespace, historyNamespace: config.historyNamespace, store, now: runtime.now, audit, log: runtime.log });
   history.start();
   store.start();
   return { store, history };
@@ -92,6 +92,7 @@ function electorFor(config: KubernetesConfig["leaderElection"], runtime: Runtime
       retryPeriodMs: config.retryPeriodSeconds * 1000,
     },
     now: runtime.nowMs,
+    monotonicMs: runtime.monotonicMs,
     delay: runtime.delay,
     onStartedLeading: hooks.started,
     onStoppedLeading: hooks.stopped,

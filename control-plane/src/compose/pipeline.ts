@@ -17,7 +17,7 @@ export function enabledPipelineConfig(section: PipelineSection): PipelineConfig 
 export function startPipelinePart(config: PipelineConfig, runtime: Runtime, registry: Registry, onBatch: NonNullable<PipelineDeps["onBatch"]>): Promise<RunningPipeline> {
   return startPipeline(config, {
     registry,
-    clock: { now: runtime.nowMs, sleep: runtime.delay },
+    clock: { now: runtime.nowMs, sleep: runtime.delay, monotonicMs: runtime.monotonicMs },
     ...(config.scrape.kubernetes.enabled || config.sharding.enabled ? { kubeConfig: runtime.kubeConfig() } : {}),
     log: (message) => runtime.log({ msg: "pipeline", detail: message }),
     onBatch,

@@ -20,6 +20,11 @@ export interface ControlPlaneOptions {
   now?: () => number;
   /** Waits of backoffs and leader election; with `now`, also the metrics pipeline's clock. */
   delay?: Delay;
+  /**
+   * Monotonic milliseconds for the durations of leader election and shard membership (default
+   * performance.now(); when only `now` is injected, `now`, so a test's timers and durations agree).
+   */
+  monotonicMs?: () => number;
 }
 
 /** JSON lines on stdout, the process's log. */
@@ -33,6 +38,8 @@ export interface Runtime {
   ticker: Ticker;
   nowMs: () => number;
   now: () => Date;
+  /** Monotonic milliseconds: every duration that decides whether this replica may act. */
+  monotonicMs: () => number;
   delay: Delay;
   /** The cluster's credentials: `kubeconfig` when set, else the client's default lookup; read on first call. */
   kubeConfig: () => KubeConfig;
@@ -48,6 +55,7 @@ export function runtimeOf(options: ControlPlaneOptions, kubeconfig: string): Run
     ticker: options.ticker ?? new IntervalTicker(),
     nowMs,
     now: () => new Date(nowMs()),
+    monotonicMs: options.monotonicMs ?? options.now ?? (() => performance.now()),
     delay: options.delay ?? realDelay,
     kubeConfig: () => {
       if (loaded === undefined) {

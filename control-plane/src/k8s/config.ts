@@ -16,6 +16,11 @@ export interface KubernetesConfig {
    * the WasmPlugin of a policy that turns capture on; url "" = none, and then such a policy is refused.
    */
   contentWasmPlugin: ContentModuleSettings;
+  /**
+   * Namespace the policy history (ControllerRevisions) is kept in: the control plane's own (the
+   * StatefulSet passes it by the downward API), so a Role confines the revision writes to it.
+   */
+  historyNamespace: string;
   /** Full re-list and compare even without events, to catch anything a watch missed. */
   resyncSeconds: number;
   backoff: { initialMs: number; maxMs: number };
@@ -52,6 +57,7 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
       imagePullSecret: "",
     },
     contentWasmPlugin: { url: "", sha256: "" },
+    historyNamespace: "tokentrace-system",
     resyncSeconds: 300,
     backoff: { initialMs: 500, maxMs: 30000 },
     leaderElection: {
@@ -67,7 +73,7 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
   schema: {
     type: "object",
     additionalProperties: false,
-    required: ["kubeconfig", "namespace", "wasmPlugin", "contentWasmPlugin", "resyncSeconds", "backoff", "leaderElection"],
+    required: ["kubeconfig", "namespace", "wasmPlugin", "contentWasmPlugin", "historyNamespace", "resyncSeconds", "backoff", "leaderElection"],
     properties: {
       kubeconfig: { type: "string" },
       namespace: { type: "string", pattern: `^$|${dnsLabel}`, maxLength: 63 },
@@ -94,6 +100,7 @@ export const kubernetesSection: ConfigSection<KubernetesConfig> = {
           sha256: { type: "string", pattern: "^$|^[a-f0-9]{64}$" },
         },
       },
+      historyNamespace: { type: "string", pattern: dnsLabel, maxLength: 63 },
       resyncSeconds: { type: "integer", minimum: 10, maximum: 86400 },
       backoff: {
         type: "object",

@@ -1,7 +1,10 @@
 // Policy history in the cluster: one apps/v1 ControllerRevision per state of a SamplingPolicy (the
 // object StatefulSets keep their history in: immutable `data`, a `revision` number), labelled with
-// the policy's name, in the policy's namespace, at most `historyLimit` per name and namespace (the
-// oldest are deleted). History is complete by design rather than by who happens to lead: a
+// the policy's name and namespace, at most `historyLimit` per name and namespace (the oldest are
+// deleted). The revisions live in one namespace the control plane owns (`historyNamespace`), not
+// in the policies' namespaces: RBAC cannot confine a create or delete of ControllerRevisions to
+// our own, so granting them in every namespace would let the control plane delete any
+// StatefulSet's or DaemonSet's history; in one namespace a Role confines them. History is complete by design rather than by who happens to lead: a
 // revision's name is derived from the object it records (its uid and generation, or its deletion),
 // so every replica records every state it observes (watch events, and after each list the whole
 // cache, including objects deleted while no replica watched) and the API server's AlreadyExists
@@ -22,7 +25,7 @@ export const historyLimit = 50;
 
 /** The ControllerRevision calls history makes. */
 export interface RevisionApi {
-  list(namespace: string | undefined, labelSelector: string): Promise<KubeResult<V1ControllerRevision[]>>;
+  list(namespace: string, labelSelector: string): Promise<KubeResult<V1ControllerRevision[]>>;
   create(namespace: string, revision: V1ControllerRevision): Promise<KubeResult<V1ControllerRevision>>;
   delete(namespace: string, name: string): Promise<KubeResult<void>>;
 }
@@ -34,8 +37,8 @@ export class ClientNodeRevisionApi implements RevisionApi {
   constructor(kubeConfig: KubeConfig) {
     this.api = kubeConfig.makeApiClient(AppsV1Api);
   }
-  list(namespace: string | undefined, labelSelector: string): Promise<KubeResult<V1ControllerRevision[]>> {
-    return attempt(async () => (namespace === undefined ? await this.api.listControllerRevisionForAllNamespaces({ labelSelector }) : await this.api.listNamespacedControllerRevision({ namespace, labelSelector })).items);
+  list(namespace: string, labelSelector: string): Promise<KubeResult<V1ControllerRevision[]>> {
+    return attempt(async () => (await this.api.listNamespacedControllerRevision({ namespace, labelSelector })).items);
   }
   create(namespace: string, revision: V1ControllerRevision): Promise<KubeResult<V1ControllerRevision>> {
     return attempt(() => this.api.createNamespacedControllerRevision({ namespace, body: revision }));
@@ -47,8 +50,12 @@ export class ClientNodeRevisionApi implements RevisionApi {
   }
 }
 
-/** Label selector of one policy's revisions. */
-export const revisionSelector = (policy: string): string => `${managedByLabel}=${managedByValue},${policyLabel}=${policy}`;
+/** The label naming the namespace of the policy a revision records (revisions live elsewhere). */
+export const policyNamespaceLabel = "tokentrace.dev/policy-namespace";
+
+/** Label selector of one policy's revisions (in `namespace`, or in every namespace when undefined). */
+export const revisionSelector = (policy: string, namespace?: string): string =>
+  `${managedByLabel}=${managedByValue},${policyLabel}=${policy}${namespace === undefined ? "" : `,${policyNamespaceLabel}=${namespace}`}`;
 
 /** Label selector of every policy revision. */
 const allRevisionsSelector = `${managedByLabel}=${managedByValue},${policyLabel}`;
@@ -68,10 +75,14 @@ interface ObjectState {
 
 /** The revision name of a state: the same on every replica, so the API server's AlreadyExists decides. */
 export function revisionName(state: ObjectState, deleted: boolean): string {
-  // A uid is a UUID: its first group tells lifetimes of one name apart.
+  // A uid is a UUID: its first group tells lifetimes of one name apart. A namespace is a DNS label
+  // (no dots), so "<namespace>.<name>" keeps policies of one name in two namespaces apart.
   const lifetime = state.uid.split("-")[0] ?? state.uid;
-  return `samplingpolicy-${state.name}-${lifetime}-${deleted ? "deleted" : state.generation}`;
+  return `samplingpolicy-${state.namespace}.${state.name}-${lifetime}-${deleted ? "deleted" : state.generation}`;
 }
+
+/** The namespace of the policy a revision records. */
+const policyNamespaceOf = (r: V1ControllerRevision): string => r.metadata?.labels?.[policyNamespaceLabel] ?? "";
 
 function entryOf(revision: V1ControllerRevision): HistoryEntry | undefined {
   const data = revision.data as Partial<HistoryEntry> | undefined;
@@ -96,6 +107,8 @@ export interface PolicyHistoryOptions {
   api: RevisionApi;
   /** Namespace watched; undefined = every namespace. */
   namespace: string | undefined;
+  /** Namespace the revisions live in (the control plane's own, where a Role grants their writes). */
+  historyNamespace: string;
   store: KubernetesPolicyStore;
   now: () => Date;
   audit?: AuditSink;
@@ -145,8 +158,8 @@ export class PolicyHistory {
    * failed read is logged and answers undefined.
    */
   async read(name: string): Promise<readonly HistoryEntry[] | undefined> {
-    const served = this.options.store.get(name)?.policy.target.namespace;
-    const listed = await this.options.api.list(served ?? this.options.namespace, revisionSelector(name));
+    const served = this.options.store.get(name)?.policy.target.namespace ?? this.options.namespace;
+    const listed = await this.options.api.list(this.options.historyNamespace, revisionSelector(name, served));
     if (!listed.ok) {
       this.options.log?.({ level: "warn", msg: "reading policy history failed", policy: name, code: listed.code, reason: listed.reason });
       return undefined;
@@ -154,7 +167,7 @@ export class PolicyHistory {
     let revisions = listed.value;
     if (served === undefined && revisions.length > 0) {
       const latest = [...revisions].sort((a, b) => (entryOf(a)?.at ?? "").localeCompare(entryOf(b)?.at ?? "")).at(-1);
-      revisions = revisions.filter((r) => r.metadata?.namespace === latest?.metadata?.namespace);
+      revisions = revisions.filter((r) => latest !== undefined && policyNamespaceOf(r) === policyNamespaceOf(latest));
     }
     const entries = revisions.sort(historyOrder).map(entryOf).filter((e): e is HistoryEntry => e !== undefined);
     return entries.length === 0 ? undefined : Object.freeze(entries);
@@ -201,24 +214,26 @@ export class PolicyHistory {
    * accepted generation, and a deletion for every recorded lifetime whose object is gone.
    */
   private async reconcile(): Promise<void> {
-    const listed = await this.options.api.list(this.options.namespace, allRevisionsSelector);
+    const listed = await this.options.api.list(this.options.historyNamespace, allRevisionsSelector);
     if (!listed.ok) {
       this.options.log?.({ level: "warn", msg: "listing policy history failed", code: listed.code, reason: listed.reason });
       return;
     }
-    for (const r of listed.value) if (r.metadata?.name !== undefined) this.known.add(`${r.metadata.namespace ?? ""}/${r.metadata.name}`);
+    // Only the watched namespace's policies (another deployment may keep its history here too).
+    const watched = listed.value.filter((r) => this.options.namespace === undefined || policyNamespaceOf(r) === this.options.namespace);
+    for (const r of watched) if (r.metadata?.name !== undefined) this.known.add(`${policyNamespaceOf(r)}/${r.metadata.name}`);
     const objects = this.options.store.objects();
     const liveUids = new Set([...objects.values()].map((o) => o.metadata.uid));
     // Lifetimes with revisions, whose object is gone and whose deletion is not recorded.
     const lifetimes = new Map<string, { state: ObjectState; deleted: boolean }>();
-    for (const r of listed.value) {
+    for (const r of watched) {
       const uid = r.metadata?.annotations?.[objectUidAnnotation];
       const name = r.metadata?.labels?.[policyLabel];
       if (uid === undefined || name === undefined || liveUids.has(uid)) continue;
-      const id = `${r.metadata?.namespace ?? ""}/${uid}`;
+      const id = `${policyNamespaceOf(r)}/${uid}`;
       const seen = lifetimes.get(id);
       const generation = Number(/-(\d+)$/.exec(r.metadata?.name ?? "")?.[1] ?? "0");
-      const state: ObjectState = { namespace: r.metadata?.namespace ?? "", name, uid, created: r.metadata?.annotations?.[objectCreatedAnnotation] ?? "", generation: Math.max(generation, seen?.state.generation ?? 0) };
+      const state: ObjectState = { namespace: policyNamespaceOf(r), name, uid, created: r.metadata?.annotations?.[objectCreatedAnnotation] ?? "", generation: Math.max(generation, seen?.state.generation ?? 0) };
       lifetimes.set(id, { state, deleted: (seen?.deleted ?? false) || entryOf(r)?.action === "delete" });
     }
     // Deletions first: a name's next lifetime comes after them.
@@ -228,9 +243,10 @@ export class PolicyHistory {
 
   private async create(state: ObjectState, name: string, data: Omit<HistoryEntry, "previousVersion">): Promise<void> {
     const { namespace } = state;
+    const { historyNamespace } = this.options;
     const knownName = `${namespace}/${name}`;
     if (this.known.has(knownName)) return;
-    const listed = await this.options.api.list(namespace, revisionSelector(state.name));
+    const listed = await this.options.api.list(historyNamespace, revisionSelector(state.name, namespace));
     if (!listed.ok) {
       this.options.log?.({ level: "warn", msg: "recording policy history failed", policy: state.name, code: listed.code, reason: listed.reason });
       return;
@@ -247,13 +263,13 @@ export class PolicyHistory {
     const previous = before === undefined ? undefined : entryOf(before);
     const entry: HistoryEntry = { ...data, previousVersion: previous === undefined || previous.action === "delete" ? null : previous.version };
     if (data.action === "delete") entry.version = `${previous?.version ?? "unknown"}-deleted`;
-    const created = await this.options.api.create(namespace, {
+    const created = await this.options.api.create(historyNamespace, {
       apiVersion: "apps/v1",
       kind: "ControllerRevision",
       metadata: {
         name,
-        namespace,
-        labels: { [managedByLabel]: managedByValue, [policyLabel]: state.name },
+        namespace: historyNamespace,
+        labels: { [managedByLabel]: managedByValue, [policyLabel]: state.name, [policyNamespaceLabel]: namespace },
         annotations: { [objectUidAnnotation]: state.uid, [objectCreatedAnnotation]: state.created },
       },
       data: entry as unknown as object,
@@ -272,7 +288,7 @@ export class PolicyHistory {
     const all = [...existing, created.value].sort(historyOrder);
     for (const old of all.slice(0, Math.max(0, all.length - historyLimit))) {
       if (old.metadata?.name === undefined) continue;
-      const removed = await this.options.api.delete(namespace, old.metadata.name);
+      const removed = await this.options.api.delete(historyNamespace, old.metadata.name);
       if (!removed.ok && removed.code !== 404) this.options.log?.({ level: "warn", msg: "trimming policy history failed", policy: state.name, code: removed.code, reason: removed.reason });
     }
   }

@@ -4,8 +4,21 @@
 // leaseDuration *as measured on the candidate's own clock* (observedTime, so clock skew between
 // nodes does not matter); the leader renews every retryPeriod and steps down when it could not
 // renew for renewDeadline (< leaseDuration, so it stops before anyone else may start); stopping
-// releases the Lease (ReleaseOnCancel) so a successor need not wait. Time is injected.
+// releases the Lease (ReleaseOnCancel) so a successor need not wait. Time is injected. Every Lease
+// call is aborted at the renew deadline (a renewal at the end of its round's, as client-go's renew
+// runs tryAcquireOrRenew under context.WithTimeout(ctx, RenewDeadline)); a late answer is a failure.
+// This replica's own validity (isLeader, and the fast path's observedTime) counts from the instant
+// its successful write was *sent*, never from the answer: client-go stamps observedTime with
+// clock.Now() once the Update returns (kubernetes/client-go 32ce75a7
+// tools/leaderelection/leaderelection.go tryAcquireOrRenew), so an answer that arrives late would stretch the term past
+// the instant the others time their take-over from. A read showing this replica as holder proves
+// nothing about when its write landed, so it never extends the term. Every duration is read from a
+// monotonic clock (client-go's observedTime is a time.Now() reading, whose monotonic part Go uses
+// for Add/After/Since: a wall-clock step neither stretches nor cuts a term); the wall clock only
+// fills in the record's acquire and renew times.
 import type { Delay } from "./backoff.js";
+import { boundedCall } from "./bounded-call.js";
+import type { KubeResult } from "./client.js";
 import type { LeaseApi, LeaseRecord, StoredLease } from "./lease-client.js";
 
 /** client-go's JitterFactor: a candidate waits retryPeriod * (1 + random * 1.2) between tries. */
@@ -35,7 +48,10 @@ export function leaderElectionProblems(s: Pick<LeaderElectionSettings, "leaseDur
 export interface LeaderElectorOptions {
   api: LeaseApi;
   settings: LeaderElectionSettings;
+  /** Wall-clock milliseconds: the record's acquireTime and renewTime only. */
   now: () => number;
+  /** Monotonic milliseconds: every duration (observed times, terms, deadlines). */
+  monotonicMs: () => number;
   delay: Delay;
   random?: () => number;
   /** Called when this replica becomes leader; the work it starts must stop in `onStoppedLeading`. */
@@ -54,7 +70,7 @@ export class LeaderElector {
   private lease: StoredLease | undefined;
   private reportedLeader: string | undefined;
   private leading = false;
-  /** When the Lease was last acquired or renewed (this replica's clock). */
+  /** When the write that last acquired or renewed the Lease was sent (monotonic). */
   private renewedAtMs = 0;
   private readonly abort = new AbortController();
   private running: Promise<void> | undefined;
@@ -68,7 +84,7 @@ export class LeaderElector {
    * that was paused (GC, CPU starvation) stops acting at once, before its Lease can expire.
    */
   isLeader(): boolean {
-    return this.leading && this.options.now() - this.renewedAtMs < this.settings.renewDeadlineMs;
+    return this.leading && this.options.monotonicMs() - this.renewedAtMs < this.settings.renewDeadlineMs;
   }
 
   /** The holder last observed ("" = none). */
@@ -100,15 +116,19 @@ export class LeaderElector {
     return this.observed?.holderIdentity === this.settings.identity;
   }
 
-  // isLeaseValid: observedTime + leaseDurationSeconds is still in the future.
+  // isLeaseValid: observedTime + leaseDurationSeconds is still in the future (monotonic).
   private leaseValid(nowMs: number): boolean {
     return this.observed !== undefined && this.observedTimeMs + this.observed.leaseDurationSeconds * 1000 > nowMs;
   }
 
-  private setObserved(record: LeaseRecord): void {
+  /**
+   * Records what this replica saw: a record read (observed now), or its own successful write
+   * (`writtenSentMs`: when the write was sent, which alone starts a term or extends it).
+   */
+  private setObserved(record: LeaseRecord, writtenSentMs?: number): void {
     this.observed = record;
-    this.observedTimeMs = this.options.now();
-    if (record.holderIdentity === this.settings.identity) this.renewedAtMs = this.observedTimeMs;
+    this.observedTimeMs = writtenSentMs ?? this.options.monotonicMs();
+    if (writtenSentMs !== undefined && record.holderIdentity === this.settings.identity) this.renewedAtMs = writtenSentMs;
     if (record.holderIdentity !== this.reportedLeader) {
       this.reportedLeader = record.holderIdentity;
       this.options.onNewLeader?.(record.holderIdentity);
@@ -119,7 +139,7 @@ export class LeaderElector {
     const random = this.options.random ?? Math.random;
     while (!this.stopped) {
       // acquire: JitterUntil(tryAcquireOrRenew, retryPeriod, JitterFactor)
-      while (!this.stopped && !(await this.tryAcquireOrRenew())) {
+      while (!this.stopped && !(await this.tryAcquireOrRenew(this.options.monotonicMs() + this.settings.renewDeadlineMs))) {
         await this.options.delay(this.settings.retryPeriodMs * (1 + random() * jitterFactor), this.abort.signal);
       }
       if (this.stopped) break;
@@ -129,14 +149,14 @@ export class LeaderElector {
       this.options.onStartedLeading();
       // renew: each round polls every retryPeriod until a renewal succeeds or renewDeadline passes.
       while (!this.stopped) {
-        const pollStart = this.options.now();
+        const pollStart = this.options.monotonicMs();
         let renewed = false;
         while (!this.stopped) {
-          if (await this.tryAcquireOrRenew()) {
+          if (await this.tryAcquireOrRenew(pollStart + this.settings.renewDeadlineMs)) {
             renewed = true;
             break;
           }
-          if (this.options.now() - pollStart >= this.settings.renewDeadlineMs) break;
+          if (this.options.monotonicMs() - pollStart >= this.settings.renewDeadlineMs) break;
           await this.options.delay(this.settings.retryPeriodMs, this.abort.signal);
         }
         if (!renewed) break;
@@ -152,11 +172,12 @@ export class LeaderElector {
   // tryRelease: an empty holder and a 1 s duration let the next candidate take over at once.
   private async release(): Promise<void> {
     if (!this.holdsRecord() || this.observed === undefined) return;
-    const current = await this.options.api.get(this.settings.namespace, this.settings.leaseName);
+    const deadlineMs = this.options.monotonicMs() + this.settings.renewDeadlineMs;
+    const current = await this.call(deadlineMs, (signal) => this.options.api.get(this.settings.namespace, this.settings.leaseName, signal));
     if (!current.ok || current.value.record.holderIdentity !== this.settings.identity) return;
     const nowMs = this.options.now();
     const record: LeaseRecord = { holderIdentity: "", leaseDurationSeconds: 1, acquireTimeMs: nowMs, renewTimeMs: nowMs, leaseTransitions: current.value.record.leaseTransitions };
-    const released = await this.options.api.update(this.settings.namespace, this.settings.leaseName, record, current.value.resourceVersion);
+    const released = await this.call(deadlineMs, (signal) => this.options.api.update(this.settings.namespace, this.settings.leaseName, record, current.value.resourceVersion, signal));
     if (released.ok) {
       this.setObserved(record);
       this.options.log?.({ msg: "released the lease", lease: `${this.settings.namespace}/${this.settings.leaseName}` });
@@ -166,10 +187,17 @@ export class LeaderElector {
     }
   }
 
-  /** leaderelection.go tryAcquireOrRenew. */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /** One Lease call, aborted at `deadlineMs` (monotonic) or when the elector stops. */
+  private call<T>(deadlineMs: number, request: (signal: AbortSignal) => Promise<KubeResult<T>>, outer?: AbortSignal): Promise<KubeResult<T>> {
+    return boundedCall(this.options.delay, deadlineMs - this.options.monotonicMs(), request, outer);
+  }
+
+  /** leaderelection.go tryAcquireOrRenew; every call ends by `deadlineMs`. */
+  private async tryAcquireOrRenew(deadlineMs: number): Promise<boolean> {
     const { namespace, leaseName, identity } = this.settings;
+    const stop = this.abort.signal;
     const nowMs = this.options.now();
+    const monoMs = this.options.monotonicMs();
     const desired: LeaseRecord = {
       holderIdentity: identity,
       leaseDurationSeconds: Math.floor(this.settings.leaseDurationMs / 1000),
@@ -178,38 +206,42 @@ export class LeaderElector {
       leaseTransitions: 0,
     };
     // 1. Fast path: the leader updates optimistically from the record it last wrote.
-    if (this.holdsRecord() && this.leaseValid(nowMs) && this.lease !== undefined && this.observed !== undefined) {
+    if (this.holdsRecord() && this.leaseValid(monoMs) && this.lease !== undefined && this.observed !== undefined) {
       const record = { ...desired, acquireTimeMs: this.observed.acquireTimeMs, leaseTransitions: this.observed.leaseTransitions };
-      const updated = await this.options.api.update(namespace, leaseName, record, this.lease.resourceVersion);
+      const lease = this.lease;
+      const sentMs = this.options.monotonicMs();
+      const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, lease.resourceVersion, signal), stop);
       if (updated.ok) {
         this.lease = updated.value;
-        this.setObserved(record);
+        this.setObserved(record, sentMs);
         return true;
       }
     }
     // 2. Read the record, or create it.
-    const current = await this.options.api.get(namespace, leaseName);
+    const current = await this.call(deadlineMs, (signal) => this.options.api.get(namespace, leaseName, signal), stop);
     if (!current.ok) {
       if (current.code !== 404) return false;
-      const created = await this.options.api.create(namespace, leaseName, desired);
+      const sentMs = this.options.monotonicMs();
+      const created = await this.call(deadlineMs, (signal) => this.options.api.create(namespace, leaseName, desired, signal), stop);
       if (!created.ok) return false;
       this.lease = created.value;
-      this.setObserved(desired);
+      this.setObserved(desired, sentMs);
       return true;
     }
     this.lease = current.value;
     // 3. A changed record restarts the observation clock; an unchanged one keeps aging.
     if (this.observed === undefined || JSON.stringify(current.value.record) !== JSON.stringify(this.observed)) this.setObserved(current.value.record);
     const held = current.value.record.holderIdentity !== "";
-    if (held && this.leaseValid(nowMs) && !this.holdsRecord()) return false;
+    if (held && this.leaseValid(monoMs) && !this.holdsRecord()) return false;
     // 4. Take over (a new term) or renew through the slow path.
     const record = this.holdsRecord()
       ? { ...desired, acquireTimeMs: current.value.record.acquireTimeMs, leaseTransitions: current.value.record.leaseTransitions }
       : { ...desired, leaseTransitions: current.value.record.leaseTransitions + 1 };
-    const updated = await this.options.api.update(namespace, leaseName, record, current.value.resourceVersion);
+    const sentMs = this.options.monotonicMs();
+    const updated = await this.call(deadlineMs, (signal) => this.options.api.update(namespace, leaseName, record, current.value.resourceVersion, signal), stop);
     if (!updated.ok) return false;
     this.lease = updated.value;
-    this.setObserved(record);
+    this.setObserved(record, sentMs);
     return true;
   }
 }

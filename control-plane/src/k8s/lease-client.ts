@@ -2,6 +2,7 @@
 // get, create, update with the resourceVersion last read), as typed results. Times travel as
 // metav1.MicroTime: RFC3339 with six fractional digits, which the API server insists on.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { signalOptions } from "./bounded-call.js";
 import { attempt, type KubeResult } from "./client.js";
 
 /** The leader election record a Lease carries (client-go LeaderElectionRecord). */
@@ -20,11 +21,12 @@ export interface StoredLease {
 }
 
 /** The Lease operations leader election uses. */
+// Each call takes a signal that aborts its request (the elector bounds it by the renew deadline).
 export interface LeaseApi {
-  get(namespace: string, name: string): Promise<KubeResult<StoredLease>>;
-  create(namespace: string, name: string, record: LeaseRecord): Promise<KubeResult<StoredLease>>;
+  get(namespace: string, name: string, signal?: AbortSignal): Promise<KubeResult<StoredLease>>;
+  create(namespace: string, name: string, record: LeaseRecord, signal?: AbortSignal): Promise<KubeResult<StoredLease>>;
   /** Replaces the spec only if the Lease still has `resourceVersion` (409 otherwise). */
-  update(namespace: string, name: string, record: LeaseRecord, resourceVersion: string): Promise<KubeResult<StoredLease>>;
+  update(namespace: string, name: string, record: LeaseRecord, resourceVersion: string, signal?: AbortSignal): Promise<KubeResult<StoredLease>>;
 }
 
 const micro = (ms: number): V1MicroTime => new V1MicroTime(ms);
@@ -69,15 +71,15 @@ export class ClientNodeLeaseApi implements LeaseApi {
     this.api = kubeConfig.makeApiClient(CoordinationV1Api);
   }
 
-  get(namespace: string, name: string): Promise<KubeResult<StoredLease>> {
-    return attempt(async () => recordOf(await this.api.readNamespacedLease({ namespace, name })));
+  get(namespace: string, name: string, signal?: AbortSignal): Promise<KubeResult<StoredLease>> {
+    return attempt(async () => recordOf(await this.api.readNamespacedLease({ namespace, name }, signalOptions(signal))));
   }
 
-  create(namespace: string, name: string, record: LeaseRecord): Promise<KubeResult<StoredLease>> {
-    return attempt(async () => recordOf(await this.api.createNamespacedLease({ namespace, body: leaseOf(namespace, name, record) })));
+  create(namespace: string, name: string, record: LeaseRecord, signal?: AbortSignal): Promise<KubeResult<StoredLease>> {
+    return attempt(async () => recordOf(await this.api.createNamespacedLease({ namespace, body: leaseOf(namespace, name, record) }, signalOptions(signal))));
   }
 
-  update(namespace: string, name: string, record: LeaseRecord, resourceVersion: string): Promise<KubeResult<StoredLease>> {
-    return attempt(async () => recordOf(await this.api.replaceNamespacedLease({ namespace, name, body: leaseOf(namespace, name, record, resourceVersion) })));
+  update(namespace: string, name: string, record: LeaseRecord, resourceVersion: string, signal?: AbortSignal): Promise<KubeResult<StoredLease>> {
+    return attempt(async () => recordOf(await this.api.replaceNamespacedLease({ namespace, name, body: leaseOf(namespace, name, record, resourceVersion) }, signalOptions(signal))));
   }
 }

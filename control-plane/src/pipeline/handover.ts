@@ -17,10 +17,16 @@
 // ago. They take its slots at the next slot, or at once when a slot fell in that look-back (the
 // leaver may have stopped before it). No instant is shared there, so such a slot is scraped late
 // (by up to the look-back), or twice when the leaver had scraped it; none in the look-back is skipped.
+// Except: a member whose Lease is still there counts itself out at its renew deadline after the
+// renewal it last sent (membership.ts, by a timer of its own), and that renewal was sent before the
+// others saw it; so nothing at or after (last change seen + renew deadline) was scraped by it, and
+// the look-back of a death starts no earlier than that (a replica cut off from a hung API server
+// is alive and scraping until then: going back further would scrape its slots twice).
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Clock } from "../remote-write/retry.js";
 import type { ScrapeWindow } from "../scrape/scraper.js";
 import type { ScrapeTarget } from "../scrape/targets.js";
+import { signalOptions } from "../k8s/bounded-call.js";
 import { memberLeaseName } from "./membership.js";
 import { ShardAssignment, SHARD_SLOTS } from "./sharding.js";
 
@@ -42,6 +48,11 @@ export interface HandoverOptions {
   /** Called when windows change outside a membership change (a read settled, a boundary passed). */
   onChange: () => void;
   /**
+   * The instant by which a member counted out had stopped scraping, if known: the last change of its
+   * Lease this replica saw plus the renew deadline at which it counts itself out.
+   */
+  stoppedBy?: (member: string) => number | undefined;
+  /**
    * This replica restarted while its Lease was still live: the others never counted it out, so its
    * slots never moved and it takes them back at once (with the take-over look-back), not by joining.
    */
@@ -52,18 +63,18 @@ export interface HandoverOptions {
 type SlotState =
   | { kind: "owned"; fromMs?: number }
   /** Taken from a member that left: owned once its Lease is read (stopped or died decides the look-back). */
-  | { kind: "taking"; from: string; observedMs: number }
+  | { kind: "taking"; from: string; observedMs: number; stoppedByMs: number | undefined }
   /** Taken from a live member: scraped from `fromMs` (undefined while this replica's own join time is being read). */
   | { kind: "joining"; fromMs: number | undefined }
   /** Going to a member that joined: scraped until `untilMs` (undefined while its join time is being read). */
   | { kind: "leaving"; to: string; untilMs: number | undefined };
 
-/** Reads member Leases through client-node, each read bounded by `timeoutMs` on `clock`. */
+/** Reads member Leases through client-node, each read bounded by `timeoutMs` on `clock` (the request is aborted there). */
 export function clientNodeLeaseReader(kubeConfig: KubeConfig, namespace: string, clock: Clock, timeoutMs: number): MemberLeaseReader {
   const api = kubeConfig.makeApiClient(CoordinationV1Api);
   return async (member) => {
     const stop = new AbortController();
-    const read = api.readNamespacedLease({ namespace, name: memberLeaseName(member) }).then(
+    const read = api.readNamespacedLease({ namespace, name: memberLeaseName(member) }, signalOptions(stop.signal)).then(
       (lease): MemberLeaseState => {
         const created = lease.metadata?.creationTimestamp;
         return created === undefined ? undefined : { createdMs: new Date(created).getTime() };
@@ -126,7 +137,7 @@ export class Handover {
         else if (was !== undefined && was !== "" && was !== self && members.includes(was)) this.slots[slot] = { kind: "joining", fromMs: undefined };
         // Taken from a member that left (it may have stopped before a slot it owned), or a start alone.
         else if (starting || was === undefined || was === "") this.slots[slot] = { kind: "owned" };
-        else this.slots[slot] = { kind: "taking", from: was, observedMs: now };
+        else this.slots[slot] = { kind: "taking", from: was, observedMs: now, stoppedByMs: this.opts.stoppedBy?.(was) };
       } else if (was === self && state?.kind === "owned" && joined.has(owner ?? "")) {
         this.slots[slot] = { kind: "leaving", to: owner!, untilMs: undefined };
       } else if (state?.kind === "leaving" && state.to === owner) {
@@ -168,7 +179,8 @@ export class Handover {
     for (let slot = 0; slot < SHARD_SLOTS; slot++) {
       const s = this.slots[slot];
       if (s?.kind === "taking" && s.from === member) {
-        this.slots[slot] = { kind: "owned", fromMs: s.observedMs - lookBackMs };
+        const stopped = state !== "gone" && s.stoppedByMs !== undefined ? s.stoppedByMs + 1 : -Infinity;
+        this.slots[slot] = { kind: "owned", fromMs: Math.max(s.observedMs - lookBackMs, stopped) };
         continue;
       }
       if (s?.kind === "joining" && s.fromMs === undefined && member === this.opts.self) {

@@ -11,7 +11,7 @@ import { labelNoteMessage } from "../join/gpu-index.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
 import type { WriteSeries } from "../remote-write/series.js";
-import { systemClock, type Clock } from "../remote-write/retry.js";
+import { monotonicOf, systemClock, type Clock } from "../remote-write/retry.js";
 import type { Transport } from "../remote-write/transport.js";
 import type { RemoteWriteTargetConfig } from "../remote-write/queue-manager.js";
 import { hostname } from "node:os";
@@ -19,6 +19,7 @@ import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { ClientNodeMemberLeaseApi, LeaseMembership, memberLeaseName, type MemberLeaseApi } from "./membership.js";
 import { clientNodeLeaseReader, Handover, type MemberLeaseReader } from "./handover.js";
 import { SeriesGate } from "./series-gate.js";
+import { boundedCall } from "../k8s/bounded-call.js";
 import { unshardedDiscovery, validatePipelineConfig, type PipelineConfig } from "./config.js";
 
 export { DEFAULT_PIPELINE_CONFIG, REMOTE_WRITE_TARGET_DEFAULTS, withDefaults, validatePipelineConfig, unshardedDiscovery, type PipelineConfig, type PipelineConfigInput, type ConfigError, type RemoteWriteTarget } from "./config.js";
@@ -65,13 +66,15 @@ export interface RunningPipeline {
  * An older one was counted out, and its slots taken over: it is deleted (only while unchanged), so
  * the join starts a new Lease whose creationTimestamp all replicas time the hand-back from.
  */
-async function resumeOrRenewLease(api: MemberLeaseApi, namespace: string, identity: string, nowMs: number, liveForMs: number, log?: (msg: string) => void): Promise<boolean> {
+async function resumeOrRenewLease(api: MemberLeaseApi, namespace: string, identity: string, clock: Clock, liveForMs: number, timeoutMs: number, log?: (msg: string) => void): Promise<boolean> {
   const name = memberLeaseName(identity);
-  const prior = await api.get(namespace, name);
+  const nowMs = clock.now();
+  const sleep = (ms: number, signal?: AbortSignal): Promise<void> => clock.sleep(ms, signal);
+  const prior = await boundedCall(sleep, timeoutMs, (signal) => api.get(namespace, name, signal));
   if (!prior.ok || prior.value.holderIdentity !== identity) return false;
   const age = nowMs - prior.value.renewTimeMs;
   if (age >= 0 && age < liveForMs) return true;
-  const deleted = await api.delete(namespace, name, prior.value.resourceVersion);
+  const deleted = await boundedCall(sleep, timeoutMs, (signal) => api.delete(namespace, name, prior.value.resourceVersion, signal));
   if (!deleted.ok && deleted.code !== 404) log?.(`sharding: replacing the expired lease ${name}: ${deleted.code} ${deleted.message}`);
   return false;
 }
@@ -191,12 +194,17 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     const api = deps.memberLeaseApi ?? (deps.kubeConfig ? new ClientNodeMemberLeaseApi(deps.kubeConfig) : undefined);
     if (!api) throw new Error("invalid pipeline config: sharding.enabled: needs a kubeConfig");
     let started = false;
+    const monotonicMs = monotonicOf(clock);
+    // Hand-overs are timed on the scrape clock (wall, as scrape timestamps are): a monotonic instant
+    // from membership is converted at the moment it is read (offset = wall now - monotonic now).
+    const wallOf = (monoMs: number | undefined): number | undefined => (monoMs === undefined ? undefined : monoMs + (clock.now() - monotonicMs()));
     const created = new LeaseMembership({
       api,
       namespace: config.sharding.namespace,
       identity,
       leaseDurationMs: config.sharding.leaseDurationMs,
       clock,
+      monotonicMs,
       onError: (message) => deps.log?.(`sharding: ${message}`),
       onChange: (members) => {
         current.setMembers(members);
@@ -208,8 +216,8 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     const readLease: MemberLeaseReader =
       deps.readMemberLease ?? (deps.kubeConfig ? clientNodeLeaseReader(deps.kubeConfig, config.sharding.namespace, clock, Math.max(1, Math.floor(created.periodMs / 2))) : async () => undefined);
     const { leaseDurationMs } = config.sharding;
-    const resumed = await resumeOrRenewLease(api, config.sharding.namespace, identity, clock.now(), leaseDurationMs - created.periodMs, deps.log);
-    const current = new Handover({ self: identity, periodMs: created.periodMs, leaseDurationMs, clock, readLease, resumed, onChange: () => started && apply() });
+    const resumed = await resumeOrRenewLease(api, config.sharding.namespace, identity, clock, leaseDurationMs - created.periodMs, created.renewDeadlineMs, deps.log);
+    const current = new Handover({ self: identity, periodMs: created.periodMs, leaseDurationMs, clock, readLease, resumed, stoppedBy: (member) => wallOf(created.stoppedByMs(member)), onChange: () => started && apply() });
     handover = current;
     await membership.start();
     started = true;

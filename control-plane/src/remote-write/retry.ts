@@ -4,7 +4,13 @@ import type { Protocol, SendResult, Transport } from "./transport.js";
 
 /** Time as the retry loop sees it; tests pass a fake so no test sleeps. */
 export interface Clock {
+  /** Wall-clock milliseconds since the epoch (timestamps, and instants the API server wrote). */
   now(): number;
+  /**
+   * Monotonic milliseconds (immune to wall-clock steps) for durations that decide who may act;
+   * a clock without one (a test's) times those with `now`.
+   */
+  monotonicMs?(): number;
   /** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
@@ -12,6 +18,7 @@ export interface Clock {
 /** The real clock. */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonicMs: () => performance.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve) => {
       if (signal?.aborted) return resolve();
@@ -24,6 +31,11 @@ export const systemClock: Clock = {
       signal?.addEventListener("abort", done, { once: true });
     }),
 };
+
+/** `clock`'s monotonic reading, or its `now` when it has none. */
+export function monotonicOf(clock: Clock): () => number {
+  return clock.monotonicMs === undefined ? () => clock.now() : () => clock.monotonicMs!();
+}
 
 /** Backoff settings; Prometheus's defaults are 30 ms to 5 s. */
 export interface RetryOptions {

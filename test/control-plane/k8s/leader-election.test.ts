@@ -36,13 +36,22 @@ interface Replica {
   inflight: number;
   /** WasmPlugin writes this replica sent. */
   writes: string[];
-  /** Fake-clock times this replica started and stopped leading. */
+  /** Fake-clock (monotonic) times this replica started and stopped leading. */
   led: number[];
   stoppedLeading: number[];
   /** Hook run before each WasmPlugin write goes out. */
   beforeWrite?: (replica: Replica) => void;
   /** Lease updates fail with 500 while set (the API refuses this replica). */
   refuseLeaseUpdates: boolean;
+  /**
+   * When set, the next Lease update reaches the API server (and is applied) at once but its answer
+   * reaches this replica only this many ms later; from then on its Lease calls get no answer at all.
+   */
+  lateLeaseUpdateMs?: number;
+  /** When the late update was sent (fake time). */
+  lateSentAt?: number;
+  /** Lease calls get no answer while set (the replica is cut off from the API server). */
+  leasesHang?: boolean;
 }
 
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -79,12 +88,28 @@ function wrapWasmPlugins(replica: Replica, api: WasmPluginApi): WasmPluginApi {
   };
 }
 
-function wrapLeases(replica: Replica, api: LeaseApi): LeaseApi {
+function wrapLeases(replica: Replica, api: LeaseApi, delay: Delay): LeaseApi {
   const refused: KubeResult<never> = { ok: false, code: 500, reason: "InternalError", message: "injected", retryable: true };
+  const reach = <T>(call: () => Promise<T>): Promise<T> => (replica.leasesHang ? never() : guard(replica, call));
+  const update: LeaseApi["update"] = (ns, name, record, rv, signal) => {
+    if (replica.refuseLeaseUpdates) return reach(async () => refused);
+    const lateMs = replica.lateLeaseUpdateMs;
+    if (lateMs === undefined || replica.leasesHang) return reach(() => api.update(ns, name, record, rv, signal));
+    replica.lateLeaseUpdateMs = undefined;
+    replica.lateSentAt = record.renewTimeMs;
+    // Applied now (the request is not aborted on the way); the answer is held on the fake clock,
+    // outside `guard`, so the test's quiesce does not wait for it.
+    const applied = guard(replica, () => api.update(ns, name, record, rv));
+    replica.leasesHang = true;
+    return applied.then(async (result) => {
+      await delay(lateMs);
+      return result;
+    });
+  };
   return {
-    get: (ns, name) => guard(replica, () => api.get(ns, name)),
-    create: (ns, name, record) => guard(replica, () => api.create(ns, name, record)),
-    update: (ns, name, record, rv) => (replica.refuseLeaseUpdates ? guard(replica, async () => refused) : guard(replica, () => api.update(ns, name, record, rv))),
+    get: (ns, name, signal) => reach(() => api.get(ns, name, signal)),
+    create: (ns, name, record, signal) => reach(() => api.create(ns, name, record, signal)),
+    update,
   };
 }
 
@@ -111,17 +136,18 @@ async function startCluster(names: string[]): Promise<Cluster> {
     const settings: LeaderElectionSettings = { namespace: "tokentrace-system", leaseName: "tokentrace-control-plane", identity: name, ...timing };
     const config: Config["kubernetes"] = { ...defaultConfig.kubernetes, wasmPlugin: { ...defaultConfig.kubernetes.wasmPlugin, sha256: "c".repeat(64) }, backoff: { initialMs: 100, maxMs: 400 } };
     replica.elector = new LeaderElector({
-      api: wrapLeases(replica, new ClientNodeLeaseApi(kubeConfig)),
+      api: wrapLeases(replica, new ClientNodeLeaseApi(kubeConfig), delay),
       settings,
       now: () => clock.now(),
+      monotonicMs: () => clock.monotonicMs(),
       delay,
       random,
       onStartedLeading: () => {
-        replica.led.push(clock.now());
+        replica.led.push(clock.monotonicMs());
         replica.sync.leadershipChanged();
       },
       onStoppedLeading: () => {
-        replica.stoppedLeading.push(clock.now());
+        replica.stoppedLeading.push(clock.monotonicMs());
         replica.sync.leadershipChanged();
       },
     });
@@ -287,5 +313,78 @@ describe("leader election (emulated kube-apiserver, fake clock)", () => {
     await advanceUntil(c, () => b.elector.isLeader(), "cp-b takes over");
     assert.ok((b.led[0] as number) > steppedDown, "never two leaders at once");
     assert.ok((b.led[0] as number) - refusedFrom >= timing.leaseDurationMs - timing.retryPeriodMs);
+  });
+  it("emulated: a leader whose API server hangs (accepts, never answers) gives its renewal round up at the renew deadline and steps down then", async () => {
+    const { c, a } = await leaderAndFollower(4_000);
+    const hungFrom = c.clock.now();
+    c.emulator.setHung(true);
+    // No quiesce here: hung calls stay in flight until the elector aborts them.
+    for (let waited = 0; waited <= timing.renewDeadlineMs + 2 * timing.retryPeriodMs && a.stoppedLeading.length === 0; waited += 250) {
+      await c.clock.advance(250);
+      await new Promise<void>((r) => setTimeout(r, 5));
+    }
+    assert.equal(a.elector.isLeader(), false);
+    assert.equal(a.stoppedLeading.length, 1, "the renew loop ended its term although its call never got an answer");
+    // The round that hangs began at most a retry period after the last renewal (client-go's renew loop).
+    assert.ok((a.stoppedLeading[0] as number) - hungFrom <= timing.retryPeriodMs + timing.renewDeadlineMs + 250, `stepped down after ${(a.stoppedLeading[0] as number) - hungFrom} ms`);
+    c.emulator.setHung(false);
+  });
+  // 6 s: the issue's "more than 5 s late" (lease 15 s - renew deadline 10 s); 9 s: still inside the bound.
+  for (const lateMs of [6_000, 9_000]) {
+    it(`emulated: a renewal applied at once but answered ${lateMs / 1000} s late (inside the call's bound) does not stretch the term: the leader stops acting renewDeadline after it sent that renewal, before the follower takes over, so there are never two leaders`, async (t) => {
+      const { c, a, b } = await leaderAndFollower(4_000);
+      a.lateLeaseUpdateMs = lateMs;
+      // Both electors' view at every step, for 30 s: cp-b takes over meanwhile.
+      let bothMs = 0;
+      let aLastActing: number | undefined;
+      for (let waited = 0; waited < 30_000; waited += 250) {
+        await advance(c, 250);
+        if (leaders(c).length > 1) bothMs += 250;
+        if (a.elector.isLeader()) aLastActing = c.clock.now();
+      }
+      assert.ok(a.lateSentAt !== undefined && aLastActing !== undefined, "the late renewal was sent");
+      assert.equal(b.led.length, 1, "cp-b took over");
+      const bLed = b.led[0] as number;
+      const detail = `late renewal sent at +0, answered at +${lateMs}, cp-a acted last at +${aLastActing - a.lateSentAt} ms, cp-b led at +${bLed - a.lateSentAt} ms; both leaders for ${bothMs} ms`;
+      t.diagnostic(detail);
+      assert.equal(bothMs, 0, detail);
+      assert.ok(aLastActing - a.lateSentAt < timing.renewDeadlineMs, detail);
+      assert.ok(bLed > aLastActing, detail);
+    });
+  }
+  it("emulated: a wall-clock step of +1 h, then -1 h, neither cuts nor stretches a term: the leader keeps leading through both, and once its renewals fail it steps down within renewDeadline and the follower takes over after leaseDuration", async (t) => {
+    const { c, a, b } = await leaderAndFollower(4_000);
+    const onlyA = async (ms: number, what: string): Promise<void> => {
+      for (let waited = 0; waited < ms; waited += 250) {
+        await advance(c, 250);
+        assert.deepEqual(leaders(c), ["cp-a"], `${what}, ${waited + 250} ms on`);
+      }
+    };
+    c.clock.stepWall(3_600_000);
+    await onlyA(20_000, "after a +1 h step");
+    c.clock.stepWall(-7_200_000);
+    await onlyA(20_000, "after a -2 h step (-1 h from the start)");
+    // The renewals fail from here, and the wall clock steps back another hour at once.
+    const refusedAt = c.clock.monotonicMs();
+    a.refuseLeaseUpdates = true;
+    c.clock.stepWall(-3_600_000);
+    let both = 0;
+    let steppedDown: number | undefined;
+    await advanceUntil(
+      c,
+      () => {
+        if (leaders(c).length > 1) both += 250;
+        if (steppedDown === undefined && !a.elector.isLeader()) steppedDown = c.clock.monotonicMs();
+        return b.elector.isLeader();
+      },
+      "cp-b takes over",
+    );
+    assert.ok(steppedDown !== undefined);
+    const led = b.led[0] as number;
+    t.diagnostic(`renewals refused at +0 (wall stepped -1 h then): cp-a stopped acting at +${steppedDown - refusedAt} ms, cp-b led at +${led - refusedAt} ms; both leaders for ${both} ms`);
+    assert.equal(both, 0);
+    assert.ok(steppedDown - refusedAt <= timing.renewDeadlineMs + 250, `stepped down after ${steppedDown - refusedAt} ms`);
+    assert.ok(led - refusedAt >= timing.leaseDurationMs - timing.retryPeriodMs, `cp-b led after ${led - refusedAt} ms`);
+    assert.ok(led > steppedDown);
   });
 });

@@ -134,7 +134,7 @@ function podEnv(podName: string): Record<string, string> {
 const podDirs = new Map<string, string>();
 
 /** Starts one replica from the shipped config: only where it listens, reaches the API server and writes to differs. */
-async function startReplica(podName: string): Promise<Replica> {
+async function startReplica(podName: string, apiUrl = emulator.url): Promise<Replica> {
   let dir = podDirs.get(podName);
   if (dir === undefined) podDirs.set(podName, (dir = tmp()));
   const config = parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { remoteWrite: { queueDir: string; targets: { url: string; batchSendDeadlineMs?: number }[] } } };
@@ -143,7 +143,7 @@ async function startReplica(podName: string): Promise<Replica> {
   const configPath = join(dir, "config.yaml");
   writeFileSync(configPath, stringifyYaml(config));
   const kubeconfig = join(dir, "kubeconfig.json");
-  writeFileSync(kubeconfig, kubeConfigFor(emulator.url, NAMESPACE, SERVICE_ACCOUNT_TOKEN).exportConfig());
+  writeFileSync(kubeconfig, kubeConfigFor(apiUrl, NAMESPACE, SERVICE_ACCOUNT_TOKEN).exportConfig());
   const args = (container.args as string[]).map((a) => (a === "/etc/tokentrace/config.yaml" ? configPath : a));
   const loaded = loadConfig(args, { ...podEnv(podName), TOKENTRACE_LISTEN_HOST: "127.0.0.1", TOKENTRACE_LISTEN_PORT: "0", TOKENTRACE_FILTERS_PORT: "0", TOKENTRACE_KUBECONFIG: kubeconfig });
   assert.ok(loaded.ok, loaded.ok ? "" : loaded.errors.join("; "));
@@ -268,6 +268,7 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     for (const r of replicas) await r.running.kubernetes!.history.idle();
     const revisions = emulator.objects("apps/v1/controllerrevisions").filter((o) => o.metadata?.labels?.["tokentrace.dev/policy"] === "chat");
     assert.equal(revisions.length, 2, "a revision for the creation and one for the deletion");
+    assert.deepEqual(revisions.map((o) => o.metadata?.namespace), [NAMESPACE, NAMESPACE], "kept in the control plane's namespace, where its Role grants them");
 
     await run(6 * intervalMs);
     // SIGTERM: what main.ts's handler calls. b's member Lease is deleted, so a counts b out at its
@@ -278,7 +279,8 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     const stopping = b.running.stop();
     await run(6000); // its bounded remote-write flush
     await stopping;
-    const leases = await kube(emulator, "GET", `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`);
+    const membersNamespace = (parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { sharding: { namespace: string } } }).pipeline.sharding.namespace;
+    const leases = await kube(emulator, "GET", `/apis/coordination.k8s.io/v1/namespaces/${membersNamespace}/leases`);
     assert.deepEqual((leases.json.items as { metadata: { name: string } }[]).map((l) => l.metadata.name).filter((n) => n.startsWith("tokentrace-pipeline-")), [memberLeaseName(a.podName)]);
     const stoppedAt = clock.now();
     await until(async () => {
@@ -361,5 +363,71 @@ describe("istio/base as shipped, two replicas (emulated: kube-apiserver with RBA
     // One that stops has no instant to share: a pod's slot just after the stop may be scraped late
     // (by less than the take-over's look-back, a period and a quarter), never skipped.
     assert.ok(largest < intervalMs + 1.25 * (leaseMs / 3), `no slot skipped: largest gap ${largest} ms`);
+  });
+  it("emulated: the API server instance one replica talks to hangs for 30 s (accepts, never answers) while the other's answers: the hung replica counts itself out before the other takes its pods over, so no scrape slot is scraped twice and every sample reaches Prometheus once", async (t) => {
+    await stopLive();
+    // Each pod's samples so far: only those written from here on are checked for doubles.
+    const before = await samplesByPod();
+    const hungUrl = await emulator.listenAnother();
+    const a = await startReplica(POD_NAMES[0]!, hungUrl);
+    const b = await startReplica(POD_NAMES[1]!);
+    const replicas = [a, b];
+    const sharding = (parseYaml(configMap.data["config.yaml"] as string) as { pipeline: { sharding?: { leaseDurationMs?: number } } }).pipeline.sharding;
+    const leaseMs = sharding?.leaseDurationMs ?? 10_000;
+    const intervalMs = pipelineOf(a).scraper.targets[0]?.intervalMs ?? 15_000;
+    const names = [a.podName, b.podName].sort().join();
+    const both = (): boolean => replicas.every((r) => pipelineOf(r).members()?.join() === names);
+    for (let i = 0; i < 40 && !both(); i++) await run(1000);
+    assert.ok(both(), "both replicas see both");
+    await run(leaseMs + 2 * intervalMs);
+    const from = clock.now();
+    const aPods = scrapedPods(a);
+    assert.ok(aPods.size > 0, "a scrapes some pods");
+    emulator.setHung(true, hungUrl);
+    const hungAt = clock.now();
+    let aOutAt: number | undefined;
+    let bTookAt: number | undefined;
+    for (let waited = 0; waited < 30_000; waited += 500) {
+      await run(500);
+      if (aOutAt === undefined && scrapedPods(a).size === 0) aOutAt = clock.now();
+      if (bTookAt === undefined && scrapedPods(b).size === pods.length) bTookAt = clock.now();
+    }
+    emulator.setHung(false, hungUrl);
+    for (let i = 0; i < 60 && !both(); i++) await run(1000);
+    assert.ok(both(), "a is back after the hang");
+    await run(leaseMs + 2 * intervalMs);
+    await stopAndDrain(replicas);
+    const byPod = await samplesByPod();
+    // A scrape slot is the interval from one grid instant (a pod's on-time scrapes all share its
+    // phase) to the next: two samples of a pod in one slot are a slot scraped by both replicas.
+    let doubles = 0;
+    const detail: string[] = [];
+    /** Pods whose samples are not exactly 1..served (a sample refused by Prometheus: two at one timestamp). */
+    const broken: string[] = [];
+    for (const pod of pods) {
+      const all = byPod.get(pod.name) ?? [];
+      const values = all.map(([, v]) => Number(v));
+      if (values.join() !== Array.from({ length: pod.served }, (_, i) => i + 1).join()) broken.push(`${pod.name} (${pod.served} served, ${values.length} stored)`);
+      const fresh = all.slice((before.get(pod.name) ?? []).length).map(([ts]) => Math.round(ts * 1000)).filter((ms) => ms >= from);
+      const residues = new Map<number, number>();
+      for (const ms of fresh) residues.set(ms % intervalMs, (residues.get(ms % intervalMs) ?? 0) + 1);
+      const phase = [...residues].sort((x, y) => y[1] - x[1])[0]?.[0] ?? 0;
+      const slots = new Map<number, number>();
+      for (const ms of fresh) {
+        const slot = Math.floor((ms - phase) / intervalMs);
+        slots.set(slot, (slots.get(slot) ?? 0) + 1);
+      }
+      const podDoubles = [...slots.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
+      if (podDoubles > 0) detail.push(`${pod.name}${aPods.has(pod.name) ? " (a's)" : ""}: ${podDoubles}`);
+      doubles += podDoubles;
+    }
+    t.diagnostic(
+      `hung API server instance for 30 s (lease ${leaseMs} ms, interval ${intervalMs} ms): a counted itself out ${aOutAt === undefined ? "never" : `${aOutAt - hungAt} ms`} after the hang began, ` +
+        `b scraped every pod ${bTookAt === undefined ? "never" : `${bTookAt - hungAt} ms`} after; slots scraped twice: ${doubles}${detail.length > 0 ? ` (${detail.join(", ")})` : ""}; pods not stored as 1..n: ${broken.length > 0 ? broken.join(", ") : "none"}`,
+    );
+    assert.deepEqual(broken, [], "every pod's samples are 1..n, none twice or lost");
+    assert.ok(aOutAt !== undefined && bTookAt !== undefined && aOutAt <= bTookAt, `a out at ${String(aOutAt)}, b took over at ${String(bTookAt)}`);
+    assert.equal(doubles, 0, `no slot scraped twice: ${detail.join(", ")}`);
+    await stopLive();
   });
 });

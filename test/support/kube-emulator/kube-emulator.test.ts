@@ -315,4 +315,35 @@ describe("kube emulator (emulated kube-apiserver)", () => {
     const ok = (await api.listNamespacedCustomObject({ group, version, plural, namespace: "ns1" })) as { items: Obj[] };
     assert.ok(ok.items.length >= 1);
   });
+  it("hangs one instance on request: it accepts and never answers while another instance over the same objects answers; a held request whose client gave up is never executed, one still waited for is served when the hang ends", async () => {
+    const other = await emulator.listenAnother();
+    const ns = (name: string) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    const post = (base: string, name: string, signal?: AbortSignal) =>
+      fetch(`${base}/api/v1/namespaces`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(ns(name)), ...(signal ? { signal } : {}) });
+    emulator.setHung(true, other);
+    const answered: string[] = [];
+    const abandoned = new AbortController();
+    const gaveUp = post(other, "hang-abandoned", abandoned.signal).then(
+      () => answered.push("abandoned"),
+      () => undefined,
+    );
+    const waited = post(other, "hang-waited").then((r) => {
+      answered.push("waited");
+      return r.status;
+    });
+    // The healthy instance answers meanwhile, from the same objects.
+    assert.equal((await post(emulator.url, "hang-healthy")).status, 201);
+    const seen = await raw(emulator, "GET", "/api/v1/namespaces/hang-healthy");
+    assert.equal(seen.status, 200);
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(answered, [], "the hung instance answers nothing");
+    abandoned.abort();
+    await gaveUp;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    emulator.setHung(false, other);
+    assert.equal(await waited, 201);
+    assert.equal((await raw(emulator, "GET", "/api/v1/namespaces/hang-waited")).status, 200, "served late");
+    assert.equal((await raw(emulator, "GET", "/api/v1/namespaces/hang-abandoned")).status, 404, "a request its client gave up on never runs");
+    assert.deepEqual(answered, ["waited"]);
+  });
 });

@@ -114,6 +114,12 @@ export class KubeEmulator extends EventEmitter {
   private available = true;
   private bookmarkTimer: NodeJS.Timeout | undefined;
   private readonly server: Server;
+  /** Further instances serving the same store (see {@link listenAnother}). */
+  private readonly instances: Server[] = [];
+  /** Ports of the instances that hang ("" = every instance). */
+  private readonly hung = new Set<number | "">();
+  /** Requests held by a hang, resumed when it ends. */
+  private readonly held = new Set<() => void>();
   private readonly now: () => Date;
   private readonly maxBodyBytes: number;
   private readonly rbac: KubeEmulatorOptions["rbac"];
@@ -127,11 +133,7 @@ export class KubeEmulator extends EventEmitter {
     this.maxBodyBytes = options.maxBodyBytes ?? 3 * 1024 * 1024;
     this.rbac = options.rbac;
     for (const type of [...coreTypes, ...(options.resources ?? [])]) this.register(type);
-    this.server = createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        this.send(res, status.failure(500, "InternalError", `kube-emulator bug: ${String(error)}`));
-      });
-    });
+    this.server = this.createInstance();
     this.store.subscribe((event) => this.fanOut(event));
     // A CRD written through the API starts (or stops) serving its resource.
     this.store.subscribe((event) => {
@@ -143,6 +145,66 @@ export class KubeEmulator extends EventEmitter {
       this.bookmarkTimer = setInterval(() => this.bookmark(), options.bookmarkIntervalMs);
       this.bookmarkTimer.unref();
     }
+  }
+
+  private createInstance(): Server {
+    return createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        this.send(res, status.failure(500, "InternalError", `kube-emulator bug: ${String(error)}`));
+      });
+    });
+  }
+
+  /**
+   * Starts another apiserver instance over the same objects, on its own port (an HA control plane
+   * behind per-client endpoints: one instance can hang while the others answer); returns its URL.
+   */
+  async listenAnother(): Promise<string> {
+    const server = this.createInstance();
+    this.instances.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  /**
+   * A hung apiserver (an etcd stall, a wedged instance): while `hung`, requests to the instance at
+   * `url` (every instance when omitted) are accepted and never answered (watches already open are
+   * left as they are). When the hang ends, a held request whose client still waits is served then (a
+   * late answer); one whose client gave up (closed the connection) is never executed.
+   */
+  setHung(hung: boolean, url?: string): void {
+    const key = url === undefined ? "" : Number(new URL(url).port);
+    if (hung) {
+      this.hung.add(key);
+      return;
+    }
+    this.hung.delete(key);
+    for (const resume of [...this.held]) resume();
+  }
+
+  private isHung(port: number | undefined): boolean {
+    return this.hung.has("") || (port !== undefined && this.hung.has(port));
+  }
+
+  /** Holds a request while its instance hangs: true once it may be served, false when its client left. */
+  private async holdWhileHung(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    while (this.isHung(req.socket.localPort)) {
+      const served = await new Promise<boolean>((resolve) => {
+        const resume = (): void => {
+          this.held.delete(resume);
+          res.off("close", gone);
+          resolve(true);
+        };
+        const gone = (): void => {
+          this.held.delete(resume);
+          resolve(false);
+        };
+        this.held.add(resume);
+        res.once("close", gone);
+      });
+      if (!served) return false;
+    }
+    return true;
   }
 
   /** Serves another group/version/resource. */
@@ -162,8 +224,11 @@ export class KubeEmulator extends EventEmitter {
   async close(): Promise<void> {
     if (this.bookmarkTimer !== undefined) clearInterval(this.bookmarkTimer);
     this.closeWatches();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.hung.clear();
+    for (const server of [this.server, ...this.instances]) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   }
 
   // ---- fault and time hooks for tests ----
@@ -286,6 +351,7 @@ export class KubeEmulator extends EventEmitter {
     const recorded: RecordedRequest = { method, path: url.pathname, query, contentType: req.headers["content-type"] };
     this.requests.push(recorded);
     this.emit("request", recorded);
+    if (!(await this.holdWhileHung(req, res))) return;
     if (!this.available) {
       this.send(res, status.failure(503, "ServiceUnavailable", "the server is currently unable to handle the request"));
       return;
