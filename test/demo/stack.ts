@@ -93,6 +93,11 @@ export interface DemoStackOptions {
   /** Filter log lines and control-plane records. */
   onFilterLog?: (entry: LogEntry) => void;
   log?: (record: object) => void;
+  /**
+   * "scheduled" (default): a scenario's throttle starts after its delay. "manual": only when
+   * `startThrottle` is called (a test starts it once the baseline it is compared with is recorded).
+   */
+  throttleStart?: "scheduled" | "manual";
 }
 
 /** A running stack. */
@@ -119,6 +124,8 @@ export interface DemoStack {
   pollIntervalMs: number;
   /** Whether the proxy's filter accepted its start-up configuration. */
   filterConfigured: boolean;
+  /** Starts the scenario's throttle now (no-op without one, or once started). */
+  startThrottle(): void;
   close(): Promise<void>;
 }
 
@@ -271,12 +278,14 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   let load: Load | undefined;
   // A scenario's throttling starts after its delay: the exporter reports the reasons, the engine slows.
   let throttle: GpuThrottle = { reasons: 0, slowdown: 1 };
-  if (scenario.throttle) {
-    const { afterMs, reasons, slowdown } = scenario.throttle;
-    const timer = setTimeout(() => {
-      throttle = { reasons, slowdown };
-      engine.setParams({ gpuSlowdown: slowdown });
-    }, afterMs);
+  const startThrottle = (): void => {
+    if (!scenario.throttle || throttle.slowdown !== 1) return;
+    const { reasons, slowdown } = scenario.throttle;
+    throttle = { reasons, slowdown };
+    engine.setParams({ gpuSlowdown: slowdown });
+  };
+  if (scenario.throttle && opts.throttleStart !== "manual") {
+    const timer = setTimeout(startThrottle, scenario.throttle.afterMs);
     closers.push(async () => clearTimeout(timer));
   }
   // The exporter reads the engine's GPU time on the engine's clock.
@@ -348,6 +357,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     load,
     pollIntervalMs,
     filterConfigured: proxy.vm.configureAccepted,
+    startThrottle,
     close: closeAll,
   };
 }
