@@ -127,8 +127,11 @@ describe("join", () => {
     assert.deepEqual(find(out, "tokentrace_gpu_seconds_per_1k_output_tokens").map((s) => s.samples[0]!.value), [15]);
     const phases = Object.fromEntries(find(out, "tokentrace_route_latency_seconds").map((s) => [labelsOf(s).phase, s.samples[0]!.value]));
     // TTFT 12000 ms / 100; decode from the filter's decode histogram, 290000 ms / 100 (not duration
-    // minus TTFT, which would read 2.88 s); queue 5 s / 100; prefill 5 s / 100.
-    assert.deepEqual(phases, { ttft: 0.12, decode: 2.9, queue: 0.05, prefill: 0.05 });
+    // minus TTFT, which would read 2.88 s); queue 5 s / 100; prefill 5 s / 100. Each as the rule
+    // computes it, irate(sum) / irate(count) over the 15 s interval (decode 2.8999999999999995, not 2.9).
+    const perRequest = (sum: number, count: number): number => sum / 15 / (count / 15);
+    assert.deepEqual(phases, { ttft: perRequest(12000, 100) / 1000, decode: perRequest(290000, 100) / 1000, queue: perRequest(5, 100), prefill: perRequest(5, 100) });
+    assert.equal(phases.decode, 2.8999999999999995);
     assert.deepEqual(find(out, "tokentrace_route_gpu_utilization_percent").map((s) => s.samples[0]!.value), [75.5]);
     // Once the vLLM target is gone, its queue and prefill figures go with it.
     j.removeTarget(VLLM);
