@@ -54,6 +54,17 @@ describe("join", () => {
     assert.equal(find(out, "scrape_duration_seconds")[0]!.samples[0]!.value, 0.012);
   });
 
+  it("reports scrape_duration_seconds as Prometheus does: whole nanoseconds, then Go's Duration.Seconds (not ms / 1000)", () => {
+    const seconds = (durationMs: number): number => {
+      const j = new Joiner();
+      return find(j.join({ ...result(CHAT, "", T0), durationMs }), "scrape_duration_seconds")[0]!.samples[0]!.value;
+    };
+    // 2 s + 718281828 ns / 1e9, where 2718.281828 / 1000 gives 2.7182818280000003.
+    assert.equal(seconds(2718.281828), 2.718281828);
+    assert.equal(seconds(12.345678), 0.012345678);
+    assert.equal(seconds(5), 0.005);
+  });
+
   it("reports the state of each (pod, GPU) link, with the number of pods sharing a time-sliced GPU", () => {
     const j = new Joiner();
     j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
