@@ -3,12 +3,12 @@
 // when it scrapes the sidecars, vLLM and dcgm-exporter itself, become promtool's input series; the
 // join's last value of every derived series is the expected result of the rule of that name, and
 // the rule must return exactly those series, no more (Debian's promtool 2.42, `test rules`).
-import { describe, it, before, after, type TestContext } from "node:test";
+import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import * as C from "../../../control-plane/src/join/catalogue.js";
-import { inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
+import { checkPoints, inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
 const DERIVED = [C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, C.GPU_SECONDS_PER_1K_TOKENS, C.TOKENS_PER_JOULE, C.ROUTE_LATENCY, C.ROUTE_GPU_UTILIZATION];
@@ -42,26 +42,6 @@ function promtoolCase(scrapes: Scrape[], evalSec: number): { test: unknown; poin
     ],
   };
   return { test, points: derived, expected };
-}
-
-/** Runs promtool; reports how many of the join's points the rules gave to the last bit, per family, and fails unless all. */
-async function checkPoints(t: TestContext, test: unknown, points: readonly JoinedPoint[]): Promise<void> {
-  let output: string;
-  try {
-    output = await promtool(test);
-  } catch (err) {
-    output = (err as Error).message;
-  }
-  // promtool names each query whose samples differ (cmd/promtool/unittest.go: `expr: "...", time: ...`);
-  // a point's query is a selector with labels, the end-of-case queries are bare names.
-  const differing = new Map<string, number>();
-  for (const m of output.matchAll(/^\s+expr: "([a-zA-Z_:][a-zA-Z0-9_:]*)\{/gm)) differing.set(m[1]!, (differing.get(m[1]!) ?? 0) + 1);
-  const total = new Map<string, number>();
-  for (const p of points) total.set(p.name, (total.get(p.name) ?? 0) + 1);
-  const equal = (name: string): number => total.get(name)! - Math.min(total.get(name)!, differing.get(name) ?? 0);
-  const families = [...total.keys()].sort().map((name) => `${name} ${equal(name)}/${total.get(name)}`);
-  t.diagnostic(`${[...total.keys()].reduce((n, name) => n + equal(name), 0)}/${points.length} points equal (${families.join(", ")})`);
-  assert.match(output, /SUCCESS/);
 }
 
 let runner: ReturnType<typeof promtoolRunner>;
@@ -111,7 +91,7 @@ describe("recording rules give the pipeline's join values (promtool test rules o
     assert.equal(expected.get('tokentrace_route_latency_seconds{model="m",namespace="llm",phase="decode",pod="b",route="chat"}'), 2);
     // Per pod: tokens/s per GPU, GPU-seconds, ttft, decode, GPU utilisation; per GPU: tokens per joule.
     assert.equal(expected.size, 2 * 5 + 2);
-    await checkPoints(t, test, points);
+    await checkPoints(t, promtool, test, points);
   });
 
   it("a two-GPU pod time-sliced with a pod without a sidecar, vLLM's queue and prefill, and a sidecar restart (counters reset)", async (t) => {
@@ -149,7 +129,7 @@ describe("recording rules give the pipeline's join values (promtool test rules o
     assert.equal(expected.get('tokentrace_route_gpu_utilization_percent{model="llama-3-8b",namespace="llm",pod="chat-7d9f-abcde",route="chat"}'), 75.5);
     // 10 tokens/s per GPU; GPU 0 at 400 W, GPU 1 at 200 W (read through its counter reset).
     assert.deepEqual([...expected].filter(([k]) => k.startsWith(C.TOKENS_PER_JOULE)).map(([, v]) => v).sort(), [0.025, 0.05]);
-    await checkPoints(t, test, points);
+    await checkPoints(t, promtool, test, points);
   });
 
   // Every sum here adds at most two series: promtool 2.42 adds plainly, in the order its test loader
@@ -197,7 +177,7 @@ describe("recording rules give the pipeline's join values (promtool test rules o
     assert.equal([...expected.keys()].filter((k) => k.startsWith(C.TOKENS_PER_JOULE)).length, 2);
     assert.equal([...expected.keys()].filter((k) => k.startsWith(C.OUTPUT_TOKENS_PER_SECOND_PER_GPU)).length, 4);
     assert.equal([...expected.keys()].filter((k) => k.startsWith(C.ROUTE_LATENCY) && /phase="(queue|prefill)"/.test(k)).length, 4, "a's two m1 routes");
-    await checkPoints(t, test, points);
+    await checkPoints(t, promtool, test, points);
     // Most values are ones a rounding to 1e-9 would change, so the check above can tell.
     const changedByRounding = [...expected.values()].filter((v) => Math.round(v * 1e9) / 1e9 !== v).length;
     assert.ok(changedByRounding >= expected.size / 2, `${changedByRounding} of ${expected.size} newest values are not multiples of 1e-9`);
