@@ -1,8 +1,9 @@
 // What a pod did over its last sidecar scrape interval, from each series' irate() over its two
-// newest scrapes (counter resets handled), summed as the recording rules sum them: output tokens per second per GPU and mean latency per phase (the
-// sidecar's ttft and decode, the engine's queue and prefill over its own last interval) per route
-// and model, the utilisation of the pod's GPUs beside them, and GPU-seconds per 1000 output tokens
-// per model. It also keeps each pod's output token rate, which the energy family divides by power.
+// newest scrapes (counter resets handled), summed as the recording rules sum them: output tokens
+// per second per GPU and mean latency per phase (the sidecar's ttft and decode, the engine's queue
+// and prefill over its own last interval) per route and model, the utilisation of the pod's GPUs
+// beside them, and GPU-seconds per 1000 output tokens per model. It also keeps each pod's output
+// token rate, which the energy family divides by power.
 import { labelValue, type Labels, type ParsedSample } from "../../scrape/sample.js";
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
