@@ -3,10 +3,12 @@
 // dcgm-exporter itself (sidecar and engine series with `namespace` and `pod` target labels,
 // dcgm-exporter with honor_labels; a staleness marker where a target's series vanished or its
 // scrape failed), as promtool's input series; then runs Debian's promtool 2.42 `test rules`.
+import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { TestContext } from "node:test";
 import { promisify } from "node:util";
 import { parse, stringify } from "yaml";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
@@ -88,4 +90,27 @@ export function promtoolRunner(): { promtool: (test: unknown) => Promise<string>
     }
   };
   return { promtool, close: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Runs a promtool case whose point queries are selectors with labels (one per point the join
+ * emitted) and reports how many points the rules gave to the last bit, per family; fails unless all.
+ */
+export async function checkPoints(t: TestContext, promtool: (test: unknown) => Promise<string>, test: unknown, points: readonly JoinedPoint[]): Promise<void> {
+  let output: string;
+  try {
+    output = await promtool(test);
+  } catch (err) {
+    output = (err as Error).message;
+  }
+  // promtool names each query whose samples differ (cmd/promtool/unittest.go: `expr: "...", time: ...`);
+  // a point's query is a selector with labels, the end-of-case queries are bare names or aggregations.
+  const differing = new Map<string, number>();
+  for (const m of output.matchAll(/^\s+expr: "([a-zA-Z_:][a-zA-Z0-9_:]*)\{/gm)) differing.set(m[1]!, (differing.get(m[1]!) ?? 0) + 1);
+  const total = new Map<string, number>();
+  for (const p of points) total.set(p.name, (total.get(p.name) ?? 0) + 1);
+  const equal = (name: string): number => total.get(name)! - Math.min(total.get(name)!, differing.get(name) ?? 0);
+  const families = [...total.keys()].sort().map((name) => `${name} ${equal(name)}/${total.get(name)}`);
+  t.diagnostic(`${[...total.keys()].reduce((n, name) => n + equal(name), 0)}/${points.length} points equal (${families.join(", ")})`);
+  assert.match(output, /SUCCESS/);
 }

@@ -5,7 +5,6 @@ import type { ScrapeResult } from "../scrape/scraper.js";
 import type { ScrapeTarget } from "../scrape/targets.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import * as C from "./catalogue.js";
-import { round } from "./derivations/derivation.js";
 
 /** `instance` (host:port, as Prometheus sets it from `__address__`) and the path of a target's URL. */
 export function instanceAndPath(url: string): { instance: string; path: string } {
@@ -29,12 +28,23 @@ export function targetLabels(t: ScrapeTarget): Labels {
   return labels;
 }
 
+/**
+ * A duration as Prometheus reports scrape_duration_seconds (prometheus/prometheus d15adb9
+ * scrape/scrape.go, `duration.Seconds()`): whole nanoseconds, then Go's time.Duration.Seconds,
+ * whole seconds plus the remaining nanoseconds / 1e9.
+ */
+export function durationSeconds(durationMs: number): number {
+  const ns = Math.round(durationMs * 1e6);
+  const sec = Math.trunc(ns / 1e9);
+  return sec + (ns - sec * 1e9) / 1e9;
+}
+
 /** `up` and `scrape_duration_seconds` of one scrape. */
 export function reportOf(r: ScrapeResult): WriteSeries[] {
   const labels = targetLabels(r.target);
   const ts = r.timestampMs;
   return [
     { labels: ["__name__", C.UP, ...labels], samples: [{ value: r.ok ? 1 : 0, timestampMs: ts }] },
-    { labels: ["__name__", C.SCRAPE_DURATION, ...labels], samples: [{ value: round(r.durationMs / 1000), timestampMs: ts }] },
+    { labels: ["__name__", C.SCRAPE_DURATION, ...labels], samples: [{ value: durationSeconds(r.durationMs), timestampMs: ts }] },
   ];
 }

@@ -81,3 +81,15 @@ function valuesIn(points: PackedPoints, endMs: number, rangeMs: number): number[
   for (let i = lo; i < hi; i++) values.push(points[2 * i + 1]!);
   return values;
 }
+
+/**
+ * irate(x[range]) of a counter from its two newest samples: a drop reads as a reset (the newer
+ * value), the difference per second of the interval between them; undefined for equal times
+ * (promql/functions.go instantValue, prometheus/prometheus d15adb9: `F /= float64(interval) / 1000`).
+ */
+export function instantRate(prevValue: number, prevMs: number, curValue: number, curMs: number): number | undefined {
+  const sampledIntervalMs = curMs - prevMs;
+  if (sampledIntervalMs === 0) return undefined;
+  const delta = curValue < prevValue ? curValue : curValue - prevValue;
+  return delta / (sampledIntervalMs / 1000);
+}

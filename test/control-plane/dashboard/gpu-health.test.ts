@@ -83,10 +83,10 @@ test("GET /v1/dashboard/gpus: per pod the join's GPU figures (last step), what t
     ]);
     const last = (pod: string): Record<string, number | null | undefined> => Object.fromEntries(Object.entries(body.pods.find((p) => p.pod === pod)!.columns).map(([k, v]) => [k, v.at(-1)]));
     const { t: _t, ...starved } = last("chat-5d6f-eeeee");
-    assert.deepEqual(starved, { utilization: 0.97, smActive: 0.962, tensorActive: 0.041, dramActive: 0.118, smOccupancy: null, activityWhileBusy: 0.121649485, utilizationSpreadPercent: null, memorySpreadRatio: null, thermalThrottled: null, powerThrottled: null, temperatureC: 58 });
+    assert.deepEqual(starved, { utilization: 0.97, smActive: 0.962, tensorActive: 0.041, dramActive: 0.118, smOccupancy: null, activityWhileBusy: 0.118 / (97 / 100), utilizationSpreadPercent: null, memorySpreadRatio: null, thermalThrottled: null, powerThrottled: null, temperatureC: 58 });
     const tp4 = last("llama70b-tp4-0");
     assert.equal(tp4.utilization, (0.61 + 0.62 + 0.99 + 0.6) / 4);
-    assert.deepEqual([tp4.activityWhileBusy, tp4.utilizationSpreadPercent, tp4.memorySpreadRatio, tp4.temperatureC], [0.901666667, 39, 0.110869782, 83], "the least active card, the spreads, the hottest card");
+    assert.deepEqual([tp4.activityWhileBusy, tp4.utilizationSpreadPercent, tp4.memorySpreadRatio, tp4.temperatureC], [0.541 / (60 / 100), 39, (80112 - 71230) / 80112, 83], "the least active card, the spreads, the hottest card");
     const hot = last("chat-1f2e-iiiii");
     assert.deepEqual([hot.thermalThrottled, hot.powerThrottled, hot.temperatureC, hot.activityWhileBusy], [1, 0, 88, null]);
     assert.deepEqual(body.pods.find((p) => p.pod === "chat-1f2e-iiiii")!.problems, ["GPU 0 on gpu-node-h: XID 48 (devastating)", "GPU 0 on gpu-node-h: 2 volatile double-bit ECC errors"], "its own GPU's, not the unmapped GPU 1's failed remap");

@@ -11,7 +11,7 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import * as C from "../../../control-plane/src/join/catalogue.js";
-import { inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
+import { checkPoints, inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
 import { advance, fixture, relabel, sidecarText } from "../../support/engine-scrapes.js";
 
 const ENGINE_SERIES = [
@@ -40,7 +40,7 @@ const selector = (p: JoinedPoint): string => {
 };
 
 /** The join's engine points over the scrapes, and promtool's test checking each one once the window is full. */
-function engineCase(scrapes: Scrape[]): { test: { promql_expr_test: { expr: string; eval_time: string; exp_samples: { labels: string; value: number }[] }[] } & Record<string, unknown>; points: JoinedPoint[] } {
+function engineCase(scrapes: Scrape[]): { test: { promql_expr_test: { expr: string; eval_time: string; exp_samples: { labels: string; value: number }[] }[] } & Record<string, unknown>; points: JoinedPoint[]; checked: JoinedPoint[] } {
   const { input, joined } = runScrapes(scrapes);
   const first = Math.min(...scrapes.map((s) => s.atSec));
   const end = Math.max(...scrapes.map((s) => s.atSec));
@@ -57,7 +57,7 @@ function engineCase(scrapes: Scrape[]): { test: { promql_expr_test: { expr: stri
     eval_time: `${end}s`,
     exp_samples: [...counts].sort().map(([name, n]) => ({ labels: `{__name__=${JSON.stringify(name)}}`, value: n })),
   });
-  return { test: { interval: "1s", input_series: inputSeries(input, end), promql_expr_test: tests }, points };
+  return { test: { interval: "1s", input_series: inputSeries(input, end), promql_expr_test: tests }, points, checked };
 }
 
 /** The join's newest value of a series, by name and a subset of its labels. */
@@ -73,7 +73,7 @@ before(() => {
 after(() => runner.close());
 
 describe("engine recording rules give the pipeline's join values, point by point (promtool test rules)", () => {
-  it("vLLM with current names and two data-parallel engines, its sidecar, on a time-sliced GPU (the pod's own utilisation)", async () => {
+  it("vLLM with current names and two data-parallel engines, its sidecar, on a time-sliced GPU (the pod's own utilisation)", async (t) => {
     const pod = "chat-6f8d-aaaaa";
     const scrapes = [
       ...every(target("dcgm", "dcgm-b", 9400), 0, () => fixture("dcgm-time-sliced.prom")),
@@ -83,7 +83,7 @@ describe("engine recording rules give the pipeline's join values, point by point
         { route: "summarise", model: LLAMA, per: 8, ttft: { 8: 2, 9: 5, 10: 3 }, decode: { 12: 2, 13: 8 } },
       ])),
     ];
-    const { test, points } = engineCase(scrapes);
+    const { test, points, checked } = engineCase(scrapes);
     // The join's own figures first, so the case cannot pass on two wrong answers that agree.
     const model = { model: LLAMA };
     assert.equal(latest(points, C.MODEL_GPU_UTILIZATION, model), 63, "the pod's own share of the time-sliced GPU, not the GPU's 91");
@@ -99,10 +99,10 @@ describe("engine recording rules give the pipeline's join values, point by point
     assert.equal(q("outside_ttft", "0.95", "chat"), q("ttft", "0.95", "chat")! - (q("queue", "0.95")! + q("prefill", "0.95")!));
     assert.equal(q("outside_decode", "0.5", "summarise"), q("decode", "0.5", "summarise")! - q("decode", "0.5")!);
     assert.ok(test.promql_expr_test.length > 150, `${test.promql_expr_test.length} points checked`);
-    assert.match(await runner.promtool(test), /SUCCESS/);
+    await checkPoints(t, runner.promtool, test, checked);
   });
 
-  it("vLLM 0.10 exporting renamed and deprecated names (counted once, by the current name) and vLLM 0.8's old names, on MIG instances", async () => {
+  it("vLLM 0.10 exporting renamed and deprecated names (counted once, by the current name) and vLLM 0.8's old names, on MIG instances", async (t) => {
     const old = (text: string): string => text.replace(/^(vllm:gpu_cache_usage_perc\{[^}]*\}) \S+$/gm, "$1 0.99").replace(/^(vllm:gpu_prefix_cache_hits_total\{[^}]*\}) \S+$/gm, "$1 1000");
     const scrapes = [
       ...every(target("dcgm", "dcgm-c", 9400, "gpu-node-c"), 0, () => fixture("dcgm-mig.prom")),
@@ -110,7 +110,7 @@ describe("engine recording rules give the pipeline's join values, point by point
       ...every(target("vllm", "embed-4a6b-ddddd", 8000, "gpu-node-c"), 2, (k) => advance(fixture("vllm-0.8-old-names.prom"), k)),
       ...every(target("envoy", "chat-5b7c-ccccc", 15090, "gpu-node-c"), 3, (k) => sidecarText(k, [{ route: "chat", model: LLAMA, per: 20, ttft: { 7: 3, 8: 1 }, decode: { 10: 1, 11: 4, 12: 1 } }])),
     ];
-    const { test, points } = engineCase(scrapes);
+    const { test, points, checked } = engineCase(scrapes);
     const chat = { pod: "chat-5b7c-ccccc", model: LLAMA };
     const embed = { pod: "embed-4a6b-ddddd", model: LLAMA };
     assert.equal(latest(points, C.MODEL_KV_CACHE_USAGE, chat), 0.75, "the current name wins over the deprecated one's 0.99");
@@ -121,10 +121,10 @@ describe("engine recording rules give the pipeline's join values, point by point
     assert.equal(latest(points, C.MODEL_GPU_UTILIZATION, chat), 87.5, "MIG instance 1: graphics engine active 0.875");
     assert.equal(latest(points, C.MODEL_GPU_UTILIZATION, embed), 25, "MIG instance 2, not the parent GPU the exporter labels with this pod");
     assert.equal(latest(points, C.MODEL_SPEC_DECODE_ACCEPTANCE, chat), undefined, "no speculative decoding configured");
-    assert.match(await runner.promtool(test), /SUCCESS/);
+    await checkPoints(t, runner.promtool, test, checked);
   });
 
-  it("SGLang with tensor parallelism (rank 0 only), TGI without a model label, and a pod serving two models on two ports", async () => {
+  it("SGLang with tensor parallelism (rank 0 only), TGI without a model label, and a pod serving two models on two ports", async (t) => {
     const qwen = "Qwen/Qwen2.5-7B-Instruct";
     const scrapes = [
       ...every(target("vllm", "sgl-0", 30000, "cpu-node"), 1, (k) => advance(fixture("sglang-tp2.prom"), k, 0.05, (name, labels, v) => (name === "sglang:spec_accept_rate" ? (labels.includes('tp_rank="1"') ? 0.99 : 0.625) : v))),
@@ -136,7 +136,7 @@ describe("engine recording rules give the pipeline's join values, point by point
         { route: "chat", model: qwen, per: 10, ttft: { 9: 1, 10: 1 }, decode: { 12: 1 } },
       ])),
     ];
-    const { test, points } = engineCase(scrapes);
+    const { test, points, checked } = engineCase(scrapes);
     const sgl = { pod: "sgl-0", model: qwen };
     assert.equal(latest(points, C.MODEL_REQUESTS_WAITING, sgl), 5, "tp_rank 1 repeats rank 0's scheduler state: not added");
     assert.equal(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, sgl), 0.9, "cached / prompt tokens");
@@ -154,10 +154,10 @@ describe("engine recording rules give the pipeline's join values, point by point
       latest(points, C.ROUTE_LATENCY_QUANTILE, { pod: "multi-0", model: qwen, phase: "outside_ttft", quantile: "0.5" }),
       latest(points, C.ROUTE_LATENCY_QUANTILE, { pod: "multi-0", model: LLAMA, phase: "outside_ttft", quantile: "0.5" }),
     );
-    assert.match(await runner.promtool(test), /SUCCESS/);
+    await checkPoints(t, runner.promtool, test, checked);
   });
 
-  it("an engine that restarts (its counters reset) and a scrape that fails (gauges stale, ranges keep their points)", async () => {
+  it("an engine that restarts (its counters reset) and a scrape that fails (gauges stale, ranges keep their points)", async (t) => {
     const pod = "chat-6f8d-aaaaa";
     const vllm = target("vllm", pod, 8000);
     const scrapes = [
@@ -165,12 +165,12 @@ describe("engine recording rules give the pipeline's join values, point by point
       // Restarted at step 21: every counter starts again near zero.
       ...every(vllm, 1, (k) => (k < 21 ? advance(fixture("vllm-v1-two-engines.prom"), k) : advance(fixture("vllm-v1-two-engines.prom"), k - 21, 0.05).replace(/^(vllm:[a-z_:]+(?:_total|_bucket|_count|_sum)\{[^}]*\}) (\S+)$/gm, (_m, s: string, v: string) => `${s} ${Math.round(Number(v) / 100)}`)), (k) => k !== 24),
     ];
-    const { test, points } = engineCase(scrapes);
+    const { test, points, checked } = engineCase(scrapes);
     const at = (sec: number): JoinedPoint[] => points.filter((p) => p.atMs === sec * 1000);
     assert.deepEqual(at(1 + STEP * 24), [], "a failed scrape emits nothing");
     const after = at(1 + STEP * 25);
     assert.ok(after.some((p) => p.name === C.MODEL_PREFIX_CACHE_HIT_RATIO), "the ratio goes on across the reset");
-    assert.match(await runner.promtool(test), /SUCCESS/);
+    await checkPoints(t, runner.promtool, test, checked);
   });
 
   it("fails when a rule and the join disagree by one bit (the check can fail)", async () => {

@@ -142,15 +142,16 @@ describe("busy but starved: activity per unit of busy time", () => {
     j.join(scrape(DCGM("gpu-node-d"), fixture("dcgm-default-counters.prom"), T0));
     const chat = j.join(scrape(envoy("chat-5d6f-eeeee", "gpu-node-d"), REQUESTS, T0 + 1000));
     const embed = j.join(scrape(envoy("embed-8b2c-fffff", "gpu-node-d"), REQUESTS, T0 + 1000));
-    assert.deepEqual(rows(chat, "tokentrace_pod_gpu_activity_while_busy_ratio", "basis"), [["0", "tensor_dram", 0.121649485]]);
-    assert.deepEqual(rows(embed, "tokentrace_pod_gpu_activity_while_busy_ratio", "basis"), [["1", "tensor_dram", 0.719318182]]);
+    // Activity over busy time as a fraction, unrounded: DRAM 0.118 over 97%, DRAM 0.633 over 88%.
+    assert.deepEqual(rows(chat, "tokentrace_pod_gpu_activity_while_busy_ratio", "basis"), [["0", "tensor_dram", 0.118 / (97 / 100)]]);
+    assert.deepEqual(rows(embed, "tokentrace_pod_gpu_activity_while_busy_ratio", "basis"), [["1", "tensor_dram", 0.633 / (88 / 100)]]);
   });
 
   it("with DCGM_FI_PROF_SM_ACTIVE exported the basis is SM activity, capped at 1", () => {
     const j = new Joiner();
     j.join(scrape(DCGM("gpu-node-t"), fixture("dcgm-profiling-tp4.prom"), T0));
     const out = j.join(scrape(envoy("llama70b-tp4-0", "gpu-node-t"), REQUESTS, T0 + 1000));
-    assert.deepEqual(rows(out, "tokentrace_pod_gpu_activity_while_busy_ratio", "basis"), [["0", "sm_active", 0.904918033], ["1", "sm_active", 0.904838710], ["2", "sm_active", 0.957575758], ["3", "sm_active", 0.901666667]]);
+    assert.deepEqual(rows(out, "tokentrace_pod_gpu_activity_while_busy_ratio", "basis"), [["0", "sm_active", 0.552 / (61 / 100)], ["1", "sm_active", 0.561 / (62 / 100)], ["2", "sm_active", 0.948 / (99 / 100)], ["3", "sm_active", 0.541 / (60 / 100)]]);
     const over = fixture("dcgm-profiling-tp4.prom").replace(/(DCGM_FI_PROF_SM_ACTIVE\{gpu="0"[^}]*\}) \S+/, "$1 0.700000");
     const k = new Joiner();
     k.join(scrape(DCGM("gpu-node-t"), over, T0));
@@ -172,8 +173,9 @@ describe("stragglers: the spread across a pod's cards", () => {
     const out = j.join(scrape(envoy("llama70b-tp4-0", "gpu-node-t"), REQUESTS, T0 + 1000));
     const one = (name: string): [Record<string, string>, number][] => named(out, name).map((s) => [labelsOf(s), s.samples[0]!.value]);
     assert.deepEqual(one("tokentrace_pod_gpu_utilization_spread_percent"), [[{ __name__: "tokentrace_pod_gpu_utilization_spread_percent", namespace: "llm", pod: "llama70b-tp4-0" }, 39]]);
-    assert.deepEqual(one("tokentrace_pod_gpu_memory_used_spread_ratio").map(([, v]) => v), [0.110869782]);
-    assert.deepEqual(one("tokentrace_pod_gpu_sm_active_spread_ratio").map(([l, v]) => [l.source, v]), [["sm_active", 0.407]]);
+    // Unrounded: (80112 - 71230) / 80112 MiB; 0.948 - 0.541 (0.4069999999999999).
+    assert.deepEqual(one("tokentrace_pod_gpu_memory_used_spread_ratio").map(([, v]) => v), [(80112 - 71230) / 80112]);
+    assert.deepEqual(one("tokentrace_pod_gpu_sm_active_spread_ratio").map(([l, v]) => [l.source, v]), [["sm_active", 0.948 - 0.541]]);
   });
 
   it("a pod with one GPU, or on the node-level fallback, has no spread", () => {

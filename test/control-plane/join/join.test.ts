@@ -54,6 +54,17 @@ describe("join", () => {
     assert.equal(find(out, "scrape_duration_seconds")[0]!.samples[0]!.value, 0.012);
   });
 
+  it("reports scrape_duration_seconds as Prometheus does: whole nanoseconds, then Go's Duration.Seconds (not ms / 1000)", () => {
+    const seconds = (durationMs: number): number => {
+      const j = new Joiner();
+      return find(j.join({ ...result(CHAT, "", T0), durationMs }), "scrape_duration_seconds")[0]!.samples[0]!.value;
+    };
+    // 2 s + 718281828 ns / 1e9, where 2718.281828 / 1000 gives 2.7182818280000003.
+    assert.equal(seconds(2718.281828), 2.718281828);
+    assert.equal(seconds(12.345678), 0.012345678);
+    assert.equal(seconds(5), 0.005);
+  });
+
   it("reports the state of each (pod, GPU) link, with the number of pods sharing a time-sliced GPU", () => {
     const j = new Joiner();
     j.join(result(DCGM, fixture("dcgm-node-a.prom"), T0));
@@ -127,8 +138,11 @@ describe("join", () => {
     assert.deepEqual(find(out, "tokentrace_gpu_seconds_per_1k_output_tokens").map((s) => s.samples[0]!.value), [15]);
     const phases = Object.fromEntries(find(out, "tokentrace_route_latency_seconds").map((s) => [labelsOf(s).phase, s.samples[0]!.value]));
     // TTFT 12000 ms / 100; decode from the filter's decode histogram, 290000 ms / 100 (not duration
-    // minus TTFT, which would read 2.88 s); queue 5 s / 100; prefill 5 s / 100.
-    assert.deepEqual(phases, { ttft: 0.12, decode: 2.9, queue: 0.05, prefill: 0.05 });
+    // minus TTFT, which would read 2.88 s); queue 5 s / 100; prefill 5 s / 100. Each as the rule
+    // computes it, irate(sum) / irate(count) over the 15 s interval (decode 2.8999999999999995, not 2.9).
+    const perRequest = (sum: number, count: number): number => sum / 15 / (count / 15);
+    assert.deepEqual(phases, { ttft: perRequest(12000, 100) / 1000, decode: perRequest(290000, 100) / 1000, queue: perRequest(5, 100), prefill: perRequest(5, 100) });
+    assert.equal(phases.decode, 2.8999999999999995);
     assert.deepEqual(find(out, "tokentrace_route_gpu_utilization_percent").map((s) => s.samples[0]!.value), [75.5]);
     // Once the vLLM target is gone, its queue and prefill figures go with it.
     j.removeTarget(VLLM);

@@ -5,6 +5,7 @@
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
+import { avgOf } from "../../promql/aggregate.js";
 import { LOOKBACK_MS, SeriesWindow } from "../../promql/series-window.js";
 import type { GpuInfo } from "../gpu-index.js";
 import type { IdentityView, PodIdentity } from "../identity.js";
@@ -22,12 +23,19 @@ export interface Derivation {
   forget(t: ScrapeTarget): void;
 }
 
-/** Rounds to 1e-9, so float noise in a derived ratio does not show in the shipped value. */
-export const round = (v: number): number => Math.round(v * 1e9) / 1e9;
-
 /** The pod's GPUs the index still knows, in identity order. */
 export function gpusOf(identities: IdentityView, pod: PodIdentity): GpuInfo[] {
   return pod.gpuKeys.map((k) => identities.index.gpus.get(k)).filter((g): g is GpuInfo => g !== undefined);
+}
+
+/**
+ * avg by (namespace, pod) (tokentrace:pod_gpu_utilization:percent): the mean utilisation of the
+ * pod's GPUs, met in the order of that series' labels (by gpu_uuid), as the rules average it.
+ */
+export function meanUtilizationOf(identities: IdentityView, pod: PodIdentity): number | undefined {
+  const index = identities.index;
+  const keys = [...pod.gpuKeys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return avgOf(keys.map((k) => index.utilizationOf(pod.key, k)).filter((v): v is number => v !== undefined));
 }
 
 /**

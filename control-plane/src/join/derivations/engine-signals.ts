@@ -5,10 +5,9 @@ import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import { engineEntries, modelSignals, type EngineInfo, type ModelSignals } from "../../engine/signals.js";
-import { avgOf } from "../../promql/aggregate.js";
 import * as C from "../catalogue.js";
 import { podKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
-import { PodWindows, type Derivation } from "./derivation.js";
+import { meanUtilizationOf, PodWindows, type Derivation } from "./derivation.js";
 
 /** tokentrace_model_*: per pod, its engine targets' series over the rate window. */
 export class EngineSignals implements Derivation {
@@ -43,9 +42,7 @@ export class EngineSignals implements Derivation {
     if (entries.length === 0 && !this.windows.has(pod.key)) return;
     this.windows.of(pod.key).observe(t.id, ts, entries);
     const signals = this.signalsAt(pod.key, ts);
-    const index = this.identities.index;
-    const utils = pod.gpuKeys.map((k) => index.utilizationOf(pod.key, k)).filter((v): v is number => v !== undefined);
-    const gpuUtil = avgOf(utils);
+    const gpuUtil = meanUtilizationOf(this.identities, pod);
     const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
     for (const [model, m] of [...signals].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const ml: Labels = [...podLabels, "model", model];

@@ -7,9 +7,11 @@ import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
-import { counterDelta } from "../counter.js";
+import { sumOf } from "../../promql/aggregate.js";
+import { instantRate } from "../../promql/rate.js";
+import { inSeriesOrder, seriesOrderKey } from "../../promql/series-order.js";
 import type { IdentityView, PodIdentity } from "../identity.js";
-import { round, type Derivation } from "./derivation.js";
+import type { Derivation } from "./derivation.js";
 import type { PodInterval } from "./pod-interval.js";
 
 /** tokentrace_gpu_tokens_per_joule. */
@@ -36,19 +38,25 @@ export class GpuEnergy implements Derivation {
       const prev = this.prevEnergy.get(key);
       this.prevEnergy.set(key, { ts, energyMj: g.energyMj });
       if (!prev || ts <= prev.ts) continue;
-      let tokensPerSec = 0;
-      let known = false;
+      // sum by (gpu, ...) (tokentrace_pod_gpu_info * on (namespace, pod) group_left
+      // tokentrace:pod_output_tokens_per_second_per_gpu): each pod's rate over its GPU count, added
+      // in the order of the info series (the same GPU, so by namespace and pod).
+      const perPod: { order: string; rate: number }[] = [];
       for (const pk of this.identities.podsWithGpu(g.key) ?? []) {
         const rate = this.tokenRates.tokenRateOf(pk);
-        if (rate === undefined) continue;
-        known = true;
-        tokensPerSec += rate / Math.max(1, this.identities.identityOf(pk)?.gpuKeys.length ?? 1);
+        const identity = this.identities.identityOf(pk);
+        if (rate === undefined || !identity) continue;
+        perPod.push({ order: seriesOrderKey(identity.labels.slice(0, 4)), rate: rate / Math.max(1, identity.gpuKeys.length) });
       }
-      const watts = counterDelta(prev.energyMj, g.energyMj) / 1000 / ((ts - prev.ts) / 1000);
-      if (!known || watts <= 0) continue;
+      const tokensPerSec = sumOf(inSeriesOrder(perPod).map((p) => p.rate));
+      // max by (gpu_uuid) (irate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[2m])) / 1000 > 0: mJ/s, then W.
+      const mjPerSec = instantRate(prev.energyMj, prev.ts, g.energyMj, ts);
+      if (tokensPerSec === undefined || mjPerSec === undefined) continue;
+      const watts = mjPerSec / 1000;
+      if (!(watts > 0)) continue;
       out.push({
         labels: ["__name__", C.TOKENS_PER_JOULE, "gpu", g.gpu, "gpu_uuid", g.key, "gpu_model", g.modelName, "hostname", g.hostname],
-        samples: [{ value: round(tokensPerSec / watts), timestampMs: ts }],
+        samples: [{ value: tokensPerSec / watts, timestampMs: ts }],
       });
     }
   }

@@ -14,7 +14,7 @@ import type { WriteSeries } from "../../remote-write/series.js";
 import type { GpuInfo } from "../gpu-index.js";
 import * as C from "../catalogue.js";
 import type { IdentityView, PodIdentity } from "../identity.js";
-import { gpusOf, round, type Derivation } from "./derivation.js";
+import { gpusOf, type Derivation } from "./derivation.js";
 
 /** The activity per unit of busy time of one GPU (0-1) and what it was measured on; undefined while idle or unmeasured. */
 export function activityWhileBusy(g: GpuInfo): { ratio: number; basis: "sm_active" | "tensor_dram" } | undefined {
@@ -30,7 +30,7 @@ export function activityWhileBusy(g: GpuInfo): { ratio: number; basis: "sm_activ
     basis = "tensor_dram";
   } else return undefined;
   // The profiling fields and utilisation are sampled over different periods: a ratio past 1 is noise.
-  return { ratio: round(Math.min(1, Math.max(0, activity) / (util / 100))), basis };
+  return { ratio: Math.min(1, Math.max(0, activity) / (util / 100)), basis };
 }
 
 /** tokentrace_pod_gpu_activity_while_busy_ratio: stateless, read from the GPU index at each sidecar scrape. */

@@ -1,21 +1,37 @@
-// What a pod did over its last sidecar scrape interval, from the deltas between consecutive scrapes
-// (counter resets handled): output tokens per second per GPU and mean latency per phase (the
-// sidecar's ttft and decode, the engine's queue and prefill over its own last interval) per route
-// and model, the utilisation of the pod's GPUs beside them, and GPU-seconds per 1000 output tokens
-// per model. It also keeps each pod's output token rate, which the energy family divides by power.
+// What a pod did over its last sidecar scrape interval, from each series' irate() over its two
+// newest scrapes (counter resets handled), summed as the recording rules sum them: output tokens
+// per second per GPU and mean latency per phase (the sidecar's ttft and decode, the engine's queue
+// and prefill over its own last interval) per route and model, the utilisation of the pod's GPUs
+// beside them, and GPU-seconds per 1000 output tokens per model. It also keeps each pod's output
+// token rate, which the energy family divides by power.
 import { labelValue, type Labels, type ParsedSample } from "../../scrape/sample.js";
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
-import { counterDelta } from "../counter.js";
+import { sumOf } from "../../promql/aggregate.js";
+import { instantRate } from "../../promql/rate.js";
+import { inSeriesOrder, seriesOrderKey } from "../../promql/series-order.js";
 import { podKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
-import { gpusOf, round, type Derivation } from "./derivation.js";
+import { gpusOf, meanUtilizationOf, type Derivation } from "./derivation.js";
+
+/** One counter series of a scrape: its family, its group, its place in Prometheus's series order. */
+interface SeriesPoint {
+  family: string;
+  route: string;
+  model: string;
+  order: string;
+  value: number;
+}
 
 interface CounterSnapshot {
   ts: number;
-  values: Map<string, number>;
+  /** By series identity (its order key). */
+  series: Map<string, SeriesPoint>;
 }
+
+/** One series' irate over the interval, with what it is summed by. */
+type SeriesRate = Omit<SeriesPoint, "value"> & { rate: number };
 
 // Maps, not objects: they are indexed by scraped series names.
 const LATENCY_FAMILIES = new Map([
@@ -73,53 +89,50 @@ export class PodInterval implements Derivation {
     this.podTokenRate.delete(podKey);
   }
 
+  // Each value is computed as its rule in istio/observability/recording-rules.yaml computes it, the
+  // same operations in the same order, so both give the same double: irate() per series, then
+  // sum by (...) over the series in their label order, then the rule's binary operations left to right.
   derive(r: ScrapeResult, pod: PodIdentity | undefined, out: WriteSeries[]): void {
     const t = r.target;
     if (!pod || (t.kind !== "envoy" && t.kind !== "static")) return;
     const podKey = pod.key;
     const ts = r.timestampMs;
     const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
-    const cur = sumFamilies(r.samples, LATENCY_FAMILIES, (s) => `${labelValue(s.labels, "route") ?? ""}\xff${labelValue(s.labels, "model") ?? ""}`);
-    let podOut = 0;
-    for (const [k, v] of cur) if (k.startsWith("out\xff")) podOut += v;
-    cur.set("pod_out", podOut);
+    const cur = snapshotOf(r.samples, LATENCY_FAMILIES, podLabels, (s) => [labelValue(s.labels, "route") ?? "", labelValue(s.labels, "model") ?? ""]);
     const prev = this.prevPod.get(podKey);
-    this.prevPod.set(podKey, { ts, values: cur });
+    this.prevPod.set(podKey, { ts, series: cur });
     if (!prev || ts <= prev.ts) return;
-    const dtSec = (ts - prev.ts) / 1000;
-    this.podTokenRate.set(podKey, counterDelta(prev.values.get("pod_out") ?? 0, podOut) / dtSec);
-    const delta = (k: string): number | undefined => {
-      const c = cur.get(k);
-      const p = prev.values.get(k);
-      return c === undefined || p === undefined ? undefined : counterDelta(p, c);
+    const rates = ratesOf(prev, { ts, series: cur });
+    // tokentrace:pod_output_tokens_per_second_per_gpu's sum by (namespace, pod) (irate(...)).
+    const podRate = sumOf(rates.filter((x) => x.family === "out").map((x) => x.rate));
+    if (podRate === undefined) this.podTokenRate.delete(podKey);
+    else this.podTokenRate.set(podKey, podRate);
+    const sumWhere = (family: string, route: string | undefined, model: string): number | undefined =>
+      sumOf(rates.filter((x) => x.family === family && (route === undefined || x.route === route) && x.model === model).map((x) => x.rate));
+    // sum(irate(x_sum)) / (sum(irate(x_count)) > 0) / 1000
+    const mean = (sumFamily: string, countFamily: string, route: string, model: string): number | undefined => {
+      const perSecond = sumWhere(sumFamily, route, model);
+      const countPerSecond = sumWhere(countFamily, route, model);
+      return perSecond !== undefined && countPerSecond !== undefined && countPerSecond > 0 ? perSecond / countPerSecond / 1000 : undefined;
     };
-    const mean = (sumKey: string, countKey: string, rm: string): number | undefined => {
-      const dSum = delta(`${sumKey}\xff${rm}`);
-      const dCount = delta(`${countKey}\xff${rm}`);
-      return dSum !== undefined && dCount ? dSum / dCount / 1000 : undefined;
-    };
-    const index = this.identities.index;
-    const gpus = gpusOf(this.identities, pod);
     const gpuCount = pod.gpuKeys.length;
-    const gpuShare = gpus.reduce((n, g) => n + 1 / Math.max(1, index.podsOfGpu(g.key).length), 0);
-    const utilValues = gpus.map((g) => index.utilizationOf(podKey, g.key)).filter((v): v is number => v !== undefined);
-    const meanUtil = utilValues.length > 0 ? utilValues.reduce((a, b) => a + b, 0) / utilValues.length : undefined;
-    const routes = new Set<string>();
-    for (const k of cur.keys()) if (k.startsWith("out\xff") || k.startsWith("ttft_sum\xff") || k.startsWith("decode_sum\xff")) routes.add(k.slice(k.indexOf("\xff") + 1));
-    const outByModel = new Map<string, number>();
-    for (const rm of [...routes].sort()) {
-      const [route, model] = rm.split("\xff") as [string, string];
+    const meanUtil = meanUtilizationOf(this.identities, pod);
+    const groups = new Map<string, [string, string]>();
+    for (const p of cur.values()) if (p.family === "out" || p.family === "ttft_sum" || p.family === "decode_sum") groups.set(`${p.route}\xff${p.model}`, [p.route, p.model]);
+    const models = new Set<string>();
+    for (const [, [route, model]] of [...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const rl: Labels = [...podLabels, "route", route, "model", model];
-      const dOut = delta(`out\xff${rm}`);
-      if (dOut !== undefined) {
-        outByModel.set(model, (outByModel.get(model) ?? 0) + dOut);
-        if (gpuCount > 0) out.push({ labels: ["__name__", C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, ...rl], samples: [{ value: round(dOut / dtSec / gpuCount), timestampMs: ts }] });
+      const outPerSecond = sumWhere("out", route, model);
+      if (outPerSecond !== undefined) {
+        models.add(model);
+        // sum by (namespace, pod, route, model) (irate(...)) / on (namespace, pod) group_left tokentrace:pod_gpus:count
+        if (gpuCount > 0) out.push({ labels: ["__name__", C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, ...rl], samples: [{ value: outPerSecond / gpuCount, timestampMs: ts }] });
       }
       const vllm = this.vllmMeans.get(`${podKey}\xff${model}`);
       const phases: [string, number | undefined][] = [
-        ["ttft", mean("ttft_sum", "ttft_count", rm)],
+        ["ttft", mean("ttft_sum", "ttft_count", route, model)],
         // The filter's own decode histogram: last body byte minus first content chunk, streaming only.
-        ["decode", mean("decode_sum", "decode_count", rm)],
+        ["decode", mean("decode_sum", "decode_count", route, model)],
         ["queue", vllm?.queue],
         ["prefill", vllm?.prefill],
       ];
@@ -127,33 +140,36 @@ export class PodInterval implements Derivation {
       for (const [phase, v] of phases) {
         if (v === undefined) continue;
         any = true;
-        out.push({ labels: ["__name__", C.ROUTE_LATENCY, ...rl, "phase", phase], samples: [{ value: round(v), timestampMs: ts }] });
+        out.push({ labels: ["__name__", C.ROUTE_LATENCY, ...rl, "phase", phase], samples: [{ value: v, timestampMs: ts }] });
       }
-      if (any && meanUtil !== undefined) out.push({ labels: ["__name__", C.ROUTE_GPU_UTILIZATION, ...rl], samples: [{ value: round(meanUtil), timestampMs: ts }] });
+      if (any && meanUtil !== undefined) out.push({ labels: ["__name__", C.ROUTE_GPU_UTILIZATION, ...rl], samples: [{ value: meanUtil, timestampMs: ts }] });
     }
-    if (gpuShare > 0) {
-      for (const [model, dOut] of [...outByModel].sort()) {
-        if (dOut <= 0) continue;
-        out.push({ labels: ["__name__", C.GPU_SECONDS_PER_1K_TOKENS, ...podLabels, "model", model], samples: [{ value: round((gpuShare * dtSec) / (dOut / 1000)), timestampMs: ts }] });
-      }
+    const gpuShare = gpuShareOf(this.identities, pod);
+    if (gpuShare === undefined) return;
+    for (const model of [...models].sort()) {
+      // Over every route of the model: sum by (namespace, pod, model), not a sum of the routes' sums.
+      const outPerSecond = sumWhere("out", undefined, model);
+      // 1000 / (sum by (namespace, pod, model) (irate(...)) > 0) * on (namespace, pod) group_left tokentrace:pod_gpu_share:sum
+      if (outPerSecond === undefined || !(outPerSecond > 0)) continue;
+      out.push({ labels: ["__name__", C.GPU_SECONDS_PER_1K_TOKENS, ...podLabels, "model", model], samples: [{ value: (1000 / outPerSecond) * gpuShare, timestampMs: ts }] });
     }
   }
 
   private trackVllm(podKey: string, r: ScrapeResult): void {
-    const cur = sumFamilies(r.samples, VLLM_FAMILIES, (s) => labelValue(s.labels, "model_name") ?? "");
+    const t = r.target;
+    const cur = snapshotOf(r.samples, VLLM_FAMILIES, ["namespace", t.namespace ?? "", "pod", t.pod ?? ""], (s) => ["", labelValue(s.labels, "model_name") ?? ""]);
     const prev = this.prevVllm.get(podKey);
-    this.prevVllm.set(podKey, { ts: r.timestampMs, values: cur });
-    if (!prev) return;
-    const models = new Set([...cur.keys()].map((k) => k.slice(k.indexOf("\xff") + 1)));
+    const now = { ts: r.timestampMs, series: cur };
+    this.prevVllm.set(podKey, now);
+    if (!prev || now.ts <= prev.ts) return;
+    const rates = ratesOf(prev, now);
+    const models = new Set([...cur.values()].map((p) => p.model));
     for (const model of models) {
-      const mean = (sumKey: string, countKey: string): number | undefined => {
-        const cs = cur.get(`${sumKey}\xff${model}`);
-        const cc = cur.get(`${countKey}\xff${model}`);
-        const ps = prev.values.get(`${sumKey}\xff${model}`);
-        const pc = prev.values.get(`${countKey}\xff${model}`);
-        if (cs === undefined || cc === undefined || ps === undefined || pc === undefined) return undefined;
-        const dc = counterDelta(pc, cc);
-        return dc > 0 ? counterDelta(ps, cs) / dc : undefined;
+      // sum by (namespace, pod, model_name) (irate(x_sum)) / (sum by (...) (irate(x_count)) > 0)
+      const mean = (sumFamily: string, countFamily: string): number | undefined => {
+        const perSecond = sumOf(rates.filter((x) => x.family === sumFamily && x.model === model).map((x) => x.rate));
+        const countPerSecond = sumOf(rates.filter((x) => x.family === countFamily && x.model === model).map((x) => x.rate));
+        return perSecond !== undefined && countPerSecond !== undefined && countPerSecond > 0 ? perSecond / countPerSecond : undefined;
       };
       const m: { queue?: number; prefill?: number } = {};
       const q = mean("queue_sum", "queue_count");
@@ -165,14 +181,39 @@ export class PodInterval implements Derivation {
   }
 }
 
-/** Sums the samples of the named families per `<family key>\xff<group>`. */
-function sumFamilies(samples: readonly ParsedSample[], families: ReadonlyMap<string, string>, group: (s: ParsedSample) => string): Map<string, number> {
-  const cur = new Map<string, number>();
+/** tokentrace:pod_gpu_share:sum: the sum over the pod's GPUs, in its info series' order, of 1 / pods mapped to the GPU. */
+function gpuShareOf(identities: IdentityView, pod: PodIdentity): number | undefined {
+  const index = identities.index;
+  const links = gpusOf(identities, pod).map((g) => {
+    const pods = index.podsOfGpu(g.key).length;
+    const info: Labels = ["__name__", C.POD_GPU_INFO, ...pod.labels.slice(0, 4), "gpu", g.gpu, "gpu_uuid", g.key, "gpu_model", g.modelName, "hostname", g.hostname, "gpu_pods", String(pods)];
+    // (info * 0 + 1) / on (gpu_uuid) group_left tokentrace:gpu_mapped_pods:count, or 1 where no pod is mapped.
+    return { order: seriesOrderKey(info), share: pods > 0 ? 1 / pods : 1 };
+  });
+  return sumOf(inSeriesOrder(links).map((l) => l.share));
+}
+
+/** The samples of the named families, one point per series, keyed and ordered by its full label set. */
+function snapshotOf(samples: readonly ParsedSample[], families: ReadonlyMap<string, string>, targetLabels: Labels, group: (s: ParsedSample) => [string, string]): Map<string, SeriesPoint> {
+  const series = new Map<string, SeriesPoint>();
   for (const s of samples) {
-    const key = families.get(s.name);
-    if (!key) continue;
-    const k = `${key}\xff${group(s)}`;
-    cur.set(k, (cur.get(k) ?? 0) + s.value);
+    const family = families.get(s.name);
+    if (!family) continue;
+    const order = seriesOrderKey(["__name__", s.name, ...s.labels, ...targetLabels]);
+    const [route, model] = group(s);
+    series.set(order, { family, route, model, order, value: s.value });
   }
-  return cur;
+  return series;
+}
+
+/** irate() of every series in both snapshots, in series order (a series needs two samples). */
+function ratesOf(prev: CounterSnapshot, cur: CounterSnapshot): SeriesRate[] {
+  const rates: SeriesRate[] = [];
+  for (const [key, c] of cur.series) {
+    const p = prev.series.get(key);
+    if (!p) continue;
+    const rate = instantRate(p.value, prev.ts, c.value, cur.ts);
+    if (rate !== undefined) rates.push({ family: c.family, route: c.route, model: c.model, order: c.order, rate });
+  }
+  return inSeriesOrder(rates);
 }
