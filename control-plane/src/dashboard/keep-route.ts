@@ -4,11 +4,10 @@
 // (the leader's own, or on a follower those the leader published in the policy's status), their
 // floor and ceiling, and the static threshold a pair without a live entry falls back to.
 import type { NextFunction, Request, RequestHandler, Response, Router } from "express";
-import { ApiError } from "../api/errors.js";
 import { effectiveConfig, type KeepLiveThreshold, type OverrideSource } from "../policy/effective.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import { KEEP_COLUMNS, keepColumns } from "./keep-window.js";
-import { queryString, rangeOf } from "./query.js";
+import { rangeOf, routeOf } from "./query.js";
 import { policyFor } from "./route-policy.js";
 import { KEEP_REASONS, type DashboardSource } from "./series.js";
 import { resolution, scrapeIntervalOf } from "./window.js";
@@ -83,19 +82,11 @@ function thresholdsOf(deps: KeepFamilyContext["deps"], namespace: string, route:
 /** GET /v1/dashboard/keep. */
 export function keepRoutes(router: Router, { deps, read, now }: KeepFamilyContext): void {
   router.get("/v1/dashboard/keep", read, (req: Request, res: Response, next: NextFunction) => {
-    const routes = deps.dashboard?.routes() ?? [];
-    const askedRoute = queryString(req, "route");
-    const askedNamespace = queryString(req, "namespace");
     const rangeSeconds = rangeOf(req, next);
     if (rangeSeconds === undefined) return;
-    const matches = routes.filter((r) => (askedRoute === undefined || r.route === askedRoute) && (askedNamespace === undefined || r.namespace === askedNamespace));
-    if (askedRoute !== undefined && matches.length === 0) {
-      const known = routes.map((r) => `${r.namespace}/${r.route}`).join(", ") || "none yet";
-      next(new ApiError(404, "no data for this route", [{ field: "route", reason: `no points for ${JSON.stringify(askedRoute)}; routes with data: ${known}` }]));
-      return;
-    }
-    const key = matches[0] ?? routes[0];
-    const intervals = key ? (deps.dashboard?.intervals(key) ?? []) : [];
+    const picked = routeOf(req, deps.dashboard, next);
+    if (picked === undefined) return;
+    const { key, intervals } = picked;
     const grid = resolution(rangeSeconds * 1000, scrapeIntervalOf(intervals));
     res.set("cache-control", "no-store").json({
       source: "pipeline",

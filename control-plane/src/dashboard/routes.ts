@@ -8,7 +8,6 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
 import { readAccess, type TokenEntry } from "../api/auth.js";
-import { ApiError } from "../api/errors.js";
 import { effectiveConfig, type OverrideSource } from "../policy/effective.js";
 import type { Policy } from "../policy/model.js";
 import type { PolicyRepository } from "../policy/repository.js";
@@ -18,6 +17,7 @@ import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
 import { policyFor } from "./route-policy.js";
+import { queryString, rangeOf, RANGES_SECONDS, routeOf } from "./query.js";
 
 /** What the dashboard routes need (a subset of the app's deps). */
 export interface DashboardDeps {
@@ -46,8 +46,6 @@ interface Asset {
   type: string;
 }
 
-/** Time ranges the page offers, in seconds (5 min to 1 h). */
-export const RANGES_SECONDS = [300, 900, 1800, 3600] as const;
 
 const staticDir = fileURLToPath(new URL("./static/", import.meta.url));
 const uplotDir = dirname(createRequire(import.meta.url).resolve("uplot"));
@@ -109,20 +107,6 @@ async function adaptiveTargets(store: PolicyRepository, namespace: string, times
   });
 }
 
-function queryString(req: Request, name: string): string | undefined {
-  const v = req.query[name];
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
-
-/** The `range` query (seconds, default 900), or undefined after passing a 400 to `next`. */
-function rangeOf(req: Request, next: NextFunction): number | undefined {
-  const rangeText = queryString(req, "range") ?? "900";
-  const rangeSeconds = Number(rangeText);
-  if ((RANGES_SECONDS as readonly number[]).includes(rangeSeconds)) return rangeSeconds;
-  next(new ApiError(400, "invalid query", [{ field: "range", reason: `must be one of ${RANGES_SECONDS.join(", ")} (seconds), got ${JSON.stringify(rangeText)}` }]));
-  return undefined;
-}
-
 /** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod) and GET /v1/dashboard/keep (keep reasons and live thresholds per route). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
@@ -149,20 +133,12 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   });
 
   router.get("/v1/dashboard/series", read, async (req: Request, res: Response, next: NextFunction) => {
-    const routes = deps.dashboard?.routes() ?? [];
-    const askedRoute = queryString(req, "route");
-    const askedNamespace = queryString(req, "namespace");
     const model = queryString(req, "model");
     const rangeSeconds = rangeOf(req, next);
     if (rangeSeconds === undefined) return;
-    const matches = routes.filter((r) => (askedRoute === undefined || r.route === askedRoute) && (askedNamespace === undefined || r.namespace === askedNamespace));
-    if (askedRoute !== undefined && matches.length === 0) {
-      const known = routes.map((r) => `${r.namespace}/${r.route}`).join(", ") || "none yet";
-      next(new ApiError(404, "no data for this route", [{ field: "route", reason: `no points for ${JSON.stringify(askedRoute)}; routes with data: ${known}` }]));
-      return;
-    }
-    const key = matches[0] ?? routes[0];
-    const intervals = key ? (deps.dashboard?.intervals(key) ?? []) : [];
+    const picked = routeOf(req, deps.dashboard, next);
+    if (picked === undefined) return;
+    const { routes, key, intervals } = picked;
     const models = [...new Set(intervals.flatMap((i) => [...i.counts.models.keys()]))].sort();
     // Which latency histograms the route's filters export (a filter older than tokentrace_llm_decode_ms has none for decode).
     const histograms = LATENCY_PHASES.filter((phase) => intervals.some((i) => [...i.counts.models.values()].some((m) => m[phase].size > 0)));
