@@ -8,7 +8,7 @@ import { nextRate, withDefaults } from "../../../control-plane/src/adaptive/algo
 import { startKubeEmulator, wasmPluginsResource, type KubeEmulator } from "../../support/kube-emulator/index.js";
 import { FakeClock, until } from "../../support/fake-clock.js";
 import { adminToken, call, samplePolicy } from "../helpers.js";
-import { applyCrd, startReplicas, whenCached, type Replica } from "../k8s/kubernetes-replicas.js";
+import { applyCrd, startReplicas, untilLeader, whenCached, type Replica } from "../k8s/kubernetes-replicas.js";
 
 let requestsPerSecond = 0;
 const rates: RateSource = { requestRates: () => Promise.resolve([{ route: "other-route", requestsPerSecond }]) };
@@ -56,11 +56,7 @@ describe("adaptive sampling across a leader change (emulated kube-apiserver, fak
     // A gets SIGTERM: it releases the lease and B takes over within a retry.
     await a.running.stop();
     replicas = [b];
-    for (let i = 0; i < 50 && !b.kube.isLeader(); i++) {
-      await clock.advance(500);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    assert.equal(b.kube.isLeader(), true);
+    await untilLeader(b, clock);
     assert.equal(await servedRate(b), last, "B serves A's last rates");
     await b.ticker.run("resync");
     assert.equal(pushedRate(), last, "B's first push is A's last rates");

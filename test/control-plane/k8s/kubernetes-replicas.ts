@@ -49,6 +49,18 @@ export function samplingPolicyObject(name: string, spec: Record<string, unknown>
   return { apiVersion: "tokentrace.dev/v1alpha1", kind: "SamplingPolicy", metadata: { name }, spec };
 }
 
+/**
+ * Advances `clock` in 500 ms steps (letting real I/O run between them) until `replica` leads, at
+ * most 25 s of lease time, and asserts it does.
+ */
+export async function untilLeader(replica: Replica, clock: FakeClock): Promise<void> {
+  for (let i = 0; i < 50 && !replica.kube.isLeader(); i++) {
+    await clock.advance(500);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  assert.equal(replica.kube.isLeader(), true, `${replica.identity} leads`);
+}
+
 /** Resolves when `cond` holds, re-checked whenever the replica's cache learns of an object. */
 export function whenCached(replica: Replica, what: string, cond: () => boolean): Promise<void> {
   if (cond()) return Promise.resolve();

@@ -9,7 +9,7 @@ import type { PairWindow } from "../../../control-plane/src/adaptive/live-thresh
 import { FakeClock } from "../../support/fake-clock.js";
 import { startKubeEmulator, type KubeEmulator } from "../../support/kube-emulator/index.js";
 import { adminToken, call, samplePolicy } from "../helpers.js";
-import { applyCrd, kube, spPath, startReplicas, whenCached, type Replica } from "./kubernetes-replicas.js";
+import { applyCrd, kube, spPath, startReplicas, untilLeader, whenCached, type Replica } from "./kubernetes-replicas.js";
 
 /** A cumulative histogram of `n` requests spread evenly over (0, maxMs], buckets every 100 ms. */
 function even(n: number, maxMs: number): Map<number, number> {
@@ -84,11 +84,7 @@ describe("live thresholds on followers (two replicas, emulated kube-apiserver)",
     // the TTFT threshold, with no streams in this window, stays where A left it (started over: 2423, no TTFT).
     await a.running.stop();
     replicas = [b];
-    for (let i = 0; i < 50 && !b.kube.isLeader(); i++) {
-      await clock.advance(500);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    assert.equal(b.kube.isLeader(), true);
+    await untilLeader(b, clock);
     assert.deepEqual(await pulledLive(b), expected, "the new leader serves its predecessor's thresholds before its first step");
     await b.ticker.run("live-thresholds");
     assert.deepEqual(await pulledLive(b), [{ route: "chat", model: "m", durationMs: 1212, ttftMs: 162 }]);
