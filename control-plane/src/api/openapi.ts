@@ -36,6 +36,14 @@ const writeSecurity = [{ bearer: [] }];
 /** Scope admin: key material. */
 const adminSecurity = [{ bearer: [] }];
 
+/** The dashboard endpoints' time range (dashboard/query.ts RANGES_SECONDS). */
+const rangeParameter = { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." };
+/** The dashboard endpoints' choice of one route (dashboard/query.ts routeOf). */
+const routeParameters = [
+  { name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." },
+  { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Namespace of the route; default the first with that route." },
+];
+
 const status = {
   badPath: "Malformed percent-encoding in the path.",
   readToken: 'api.reads is "token" and no known bearer token was sent.',
@@ -248,10 +256,9 @@ const paths = {
         "Columns for uPlot from the metrics pipeline's joined scrapes, one point per step over the range: t (s); requestsPerSecond, llmRequestsPerSecond; ratio4xx, ratio5xx, ratioReset (shares of all requests); inputTokensPerSecond, outputTokensPerSecond; ttft, decode and duration at P50/P95/P99 (ms, histogram_quantile over windowSeconds); gpuUtilizationPercent (mean over the route's pods), gpuPowerWatts (sum); sampledPerSecond (over samplingWindowSeconds); adaptiveTargetTracesPerSecond (null unless the policy in force had one). Null where nothing was observed.",
       security: readSecurity,
       parameters: [
-        { name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." },
-        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Namespace of the route; default the first with that route." },
+        ...routeParameters,
         { name: "model", in: "query", required: false, schema: { type: "string" }, description: "One model's LLM figures; default all models." },
-        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+        rangeParameter,
       ],
       responses: { "200": { description: "Routes with data and the chosen route's columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
     },
@@ -265,7 +272,7 @@ const paths = {
       security: readSecurity,
       parameters: [
         { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's models; default every namespace." },
-        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+        rangeParameter,
       ],
       responses: { "200": { description: "Models with data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
     },
@@ -279,7 +286,7 @@ const paths = {
       security: readSecurity,
       parameters: [
         { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's pods; default every namespace." },
-        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+        rangeParameter,
       ],
       responses: { "200": { description: "Pods with GPU data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
     },
@@ -292,9 +299,8 @@ const paths = {
         "From the metrics pipeline's joined scrapes of tokentrace_spans_kept_total and tokentrace_spans_budget_dropped_total (by keep_reason): columns for uPlot, one point per step over the range: t (s); keptHeadPerSecond, keptForcedPerSecond, keptSlowPerSecond, keptErrorPerSecond, budgetDroppedPerSecond (every reason), each a rate over windowSeconds summed per pod then added across pods, null where nothing was observed. thresholds (null when no policy targets the namespace): policy; tailKeep (spans.keep set); errors; budgetTracesPerSecond; live, the route's entries of spans.keep.live in the config the filters are served (model null: the route's entry for every model; durationMs, ttftMs); liveFrom (the policy's own, this replica as leader, or the leader's read from the policy's status); staticMs and staticFrom (the threshold where no live entry applies: a route rule or slowerThanMs); settings (quantile, margin, floorMs, ceilingMs, intervalSeconds, windowSeconds of adaptive.liveThresholds; null when the control plane computes none for this policy).",
       security: readSecurity,
       parameters: [
-        { name: "route", in: "query", required: false, schema: { type: "string" }, description: "Route name; default the first route with data." },
-        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Namespace of the route; default the first with that route." },
-        { name: "range", in: "query", required: false, schema: { enum: ["300", "900", "1800", "3600"] }, description: "Seconds back from now; default 900." },
+        ...routeParameters,
+        rangeParameter,
       ],
       responses: { "200": { description: "The route's keep rates and thresholds.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
     },
