@@ -440,3 +440,38 @@ export function writeSampleV1(w: ProtoWriter, labels: Uint8Array, timestampMs: n
     w.int64(timestampMs);
   }
 }
+
+/** One 1.0 TimeSeries in a WriteRequest body: its byte range and its sample count. */
+export interface SeriesPart {
+  start: number;
+  end: number;
+  samples: number;
+}
+
+/** The TimeSeries fields of a 1.0 WriteRequest, in order, without decoding them (split.ts sends byte ranges of them). */
+export function seriesParts(v1: Uint8Array): SeriesPart[] {
+  const parts: SeriesPart[] = [];
+  const r = new Reader(v1);
+  while (r.pos < v1.length) {
+    const start = r.pos;
+    const key = r.varint();
+    if ((key & 7) !== 2) throw new Error(`protobuf: WriteRequest field ${key >> 3} is not length-delimited`);
+    const end = r.varint() + r.pos;
+    if (end > v1.length) throw new Error("protobuf: truncated WriteRequest");
+    if (key !== V1_TIMESERIES) {
+      r.pos = end;
+      continue;
+    }
+    let samples = 0;
+    while (r.pos < end) {
+      const k = r.varint();
+      if ((k & 7) !== 2) throw new Error(`protobuf: TimeSeries field ${k >> 3} is not length-delimited`);
+      const len = r.varint();
+      if (k === V1_SAMPLES) samples++;
+      r.pos += len;
+    }
+    if (r.pos !== end) throw new Error("protobuf: TimeSeries overruns its length");
+    parts.push({ start, end, samples });
+  }
+  return parts;
+}

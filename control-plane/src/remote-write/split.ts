@@ -3,57 +3,8 @@
 // rejection.ts for why a 1.0 400 refuses the whole request). Every request is a node of a binary tree
 // whose leaves are single series and whose inner nodes have two children, so a batch of n series
 // costs at most 2n - 1 requests; with one refused series, 2 log2(n) + 1.
+import { seriesParts, type SeriesPart } from "./protobuf.js";
 import type { SendResult } from "./transport.js";
-
-/** One 1.0 TimeSeries in a WriteRequest body: its byte range and its sample count. */
-export interface SeriesPart {
-  start: number;
-  end: number;
-  samples: number;
-}
-
-const V1_TIMESERIES = (1 << 3) | 2;
-const V1_SAMPLES = (2 << 3) | 2;
-
-function varint(buf: Uint8Array, pos: { at: number }): number {
-  let result = 0;
-  let mul = 1;
-  for (;;) {
-    if (pos.at >= buf.length) throw new Error("protobuf: truncated varint");
-    const b = buf[pos.at++]!;
-    result += (b & 0x7f) * mul;
-    if (b < 0x80) return result;
-    mul *= 128;
-  }
-}
-
-/** The TimeSeries fields of a 1.0 WriteRequest, in order (halves keep each series' samples in order). */
-export function seriesParts(v1: Uint8Array): SeriesPart[] {
-  const parts: SeriesPart[] = [];
-  const pos = { at: 0 };
-  while (pos.at < v1.length) {
-    const start = pos.at;
-    const key = varint(v1, pos);
-    if ((key & 7) !== 2) throw new Error(`protobuf: WriteRequest field ${key >> 3} is not length-delimited`);
-    const end = varint(v1, pos) + pos.at;
-    if (end > v1.length) throw new Error("protobuf: truncated WriteRequest");
-    if (key !== V1_TIMESERIES) {
-      pos.at = end;
-      continue;
-    }
-    let samples = 0;
-    while (pos.at < end) {
-      const k = varint(v1, pos);
-      if ((k & 7) !== 2) throw new Error(`protobuf: TimeSeries field ${k >> 3} is not length-delimited`);
-      const len = varint(v1, pos);
-      if (k === V1_SAMPLES) samples++;
-      pos.at += len;
-    }
-    if (pos.at !== end) throw new Error("protobuf: TimeSeries overruns its length");
-    parts.push({ start, end, samples });
-  }
-  return parts;
-}
 
 function concat(v1: Uint8Array, parts: readonly SeriesPart[]): Uint8Array {
   let size = 0;

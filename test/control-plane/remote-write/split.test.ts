@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { decodeWriteRequestV1, encodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
-import { sendSplitting, seriesParts, type SplitHooks } from "../../../control-plane/src/remote-write/split.js";
+import { seriesParts } from "../../../control-plane/src/remote-write/protobuf.js";
+import { sendSplitting, type SplitHooks } from "../../../control-plane/src/remote-write/split.js";
 import type { SendResult } from "../../../control-plane/src/remote-write/transport.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 
