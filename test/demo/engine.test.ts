@@ -64,6 +64,27 @@ test("emulated vLLM engine: the GPU is busy while steps compute, idle during hos
   assert.ok(slowHost.timings.at(-1)!.firstTokenMs > compute.timings.at(-1)!.firstTokenMs * 5, "the slow host's queue makes TTFT far longer");
 });
 
+test("emulated vLLM engine: a step on the GPU counts for the part it has run, as NVML's utilisation samples it, not all at its end", () => {
+  const clock = new FakeClock();
+  const engine = new Engine({ ...SIMPLE, hostOverheadMs: 10, stepBaseMs: 0, prefillMsPerToken: 1, maxNumSeqs: 1 }, clock);
+  engine.submit({ promptTokens: 400, outputTokens: 1, onDone: () => undefined });
+  // The prefill step: 10 ms on the host, then 400 ms of kernels.
+  clock.run(10);
+  assert.equal(engine.state().gpuBusyMs, 0, "the host's part is idle");
+  clock.run(110);
+  assert.equal(engine.state().gpuBusyMs, 100, "a quarter of the step has run");
+  const halfway = engine.state().gpu;
+  clock.run(210);
+  const later = engine.state().gpu;
+  assert.equal(later.busyMs, 200);
+  assert.ok(later.tensorMs > halfway.tensorMs, "each unit's integral moves with it");
+  clock.run(410);
+  assert.equal(engine.state().gpuBusyMs, 400, "the whole step once it ends, counted once");
+  engine.stop();
+  clock.run(1000);
+  assert.equal(engine.state().gpuBusyMs, 400, "nothing more once stopped");
+});
+
 test("emulated vLLM engine: each part of a step's GPU time adds its units' activity (weights and KV memory-bound, prompt tokens on the tensor pipe, eager kernels little of either)", () => {
   // One request of 100 prompt tokens and 1 output token: one step of 10 ms of weights, 2 ms of KV, 5 ms of compute, 20 ms of eager kernels.
   const { engine, clock } = runBatch({ stepBaseMs: 10, decodeMsPerSeq: 2, prefillMsPerToken: 0.05, eagerKernelMsPerStep: 20 }, [{ promptTokens: 100, outputTokens: 1 }]);

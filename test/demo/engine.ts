@@ -194,6 +194,19 @@ export interface EngineCounters {
   specAcceptedTokens: number;
 }
 
+/** Adds `share` of a step's GPU time, by kind of work, to activity integrals. */
+function addActivity(a: GpuActivity, work: Record<GpuWork, number>, share: number): void {
+  for (const kind of Object.keys(work) as GpuWork[]) {
+    const ms = work[kind] * share;
+    const u = GPU_ACTIVITY[kind];
+    a.busyMs += ms;
+    a.smMs += ms * u.sm;
+    a.occupancyMs += ms * u.occupancy;
+    a.tensorMs += ms * u.tensor;
+    a.dramMs += ms * u.dram;
+  }
+}
+
 /** Gauges and counters of the engine. */
 export interface EngineState {
   running: number;
@@ -224,6 +237,8 @@ export class Engine {
   private readonly prefixes = new Map<string, CachedPrefix>();
   private stepTimer: unknown = undefined;
   private readonly activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
+  /** The step on the GPU now: when its kernels start (after the host's overhead) and its work. */
+  private inFlight: { gpuStartMs: number; gpuMs: number; work: Record<GpuWork, number> } | undefined;
   private steps = 0;
   private stopped = false;
   private readonly counters: EngineCounters = { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, preemptions: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0 };
@@ -260,12 +275,22 @@ export class Engine {
   }
 
   state(): EngineState {
-    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: this.activity.busyMs, gpu: { ...this.activity }, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
+    // NVML's utilisation is the share of the sample period a kernel ran, so the step on the GPU now
+    // counts for the part already run: counted only at its end, a long prefill step lands whole in
+    // one sample and leaves the one before it short (85% and 100% in turn on a saturated GPU).
+    const gpu = { ...this.activity };
+    const f = this.inFlight;
+    if (f !== undefined && f.gpuMs > 0) {
+      const share = Math.min(1, Math.max(0, (this.clock.now() - f.gpuStartMs) / f.gpuMs));
+      if (share > 0) addActivity(gpu, f.work, share);
+    }
+    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: gpu.busyMs, gpu, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
   }
 
   /** Stops stepping; requests in flight never finish. */
   stop(): void {
     this.stopped = true;
+    this.inFlight = undefined;
     if (this.stepTimer !== undefined) this.clock.clearTimeout(this.stepTimer);
     this.stepTimer = undefined;
   }
@@ -425,21 +450,14 @@ export class Engine {
       eager: p.eagerKernelMsPerStep * p.gpuSlowdown,
     };
     const gpuMs = work.weights + work.kv + work.compute + work.eager;
+    this.inFlight = { gpuStartMs: this.clock.now() + p.hostOverheadMs, gpuMs, work };
     this.stepTimer = this.clock.setTimeout(() => this.complete(planned, work), p.hostOverheadMs + gpuMs);
   }
 
   /** Adds a finished step's GPU time, by kind of work, to the activity integrals. */
   private account(work: Record<GpuWork, number>): void {
-    const a = this.activity;
-    for (const kind of Object.keys(work) as GpuWork[]) {
-      const ms = work[kind];
-      const u = GPU_ACTIVITY[kind];
-      a.busyMs += ms;
-      a.smMs += ms * u.sm;
-      a.occupancyMs += ms * u.occupancy;
-      a.tensorMs += ms * u.tensor;
-      a.dramMs += ms * u.dram;
-    }
+    this.inFlight = undefined;
+    addActivity(this.activity, work, 1);
   }
 
   /** Drafted tokens the target model accepts: each in turn with `draftAcceptance`, stopping at the first rejection. */

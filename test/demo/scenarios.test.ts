@@ -117,12 +117,19 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     const firing = await firingAlerts(stack.prometheus!.url);
     assert.deepEqual(firing.filter((a) => ENGINE_ALERTS.includes(a)), [stack.scenario.alert], "the three-signal alert, not its two-signal relatives");
     assert.deepEqual(firing.filter((a) => LATENCY_ALERTS.includes(a)), [], "not a plain queueing story");
-    assert.equal((await query(stack.prometheus!.url, threeSignalExpr())).length, 1, "the rule's expression, evaluated now, holds for the demo's model");
-    // The story in the pipeline's own series, as remote-written to Prometheus.
+    // The story in the pipeline's own series, as remote-written to Prometheus, and the rule's
+    // expression over them. The GPU's utilisation moves a few points around its threshold from one
+    // collection to the next, so "now" is any of the next evaluations, not one instant.
     const one = async (expr: string): Promise<number> => (await query(stack.prometheus!.url, expr))[0]!;
-    assert.ok((await one('tokentrace_model_gpu_utilization_percent{model="tokentrace-sim-1"}')) > 85);
-    assert.ok((await one("tokentrace_model_prefix_cache_hit_ratio")) < 0.92);
-    assert.ok((await one("tokentrace_model_spec_decode_acceptance_ratio")) < 0.8);
+    await until(
+      "the rule's expression holding for the demo's model, with GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% in the pipeline's series",
+      async () =>
+        (await query(stack.prometheus!.url, threeSignalExpr())).length === 1 &&
+        (await one('tokentrace_model_gpu_utilization_percent{model="tokentrace-sim-1"}')) > 85 &&
+        (await one("tokentrace_model_prefix_cache_hit_ratio")) < 0.92 &&
+        (await one("tokentrace_model_spec_decode_acceptance_ratio")) < 0.8,
+      20_000,
+    );
     // The gauge fills as the batch grows (the alert can fire on the cold cache's misses before).
     await until("the KV cache mostly in use", async () => (await one("tokentrace_model_kv_cache_usage_ratio")) > 0.5, 30_000);
     // Queue and prefill percentiles come from finished requests (answers of 240 tokens take seconds).
@@ -131,8 +138,8 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     await until("a sampled streaming chat call slower than 2 s at the span receiver", async () => stack.traces.recent({ route: "chat", limit: 50, minDurationMs: 2000 }).some((c) => c.ttftMs !== null), 60_000);
 
     // docs/demo.md's walk-through, run as written with bash, curl and jq against this stack.
-    // The demo drops `for`, so on a loaded machine (the engine's timers late, the GPU a little less
-    // busy) one 5 s evaluation can show a two-signal relative instead: run it again, as a reader would.
+    // The demo drops `for`, so when the GPU's utilisation dips under its threshold for a collection
+    // one 5 s evaluation can show a two-signal relative instead: run it again, as a reader would.
     const run = async (): Promise<string> => (await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", readmeWalkthrough()], { env: { PATH: process.env.PATH ?? "", PROM: stack.prometheus!.url, CP: stack.controlPlaneUrl } })).stdout;
     let stdout = await run();
     for (let tries = 1; tries < 5 && !stdout.startsWith(`${stack.scenario.alert}: `); tries++) {
