@@ -91,7 +91,7 @@ build/mutant/filter-content-margin0.wasm: $(FILTER_SRC) node_modules/.installed
 leak-corpus-mutant: build/mutant/filter-content-margin0.wasm ## the corpus must find leaks in a zero detection margin (exits 1 if it finds none)
 	@WASM=build/mutant/filter-content-margin0.wasm SEED=$(SEED) COUNT=$(or $(MUTANT_COUNT),260) EXHAUSTIVE=0 SPREAD=1 EXPECT_LEAKS=1 node --import tsx test/support/leak-corpus-main.ts
 
-demo: build ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
+demo: build/filter.wasm ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
 	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure)"
 	@node --import tsx test/demo/main.ts
 

@@ -139,21 +139,28 @@ test("make demo on a machine without Prometheus: says so, still serves the stack
   assert.match(demo.out(), /SIGTERM: stopping\nstopped\n$/);
 });
 
-test("make demo with a taken port: names the port and the variable that moves it, for the control plane's and the proxy's ports", { timeout: 60_000 }, async () => {
-  const holder = createServer(() => undefined);
-  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
-  const port = (holder.address() as AddressInfo).port;
+test("make demo with taken ports: one message before anything starts, naming every taken port and the variable that moves it", { timeout: 60_000 }, async () => {
+  const holders = [createServer(() => undefined), createServer(() => undefined)];
+  for (const h of holders) await new Promise<void>((resolve) => h.listen(0, "127.0.0.1", resolve));
+  const [controlPlanePort, proxyPort] = holders.map((h) => (h.address() as AddressInfo).port) as [number, number];
   try {
-    for (const variable of ["TOKENTRACE_DEMO_CONTROL_PLANE_PORT", "TOKENTRACE_DEMO_PORT"]) {
-      const child = spawn(process.execPath, ["--import", "tsx", "test/demo/main.ts"], { cwd: root, env: { ...process.env, ...EPHEMERAL, TOKENTRACE_DEMO_PROMETHEUS: "off", TOKENTRACE_DEMO_LOAD_RPS: "0", [variable]: String(port) } });
-      let err = "";
-      child.stderr.on("data", (c: Buffer) => (err += c.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-      assert.equal(code, 1, err);
-      assert.match(err, new RegExp(`^demo failed to start: port ${port} on 127\\.0\\.0\\.1 is already in use: set ${variable} to another port \\(0 picks a free one\\)$`, "m"));
-      assert.doesNotMatch(err, /Cannot read properties/);
-    }
+    const child = spawn(process.execPath, ["--import", "tsx", "test/demo/main.ts"], { cwd: root, env: { ...process.env, ...EPHEMERAL, TOKENTRACE_DEMO_PROMETHEUS: "off", TOKENTRACE_DEMO_LOAD_RPS: "0", TOKENTRACE_DEMO_CONTROL_PLANE_PORT: String(controlPlanePort), TOKENTRACE_DEMO_PORT: String(proxyPort) } });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    assert.equal(code, 1, err);
+    const expected = [
+      { port: controlPlanePort, variable: "TOKENTRACE_DEMO_CONTROL_PLANE_PORT" },
+      { port: proxyPort, variable: "TOKENTRACE_DEMO_PORT" },
+    ].sort((a, b) => a.port - b.port);
+    assert.equal(
+      err.trimEnd(),
+      ["demo failed to start: 2 ports are already in use on 127.0.0.1; set each variable below to another port (0 picks a free one):", ...expected.map((e) => `  port ${e.port}: ${e.variable}`)].join("\n"),
+    );
+    assert.equal(out, "", "nothing started before the message");
   } finally {
-    await new Promise<void>((resolve) => holder.close(() => resolve()));
+    for (const h of holders) await new Promise<void>((resolve) => h.close(() => resolve()));
   }
 });

@@ -5,7 +5,8 @@ import { fileURLToPath } from "node:url";
 import { firingAlerts } from "./alert-rules.js";
 import { formatProgress } from "./load.js";
 import { SCENARIOS, scenarioNamed } from "./scenarios.js";
-import { startFailure } from "./start-failure.js";
+import { alertsPageUrl } from "./prometheus-alerts-page.js";
+import { PortsTakenError, startFailure, takenPorts } from "./start-failure.js";
 import { DEMO_POLICY, startDemoStack } from "./stack.js";
 
 /** Demo settings: environment variable, then default. */
@@ -60,6 +61,8 @@ const LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "critical"];
 async function main(): Promise<void> {
   const cfg = demoConfig();
   started = cfg;
+  const taken = await takenPorts(cfg);
+  if (taken.length > 0) throw new PortsTakenError(taken);
   // Progress redraws one line on a terminal; other lines clear it first so they do not interleave.
   const tty = process.stdout.isTTY === true;
   const clearLine = (): void => {
@@ -105,7 +108,7 @@ async function main(): Promise<void> {
   console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated)`);
   console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter; vLLM's metrics at ${stack.upstream.url}/metrics)`);
   console.log(`  traces:        ${stack.filtersUrl}/v1/traces (OTLP/HTTP receiver on the filter-facing listener; the filter pulls its policy and exports sampled LLM calls there)`);
-  console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target, evaluates istio/observability/prometheus-rules.yaml; ${stack.prometheus.url}/alerts)` : `  prometheus:    not started: ${stack.prometheusNote}`);
+  console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target, evaluates istio/observability/prometheus-rules.yaml; alerts at ${await alertsPageUrl(stack.prometheus.url)})` : `  prometheus:    not started: ${stack.prometheusNote}`);
   console.log(`  write token:   ${stack.token} (demo only; the dashboard's policy editor asks for it)`);
   console.log(`  filter configuration ${stack.filterConfigured ? "accepted" : "REJECTED (see the log above)"}; policy ${DEMO_POLICY} pulled every ${stack.pollIntervalMs} ms`);
   console.log("");
