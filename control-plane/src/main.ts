@@ -131,7 +131,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.listen.host}:${port}`;
   log({ msg: "listening", url, filters: filters.url, filtersAuth: config.filters.auth, mode: config.store.mode, version: manifest.version });
-  log(dashboardLine(url, pipeline !== undefined, tracesStatus(traces, filters.url)));
+  log(dashboardLine(url, pipeline !== undefined, dashboard.maxBytes, tracesStatus(traces, filters.url)));
 
   const running = control;
   return {

@@ -13,12 +13,13 @@ export function dashboardOption(series: DashboardSeries, pipelineRunning: boolea
   return pipelineRunning ? { dashboard: series } : {};
 }
 
-/** The start-up log line: where the dashboard is, whether the pipeline feeds it, and the span receiver's state. */
-export function dashboardLine(url: string, pipelineRunning: boolean, traces: string): object {
+/** The start-up log line: where the dashboard is, whether the pipeline feeds it, what its history may hold, and the span receiver's state. */
+export function dashboardLine(url: string, pipelineRunning: boolean, historyMaxBytes: number, traces: string): object {
   return {
     msg: "dashboard",
     url: `${url}/dashboard`,
     pipeline: pipelineRunning ? "on" : "off: charts stay empty; set TOKENTRACE_PIPELINE_ENABLED=true with scrape targets (pipeline.scrape in the config), or run make demo",
+    historyMaxBytes,
     traces,
   };
 }

@@ -10,24 +10,34 @@ import { counterDelta } from "../join/joiner.js";
 import { EngineSignals } from "./engine-signals.js";
 import { GpuHealthPanels } from "./gpu-health.js";
 
-/** Cumulative bucket counts (or their increase) keyed by upper bound; `Infinity` is +Inf. */
+/** Cumulative bucket counts (or their sum over a window) keyed by upper bound; `Infinity` is +Inf. */
 export type Buckets = Map<number, number>;
 
-/** One model's share of a route in one scrape interval (or cumulative, in a snapshot). */
-export interface ModelCounts {
+/**
+ * One histogram's increase over one interval: counts by upper bound in two typed arrays, `bounds`
+ * shared by every interval with the same bounds. An hour of 2 s intervals holds 1,800 of these per
+ * route, model and phase; as a Map of 48 bounds each took about 2 KB, as columns 0.4 KB.
+ */
+export interface BucketDeltas {
+  bounds: Float64Array;
+  counts: Float64Array;
+}
+
+/** One model's share of a route, cumulative as scraped (`B` = Buckets) or increased over an interval (`B` = BucketDeltas). */
+export interface ModelCounts<B = BucketDeltas> {
   llmRequests: number;
   inputTokens: number;
   outputTokens: number;
   /** tokentrace_llm_ttft_ms: streaming responses, request start to first content chunk. */
-  ttft: Buckets;
+  ttft: B;
   /** tokentrace_llm_decode_ms: streaming responses, first content chunk to last byte. */
-  decode: Buckets;
+  decode: B;
   /** tokentrace_llm_duration_ms: every LLM call, start to end. */
-  duration: Buckets;
+  duration: B;
 }
 
-/** One route's counts in one scrape interval of one pod. */
-export interface RouteCounts {
+/** One route's counts, cumulative as scraped (`B` = Buckets) or increased over one scrape interval of one pod. */
+export interface RouteCounts<B = BucketDeltas> {
   /** tokentrace_requests_total by status_class (every request of the route, LLM or not). */
   byStatusClass: Map<string, number>;
   sampled: number;
@@ -38,7 +48,7 @@ export interface RouteCounts {
    * when the scrape had neither.
    */
   keeps: number[] | null;
-  models: Map<string, ModelCounts>;
+  models: Map<string, ModelCounts<B>>;
 }
 
 /** The increase of one route's counters over one scrape interval of one pod, with that pod's GPU state. */
@@ -85,9 +95,28 @@ export interface SeriesLimits {
   maxRoutes: number;
   /** Models per route; more are summed as "other", as the filter does past stats.maxModels. */
   maxModelsPerRoute: number;
+  /** What all routes' intervals may hold together, estimated from their sizes (intervalBytes); the oldest go first. */
+  maxBytes: number;
 }
 
-export const DEFAULT_LIMITS: SeriesLimits = { retentionMs: 3_600_000, maxIntervalsPerRoute: 8_000, maxRoutes: 64, maxModelsPerRoute: 32 };
+export const DEFAULT_LIMITS: SeriesLimits = { retentionMs: 3_600_000, maxIntervalsPerRoute: 8_000, maxRoutes: 64, maxModelsPerRoute: 32, maxBytes: 64 * 1024 * 1024 };
+
+// What V8 (Node 20, x64, pointer compression) takes for each part of an interval, rounded up from a
+// heap measurement (test/control-plane/dashboard/series-memory.test.ts checks the estimate stays
+// above what the heap grows by): the interval, its counts and their maps; a status class entry; the
+// keep counters; a model's object and map entry; a typed array of n counts (header plus 8 n).
+const INTERVAL_BYTES = 400;
+const STATUS_CLASS_BYTES = 80;
+const KEEPS_BYTES = 120;
+const MODEL_BYTES = 200;
+const TYPED_ARRAY_BYTES = 240;
+
+/** The estimated heap bytes of one interval (bounds are shared and not counted). */
+export function intervalBytes(i: RouteInterval): number {
+  let bytes = INTERVAL_BYTES + STATUS_CLASS_BYTES * i.counts.byStatusClass.size + (i.counts.keeps === null ? 0 : KEEPS_BYTES);
+  for (const m of i.counts.models.values()) bytes += MODEL_BYTES + 3 * TYPED_ARRAY_BYTES + 8 * (m.ttft.counts.length + m.decode.counts.length + m.duration.counts.length);
+  return bytes;
+}
 
 const HISTOGRAMS = new Map<string, "ttft" | "decode" | "duration">([
   ["tokentrace_llm_ttft_ms_bucket", "ttft"],
@@ -110,20 +139,40 @@ export const KEEP_REASONS = ["head", "forced", "slow", "error"] as const;
 export const DROPPED_OFFSET = KEEP_REASONS.length;
 const keepIndex = (reason: string | undefined): number => (KEEP_REASONS as readonly (string | undefined)[]).indexOf(reason);
 
-const newModel = (): ModelCounts => ({ llmRequests: 0, inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
-const newRoute = (): RouteCounts => ({ byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() });
+const newModel = (): ModelCounts<Buckets> => ({ llmRequests: 0, inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
+const newRoute = (): RouteCounts<Buckets> => ({ byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() });
+const NO_BOUNDS = new Float64Array(0);
 const add = <K>(m: Map<K, number>, k: K, v: number): void => {
   m.set(k, (m.get(k) ?? 0) + v);
 };
 
+/** Bounds arrays by their text, so intervals with the same bounds share one (the bounds of a sidecar's histograms rarely change). */
+class BoundsPool {
+  private readonly pool = new Map<string, Float64Array>();
+
+  constructor(private readonly max = 256) {}
+
+  of(cur: Buckets): Float64Array {
+    if (cur.size === 0) return NO_BOUNDS;
+    const bounds = Float64Array.from(cur.keys()).sort();
+    const key = bounds.join(",");
+    const known = this.pool.get(key);
+    if (known) return known;
+    // Past `max` distinct layouts (a sidecar changing its buckets every scrape) arrays are not shared.
+    if (this.pool.size < this.max) this.pool.set(key, bounds);
+    return bounds;
+  }
+}
+
 /** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero). */
-function routeDelta(now: RouteCounts, before: RouteCounts | undefined): RouteCounts {
-  const buckets = (cur: Buckets, prev: Buckets | undefined): Buckets => {
-    const out: Buckets = new Map();
-    for (const [le, v] of cur) out.set(le, counterDelta(prev?.get(le) ?? 0, v));
-    return out;
+function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool): RouteCounts {
+  const buckets = (cur: Buckets, prev: Buckets | undefined): BucketDeltas => {
+    const bounds = pool.of(cur);
+    const counts = new Float64Array(bounds.length);
+    for (let i = 0; i < bounds.length; i++) counts[i] = counterDelta(prev?.get(bounds[i]!) ?? 0, cur.get(bounds[i]!)!);
+    return { bounds, counts };
   };
-  const out = newRoute();
+  const out: RouteCounts = { byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() };
   for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
   out.sampled = counterDelta(before?.sampled ?? 0, now.sampled);
   if (now.keeps !== null) out.keeps = now.keeps.map((v, i) => counterDelta(before?.keeps?.[i] ?? 0, v));
@@ -145,8 +194,11 @@ const keyOf = (k: RouteKey): string => `${k.namespace}\u0000${k.route}`;
 
 /** Collects per-route intervals from joined batches, bounded by `limits`. */
 export class DashboardSeries implements DashboardSource {
-  private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts> }>();
+  private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts<Buckets>> }>();
   private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
+  private readonly bounds = new BoundsPool();
+  /** intervalBytes of every interval held. */
+  private heldBytes = 0;
   readonly engine = new EngineSignals();
   readonly gpu = new GpuHealthPanels();
 
@@ -158,8 +210,8 @@ export class DashboardSeries implements DashboardSource {
     this.engine.observe(series, source);
     this.gpu.observe(series, source);
     if (t.kind !== "envoy" && t.kind !== "static") return;
-    const routes = new Map<string, RouteCounts>();
-    const route = (name: string): RouteCounts => {
+    const routes = new Map<string, RouteCounts<Buckets>>();
+    const route = (name: string): RouteCounts<Buckets> => {
       let c = routes.get(name);
       if (!c) routes.set(name, (c = newRoute()));
       return c;
@@ -216,15 +268,50 @@ export class DashboardSeries implements DashboardSource {
         if (this.byRoute.size >= this.limits.maxRoutes) continue;
         this.byRoute.set(keyOf(key), (entry = { key, intervals: [] }));
       }
-      entry.intervals.push({ endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name)), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power });
+      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
+      entry.intervals.push(interval);
+      this.heldBytes += intervalBytes(interval);
       this.trim(entry.intervals, source.timestampMs);
     }
+    this.trimToBudget();
+  }
+
+  /** What the intervals may hold together (limits.maxBytes). */
+  get maxBytes(): number {
+    return this.limits.maxBytes;
+  }
+
+  /** The estimated bytes the intervals hold (at most limits.maxBytes once a batch is taken). */
+  get bytes(): number {
+    return this.heldBytes;
   }
 
   private trim(list: RouteInterval[], nowMs: number): void {
     let drop = Math.max(0, list.length - this.limits.maxIntervalsPerRoute);
     while (drop < list.length && list[drop]!.endMs <= nowMs - this.limits.retentionMs) drop++;
-    if (drop > 0) list.splice(0, drop);
+    this.dropOldest(list, drop);
+  }
+
+  private dropOldest(list: RouteInterval[], count: number): void {
+    if (count <= 0) return;
+    for (let i = 0; i < count; i++) this.heldBytes -= intervalBytes(list[i]!);
+    list.splice(0, count);
+  }
+
+  /** Over the byte budget: the oldest intervals of any route go first, a slice of each route at a time. */
+  private trimToBudget(): void {
+    while (this.heldBytes > this.limits.maxBytes) {
+      let oldest: RouteInterval[] | undefined;
+      for (const e of this.byRoute.values()) if (e.intervals.length > 0 && (!oldest || e.intervals[0]!.endMs < oldest[0]!.endMs)) oldest = e.intervals;
+      if (!oldest) break;
+      // Up to the next route's oldest end (at least one), so many routes cost one pass per slice.
+      let next = Infinity;
+      for (const e of this.byRoute.values()) if (e.intervals !== oldest && e.intervals.length > 0) next = Math.min(next, e.intervals[0]!.endMs);
+      let count = 0;
+      let freed = 0;
+      while (count < oldest.length && (count === 0 || oldest[count]!.endMs <= next) && this.heldBytes - freed > this.limits.maxBytes) freed += intervalBytes(oldest[count++]!);
+      this.dropOldest(oldest, count);
+    }
   }
 
   /** Forgets a target that went away (the pipeline removed it). */

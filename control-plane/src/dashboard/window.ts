@@ -5,7 +5,7 @@
 // written series would show. Sampled traces per second use a longer window of their own, because at
 // 1% sampling a short window shows isolated spikes.
 import { histogramQuantile } from "../promql/quantile.js";
-import type { Buckets, ModelCounts, RouteInterval } from "./series.js";
+import type { BucketDeltas, Buckets, ModelCounts, RouteInterval } from "./series.js";
 
 /** Quantiles the page shows, in this order. */
 export const QUANTILES = [0.5, 0.95, 0.99] as const;
@@ -65,8 +65,8 @@ interface Sum {
   gpu: { util: number[]; power: number[] };
 }
 
-function addBuckets(into: Buckets, from: Buckets): void {
-  for (const [le, v] of from) into.set(le, (into.get(le) ?? 0) + v);
+function addBuckets(into: Buckets, from: BucketDeltas): void {
+  for (let i = 0; i < from.bounds.length; i++) into.set(from.bounds[i]!, (into.get(from.bounds[i]!) ?? 0) + from.counts[i]!);
 }
 
 /** Columns for uPlot: `t` in seconds, then one array per figure, null where nothing was observed. */

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultConfig } from "../../../control-plane/src/config.js";
+import { DEFAULT_LIMITS } from "../../../control-plane/src/dashboard/series.js";
 import { startControlPlane } from "../../../control-plane/src/main.js";
 
 test("the control plane serves /dashboard and fills /v1/dashboard/series from its pipeline's scrapes", async () => {
@@ -74,6 +75,7 @@ test("make run's defaults (pipeline off): the page is served with policies, and 
     assert.ok(line, JSON.stringify(logs));
     assert.equal(line.url, `${running.url}/dashboard`);
     assert.match(String(line.pipeline), /^off: .*TOKENTRACE_PIPELINE_ENABLED=true/);
+    assert.equal(line.historyMaxBytes, DEFAULT_LIMITS.maxBytes, "the dashboard history's byte budget, printed at start-up");
     const status = (await (await fetch(`${running.url}/v1/dashboard/status`)).json()) as { pipeline: { enabled: boolean; hint: string } };
     assert.equal(status.pipeline.enabled, false);
     assert.match(await (await fetch(`${running.url}/dashboard`)).text(), /id="create-form"/);

@@ -1,0 +1,37 @@
+// Run by series-memory.test.ts as `node --expose-gc`: feeds one DashboardSeries `intervals` scrapes
+// of one sidecar of a given shape and prints, as JSON, what the heap and the array buffers grew by
+// per interval beside the series' own estimate (intervalBytes) per interval.
+import { DashboardSeries, DEFAULT_LIMITS } from "../../../control-plane/src/dashboard/series.js";
+import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
+
+const [intervals, models, buckets, keeps] = process.argv.slice(2).map(Number) as [number, number, number, number];
+const bounds = [...Array.from({ length: buckets - 1 }, (_, i) => String(5 * (i + 1))), "+Inf"];
+
+function text(k: number): string {
+  const lines: string[] = [];
+  for (const cls of ["2xx", "4xx", "5xx", "none"]) lines.push(`tokentrace_requests_total{route="chat",status_class="${cls}"} ${k * 10}`);
+  if (keeps === 1) for (const reason of ["head", "forced", "slow", "error"]) lines.push(`tokentrace_spans_kept_total{route="chat",keep_reason="${reason}"} ${k}`);
+  for (let m = 0; m < models; m++) {
+    for (const h of ["ttft", "decode", "duration"]) bounds.forEach((le, i) => lines.push(`tokentrace_llm_${h}_ms_bucket{route="chat",model="m${m}",le="${le}"} ${k * (i + 1)}`));
+    lines.push(`tokentrace_llm_requests_total{route="chat",model="m${m}"} ${k * buckets}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+const batch = (k: number): WriteSeries[] => parseText(text(k)).samples.map((s) => ({ labels: ["__name__", s.name, ...s.labels], samples: [{ value: s.value, timestampMs: 0 }] }));
+const d = new DashboardSeries({ ...DEFAULT_LIMITS, retentionMs: Number.MAX_SAFE_INTEGER, maxIntervalsPerRoute: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER });
+const source = (k: number) => ({ target: { id: "envoy/ns/p", kind: "envoy", namespace: "ns", pod: "p" }, timestampMs: 1_000_000 + k * 2000 });
+// Each batch is garbage once taken: the growth is what the series keeps.
+d.observe(batch(0), source(0));
+const gc = (globalThis as unknown as { gc: () => void }).gc;
+const used = (): number => {
+  gc();
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
+const before = used();
+for (let k = 1; k <= intervals; k++) d.observe(batch(k), source(k));
+const after = used();
+process.stdout.write(JSON.stringify({ held: d.intervals({ namespace: "ns", route: "chat" }).length, measuredPerInterval: (after - before) / intervals, estimatedPerInterval: d.bytes / intervals }));
