@@ -2,8 +2,10 @@
 // from a second hand-written list: the real filter.wasm under the test host (its /stats/prometheus
 // text with the mesh's extraStatTags), passed through the real metrics pipeline join with a
 // dcgm-exporter and a vLLM scrape (fixtures in test/fixtures/istio/), plus the control plane's
-// prom-client registries. Dashboards and alerts may only name what this returns.
-import { readFileSync } from "node:fs";
+// prom-client registries; and the series the rule files of istio/observability/ record (their
+// `record:` names). Dashboards and alerts may only name what this returns.
+import { readdirSync, readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
 import { Registry } from "prom-client";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { Joiner } from "../../control-plane/src/join/joiner.js";
@@ -16,6 +18,8 @@ import { ManualClock, type FilterVm } from "../host/index.js";
 import { countingRandom, loadContentFilter, loadFilter } from "../filter/support.js";
 import { startContentKeyServer } from "../support/content-key-server.js";
 import { advance } from "../support/engine-scrapes.js";
+import { SERIES_FOR_RULE } from "../support/rule-names.js";
+import { checkExpression } from "./promql.js";
 
 /** Series name -> label names it can carry. */
 export type SeriesCatalogue = Map<string, Set<string>>;
@@ -197,4 +201,46 @@ export function merge(...catalogues: SeriesCatalogue[]): SeriesCatalogue {
   const out: SeriesCatalogue = new Map();
   for (const c of catalogues) for (const [name, labels] of c) addSeries(out, name, labels);
   return out;
+}
+
+/** One recording rule of a rule file. */
+export interface RecordRule { file: string; record: string; expr: string; labels: Record<string, string> }
+
+const OBSERVABILITY = new URL("../../istio/observability/", import.meta.url);
+
+/** Every `record:` rule of every PrometheusRule in istio/observability/, in file order. */
+export function recordRules(dir: URL = OBSERVABILITY): RecordRule[] {
+  const out: RecordRule[] = [];
+  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+    for (const doc of parseAllDocuments(readFileSync(new URL(file, dir), "utf8"))) {
+      const obj = doc.toJS() as { kind?: string; spec?: { groups?: { rules: { record?: string; expr: string; labels?: Record<string, string> }[] }[] } } | null;
+      if (obj?.kind !== "PrometheusRule") continue;
+      for (const g of obj.spec?.groups ?? []) for (const r of g.rules) if (r.record !== undefined) out.push({ file, record: r.record, expr: r.expr, labels: r.labels ?? {} });
+    }
+  }
+  return out;
+}
+
+/**
+ * The series the rule files record, with their labels: a rule that computes a pipeline series
+ * (test/support/rule-names.ts) carries that series' labels (the promtool tests check the rule
+ * returns exactly the join's series), less the pipeline-only gpu_pods; any other rule the labels
+ * its expression keeps over `produced` and what it recorded before (a rule may read another:
+ * repeated until nothing changes). Its own `labels:` are added to both.
+ */
+export function recordedSeries(produced: SeriesCatalogue, rules: readonly RecordRule[] = recordRules()): SeriesCatalogue {
+  let recorded: SeriesCatalogue = new Map();
+  for (let pass = 0; pass < 8; pass++) {
+    const next: SeriesCatalogue = new Map();
+    const known = merge(produced, recorded);
+    for (const r of rules) {
+      const series = SERIES_FOR_RULE.get(r.record);
+      const labels = series !== undefined ? [...(produced.get(series) ?? [])].filter((l) => l !== "gpu_pods") : [...checkExpression(r.expr, known).outputLabels];
+      addSeries(next, r.record, [...labels, ...Object.keys(r.labels)]);
+    }
+    const same = next.size === recorded.size && [...next].every(([n, l]) => recorded.get(n)?.size === l.size);
+    recorded = next;
+    if (same) break;
+  }
+  return recorded;
 }
