@@ -125,12 +125,13 @@ interface Run {
   prom: PrometheusInstance;
 }
 
-let mesh: { round: (k: number) => MeshRound };
+/** The shipped default pluginConfig and the mesh's extraStatTags, as the filter runs in the mesh. */
+let filterSetup: { pluginConfig: unknown; statTags: string[] };
 const cleanups: (() => Promise<void> | void)[] = [];
-before(async () => {
+before(() => {
   const plugin = one(manifests(), "WasmPlugin", "tokentrace");
   const operator = one(manifests(), "IstioOperator", "tokentrace");
-  mesh = await meshScrapes(plugin.spec.pluginConfig, operator.spec.meshConfig.defaultConfig.extraStatTags);
+  filterSetup = { pluginConfig: plugin.spec.pluginConfig, statTags: operator.spec.meshConfig.defaultConfig.extraStatTags };
 });
 after(async () => {
   for (const c of cleanups.reverse()) await c();
@@ -147,6 +148,7 @@ async function run(rules: string, late: boolean): Promise<Run> {
   const first = await evaluatedAt(prom);
   // Three instants ahead: time to start the pipeline before the wall clock gets there.
   const start = first + 3 * STEP_MS - (late ? 1000 : 0);
+  const mesh = await meshScrapes(filterSetup.pluginConfig, filterSetup.statTags);
   const round0 = mesh.round(0);
   const targets: Record<keyof MeshRound, Exporter> = { dcgm: await exporter(round0.dcgm), vllm: await exporter(round0.vllm), envoy: await exporter(round0.envoy) };
   for (const e of Object.values(targets)) cleanups.push(() => e.close());
