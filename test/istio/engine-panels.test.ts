@@ -4,7 +4,10 @@
 // with a sidecar in front of one, its output is the input series (what remote write stores), and every query of the engine panels,
 // its variables interpolated as Grafana's Prometheus data source does (a repeated panel's $model one
 // value, regex-escaped; All as the variable's allValue), returns exactly the recorded series: one
-// per signal for the repeated panel's model, with the join's values.
+// per signal for the repeated panel's model, with the join's values. Each query reads
+// `(pipeline or rule)`, so it is run three times: on what the pipeline writes, on the same series
+// under the recording rules' names (test/support/rule-names.ts; the rules-only deployment), and on
+// both in one Prometheus (where `or` must not count a series twice).
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -17,6 +20,7 @@ import * as C from "../../control-plane/src/join/catalogue.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { inputSeries, promLabels, runScrapes, type JoinedPoint, type Scrape } from "../support/promtool-case.js";
 import { advance, fixture, relabel, sidecarText } from "../support/engine-scrapes.js";
+import { RULE_FOR_SERIES, ruleFor } from "../support/rule-names.js";
 import { ISTIO_DIR } from "./support.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string }
@@ -61,9 +65,11 @@ const interpolate = (expr: string, model: string | undefined): string =>
  * so the aggregation is that series' value.
  */
 function expectedOf(expr: string, points: JoinedPoint[], end: number): { labels: string; value: number }[] {
-  const m = /^(avg|sum|max) by \(([^)]*)\) \((\w+)\{([^}]*)\}\)( \/ 100)?$/.exec(expr);
-  assert.ok(m, `a query of the form agg by (...) (series{...}): ${expr}`);
-  const [, , by, name, matchers, scaled] = m;
+  const m = /^(avg|sum|max) by \(([^)]*)\) \((\w+)\{([^}]*)\} or ([\w:]+)\{([^}]*)\}\)( \/ 100)?$/.exec(expr);
+  assert.ok(m, `a query of the form agg by (...) (series{...} or rule{...}): ${expr}`);
+  const [, , by, name, matchers, rule, ruleMatchers, scaled] = m;
+  assert.equal(rule, ruleFor(name!), `${expr}: the rule beside ${name}`);
+  assert.equal(ruleMatchers, matchers, `${expr}: the same matchers on both sides`);
   const tests = [...matchers!.matchAll(/(\w+)(=~|=)"((?:[^"\\]|\\.)*)"/g)].map(([, l, op, v]) => {
     const value = JSON.parse(`"${v}"`) as string;
     return (labels: string[]): boolean => {
@@ -87,19 +93,26 @@ function expectedOf(expr: string, points: JoinedPoint[], end: number): { labels:
 let dir: string;
 let points: JoinedPoint[];
 let end: number;
-let input: { series: string; values: string }[];
+/** The stored series of each deployment: the pipeline's, the recording rules', both. */
+let inputs: Record<"pipeline" | "rules" | "both", { series: string; values: string }[]>;
 before(() => {
   dir = mkdtempSync(join(tmpdir(), "tokentrace-panels-"));
-  // No rules: the queries read what remote write stored, as Grafana does.
+  // No rules: the queries read what remote write (or the ruler) stored, as Grafana does.
   writeFileSync(join(dir, "rules.yaml"), stringify({ groups: [] }));
   ({ points, end } = recorded());
-  const series = new Map<string, Map<number, string>>();
-  for (const p of points) {
-    const key = `${p.name}${promLabels(p.labels)}`;
-    if (!series.has(key)) series.set(key, new Map());
-    series.get(key)!.set(p.atMs / 1000, String(p.value));
-  }
-  input = inputSeries(series, end);
+  const stored = (names: (p: JoinedPoint) => string[]): { series: string; values: string }[] => {
+    const series = new Map<string, Map<number, string>>();
+    for (const p of points) {
+      for (const name of names(p)) {
+        const key = `${name}${promLabels(p.labels)}`;
+        if (!series.has(key)) series.set(key, new Map());
+        series.get(key)!.set(p.atMs / 1000, String(p.value));
+      }
+    }
+    return inputSeries(series, end);
+  };
+  const rule = (p: JoinedPoint): string => RULE_FOR_SERIES.get(p.name) ?? p.name;
+  inputs = { pipeline: stored((p) => [p.name]), rules: stored((p) => [rule(p)]), both: stored((p) => [...new Set([p.name, rule(p)])]) };
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -116,12 +129,17 @@ async function promtool(test: unknown): Promise<string> {
   }
 }
 
-/** promtool's case: each query (interpolated) at the end returns exactly `expected`. */
-const checkCase = (queries: { expr: string; expected: { labels: string; value: number }[] }[]): unknown => ({
+/** promtool's case: each query (interpolated) at the end returns exactly `expected`, on one deployment's series. */
+const checkCase = (queries: { expr: string; expected: { labels: string; value: number }[] }[], stored: keyof typeof inputs = "pipeline"): unknown => ({
   interval: "1s",
-  input_series: input,
+  input_series: inputs[stored],
   promql_expr_test: queries.map((q) => ({ expr: q.expr, eval_time: `${end}s`, exp_samples: q.expected })),
 });
+
+/** The queries return `expected` on the pipeline's series, on the rules', and on both. */
+async function everyDeployment(queries: { expr: string; expected: { labels: string; value: number }[] }[]): Promise<void> {
+  for (const stored of ["pipeline", "rules", "both"] as const) assert.match(await promtool(checkCase(queries, stored)), /SUCCESS/, stored);
+}
 
 describe("Grafana engine panels return the series the pipeline records (promtool, Prometheus's query engine)", () => {
   it("the engine SLO panel repeats per model and shows GPU utilisation, prefix-cache hit ratio and speculative acceptance, each one series with the join's value", async () => {
@@ -142,7 +160,7 @@ describe("Grafana engine panels return the series the pipeline records (promtool
     assert.equal(value(1), 0.95);
     assert.ok(Math.abs(value(2) - 4208 / 4950) < 1e-12, "accepted over drafted tokens of both engines");
     assert.notEqual(value(5), value(2), "each model its own acceptance");
-    assert.match(await promtool(checkCase(queries)), /SUCCESS/);
+    await everyDeployment(queries);
   });
 
   it("Where P99 goes and the KV-cache panel return the route's and each model's series", async () => {
@@ -157,7 +175,7 @@ describe("Grafana engine panels return the series the pipeline records (promtool
     assert.deepEqual(labelsOf(1), [LLAMA, QWEN].flatMap((m) => ["decode", "prefill", "queue"].map((phase) => `{model=${JSON.stringify(m)},phase="${phase}"}`)).sort());
     for (const i of [2, 3, 4]) assert.deepEqual(labelsOf(i), [LLAMA, QWEN].map((m) => `{model=${JSON.stringify(m)}}`).sort());
     assert.ok(points.some((p) => p.name === C.MODEL_KV_CACHE_USAGE));
-    assert.match(await promtool(checkCase(queries)), /SUCCESS/);
+    await everyDeployment(queries);
   });
 
   it("the check can fail: a query on vLLM's own label (model_name), not the join's (model), returns nothing", async () => {
@@ -165,5 +183,14 @@ describe("Grafana engine panels return the series the pipeline records (promtool
     const expr = interpolate(t.expr, LLAMA);
     const wrong = expr.replace("model=~", "model_name=~");
     await assert.rejects(promtool(checkCase([{ expr: wrong, expected: expectedOf(expr, points, end) }])), /FAILED/);
+  });
+
+  it("the check can fail: a query that reads both paths by name, without `or`, counts a series twice where both are stored", async () => {
+    const t = panel(/^KV cache, preemptions and queue$/).targets!.find((x) => x.expr.includes(C.MODEL_REQUESTS_WAITING))!;
+    const expected = expectedOf(interpolate(t.expr, undefined), points, end);
+    assert.ok(expected.every((e) => e.value > 0), "requests waiting, so a double count shows");
+    const summed = `sum by (model) ({__name__=~"${C.MODEL_REQUESTS_WAITING}|${ruleFor(C.MODEL_REQUESTS_WAITING)}"})`;
+    assert.match(await promtool(checkCase([{ expr: summed, expected }], "pipeline")), /SUCCESS/);
+    await assert.rejects(promtool(checkCase([{ expr: summed, expected }], "both")), /FAILED/);
   });
 });

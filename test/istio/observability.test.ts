@@ -11,7 +11,7 @@ import { stringify } from "yaml";
 import * as joinCatalogue from "../../control-plane/src/join/catalogue.js";
 import { FILTER_STAT_TAGS, WAYPOINT_STAT_TAGS } from "../filter/catalogue.js";
 import { checkExpression } from "./promql.js";
-import { controlPlaneSeries, filterAndPipelineSeries, merge, type SeriesCatalogue } from "./produced-series.js";
+import { controlPlaneSeries, filterAndPipelineSeries, merge, recordedSeries, type SeriesCatalogue } from "./produced-series.js";
 import { ISTIO_DIR, REPO, manifests, one } from "./support.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string; datasource?: { uid: string } }
@@ -38,15 +38,9 @@ before(async () => {
   // The filter runs with the shipped default pluginConfig and the mesh's extraStatTags.
   ({ sidecar, joined } = await filterAndPipelineSeries(plugin.spec.pluginConfig, operator.spec.meshConfig.defaultConfig.extraStatTags));
   produced = merge(sidecar, joined, controlPlaneSeries());
-  // Recorded series may read other recorded series: until their labels stop changing.
-  for (let pass = 0; pass < 4; pass++) {
-    const recorded: SeriesCatalogue = new Map();
-    for (const r of recordRules) {
-      const labels = new Set([...checkExpression(r.expr, produced).outputLabels, ...Object.keys(r.labels ?? {})]);
-      recorded.set(r.record, new Set([...(recorded.get(r.record) ?? []), ...labels]));
-    }
-    produced = merge(produced, recorded);
-  }
+  // What every rule file records (the alert files' parameters, the recording rules' outputs):
+  // a query that reads `(pipeline or rule)` must name both correctly.
+  produced = merge(produced, recordedSeries(produced));
 });
 
 describe("the produced-series catalogue the checks rely on (filter.wasm under the emulated Envoy host, emulated dcgm-exporter and vLLM scrapes)", () => {
@@ -126,9 +120,14 @@ describe("Grafana dashboard (queries checked against the emulated-stack catalogu
         problems.push(`variable ${v.name}: not a label_values(selector, label) query`);
         continue;
       }
-      const r = checkExpression(m[1]!, produced);
-      problems.push(...r.problems.map((x) => `variable ${v.name}: ${x}`));
-      if (!r.outputLabels.has(m[2]!)) problems.push(`variable ${v.name}: ${m[2]} is not a label of ${m[1]}`);
+      // label_values takes a selector, not an expression: `(pipeline or rule)` is written
+      // {__name__=~"pipeline|rule", ...}, and each alternative is checked as its own selector.
+      const either = /^\{__name__=~"([^"]+)", (.*)\}$/.exec(m[1]!);
+      for (const selector of either ? either[1]!.split("|").map((name) => `${name}{${either[2]}}`) : [m[1]!]) {
+        const r = checkExpression(selector, produced);
+        problems.push(...r.problems.map((x) => `variable ${v.name}: ${x}`));
+        if (!r.outputLabels.has(m[2]!)) problems.push(`variable ${v.name}: ${m[2]} is not a label of ${selector}`);
+      }
     }
     assert.deepEqual(problems, []);
   });
@@ -187,13 +186,17 @@ describe("PrometheusRule alerts (queries checked against the emulated-stack cata
     assert.deepEqual(checkExpression("rate(tokentrace_llm_ttft_seconds_bucket[5m])", produced).problems, ["tokentrace_llm_ttft_seconds_bucket is not a series the project produces"]);
     assert.deepEqual(checkExpression('tokentrace_route_latency_seconds{gpu="0"}', produced).problems, ["tokentrace_route_latency_seconds has no label gpu"]);
     assert.equal(checkExpression("sum by (namespace) (rate(tokentrace_requests_total[5m]))", produced).outputLabels.has("route"), false);
+    // Recorded names are produced only as the rule files spell them.
+    assert.deepEqual(checkExpression('tokentrace_model_requests_running{model="m"} or namespace_pod_model:tokentrace_model_requests_running:sum{model="m"}', produced).problems, []);
+    assert.deepEqual(checkExpression("tokentrace_model_requests_running or namespace_pod_model:tokentrace_model_requests_running:summ", produced).problems, ["namespace_pod_model:tokentrace_model_requests_running:summ is not a series the project produces"]);
+    assert.deepEqual(checkExpression('namespace_pod_model:tokentrace_model_requests_running:sum{route="chat"}', produced).problems, ["namespace_pod_model:tokentrace_model_requests_running:sum has no label route"]);
   });
 
   it("covers queueing-not-compute, filter errors, span export, remote-write queue growth and scrape targets down", () => {
     const exprOf = (alert: string): string => allRules.find((r) => r.alert === alert)?.expr ?? "";
     const queueing = exprOf("TokentraceTTFTHighGPUIdle");
     assert.match(queueing, /histogram_quantile\(0\.95, sum by \(namespace, route, le\) \(rate\(tokentrace_llm_ttft_ms_bucket\[5m\]\)\)\) > \d+/);
-    assert.match(queueing, /and on \(namespace, route\)\s+avg by \(namespace, route\) \(tokentrace_route_gpu_utilization_percent\) < \d+/);
+    assert.match(queueing, /and on \(namespace, route\)\s+avg by \(namespace, route\) \(tokentrace_route_gpu_utilization_percent or namespace_pod_route_model:tokentrace_gpu_utilization_percent:avg\) < \d+/);
     assert.match(exprOf("TokentraceFilterErrorRateHigh"), /tokentrace_filter_errors_total/);
     assert.match(exprOf("TokentraceSpanExportFailing"), /tokentrace_span_export_failures_total/);
     assert.match(exprOf("TokentraceRemoteWriteQueueGrowing"), /deriv\(tokentrace_remote_write_queue_bytes/);

@@ -2,8 +2,10 @@
 // from a second hand-written list: the real filter.wasm under the test host (its /stats/prometheus
 // text with the mesh's extraStatTags), passed through the real metrics pipeline join with a
 // dcgm-exporter and a vLLM scrape (fixtures in test/fixtures/istio/), plus the control plane's
-// prom-client registries. Dashboards and alerts may only name what this returns.
-import { readFileSync } from "node:fs";
+// prom-client registries; and the series the rule files of istio/observability/ record (their
+// `record:` names). Dashboards and alerts may only name what this returns.
+import { readdirSync, readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
 import { Registry } from "prom-client";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { Joiner } from "../../control-plane/src/join/joiner.js";
@@ -12,62 +14,25 @@ import { createRemoteWriteMetrics } from "../../control-plane/src/remote-write/m
 import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
-import { ManualClock, type FilterVm } from "../host/index.js";
+import { ManualClock } from "../host/index.js";
 import { countingRandom, loadContentFilter, loadFilter } from "../filter/support.js";
 import { startContentKeyServer } from "../support/content-key-server.js";
-import { advance } from "../support/engine-scrapes.js";
+import { meshScrapes, MESH_POD } from "../support/mesh-scrapes.js";
+import { SERIES_FOR_RULE } from "../support/rule-names.js";
+import { checkExpression } from "./promql.js";
 
 /** Series name -> label names it can carry. */
 export type SeriesCatalogue = Map<string, Set<string>>;
 
-const fixture = (name: string): string => readFileSync(new URL(`../fixtures/istio/${name}`, import.meta.url), "utf8");
-
-const NAMESPACE = "llm";
-const POD = "vllm-0";
-const ENVOY: ScrapeTarget = { id: `envoy/${NAMESPACE}/${POD}`, kind: "envoy", url: "http://10.1.0.7:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: NAMESPACE, pod: POD, node: "gpu-node-1" };
+const NAMESPACE = MESH_POD.namespace;
+const POD = MESH_POD.pod;
+const ENVOY: ScrapeTarget = { id: `envoy/${NAMESPACE}/${POD}`, kind: "envoy", url: "http://10.1.0.7:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: NAMESPACE, pod: POD, node: MESH_POD.node };
 const VLLM: ScrapeTarget = { ...ENVOY, id: `vllm/${NAMESPACE}/${POD}`, kind: "vllm", url: "http://10.1.0.7:8000/metrics" };
-const DCGM: ScrapeTarget = { id: "dcgm/gpu-operator/dcgm-1", kind: "dcgm", url: "http://10.1.0.9:9400/metrics", intervalMs: 15000, timeoutMs: 5000, namespace: "gpu-operator", pod: "dcgm-1", node: "gpu-node-1" };
+const DCGM: ScrapeTarget = { id: "dcgm/gpu-operator/dcgm-1", kind: "dcgm", url: "http://10.1.0.9:9400/metrics", intervalMs: 15000, timeoutMs: 5000, namespace: "gpu-operator", pod: "dcgm-1", node: MESH_POD.node };
 
 function scrape(target: ScrapeTarget, text: string, timestampMs: number): ScrapeResult {
   const p = parseText(text);
   return { target, timestampMs, durationMs: 9, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors };
-}
-
-/** Replaces the value of every sample line of `name`. */
-function setValue(text: string, name: string, value: number): string {
-  return text.replace(new RegExp(`^(${name.replace(/[:]/g, "\\$&")}\\{[^}]*\\}) \\S+$`, "gm"), `$1 ${value}`);
-}
-
-/** A streaming and a non-streaming chat completion, an oversized request body and a request with a malformed traceparent. */
-function traffic(vm: FilterVm, clock: ManualClock, route: string): void {
-  const model = "llama-3.1-8b";
-  const sse = (events: unknown[]): string => events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
-  for (const stream of [true, false]) {
-    const s = vm.newStream({ routeName: route });
-    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
-    s.requestBody(JSON.stringify({ model, stream, messages: [{ role: "user", content: "x" }] }), true);
-    clock.advanceMs(180);
-    if (stream) {
-      s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
-      s.responseBody(sse([{ model, choices: [{ index: 0, delta: { content: "a" }, finish_reason: null }] }]).replace("data: [DONE]\n\n", ""), false);
-      clock.advanceMs(40);
-      s.responseBody(sse([{ model, choices: [{ index: 0, delta: { content: "b" }, finish_reason: "stop" }] }, { model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } }]), true);
-    } else {
-      s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
-      s.responseBody(JSON.stringify({ model, choices: [{ index: 0, message: { role: "assistant", content: "ab" }, finish_reason: "length" }], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } }), true);
-    }
-    s.end();
-  }
-  // A request body past llm.maxRequestBodyBytes (counted, passed through unread).
-  const big = vm.newStream({ routeName: route });
-  big.requestHeaders([[":method", "POST"], [":path", "/v1/completions"], [":authority", "vllm.llm.svc"], ["content-type", "application/json"]], false);
-  big.requestBody(JSON.stringify({ model, prompt: "x".repeat(70_000) }), true);
-  big.responseHeaders([[":status", "200"], ["content-type", "application/json"]], true);
-  big.end();
-  const bad = vm.newStream({ routeName: route });
-  bad.requestHeaders([[":method", "GET"], [":path", "/health"], [":authority", "vllm.llm.svc"], ["traceparent", "00-XYZ-bad"]], true);
-  bad.responseHeaders([[":status", "503"]], true);
-  bad.end();
 }
 
 function addSeries(catalogue: SeriesCatalogue, name: string, labels: Iterable<string>): void {
@@ -78,9 +43,7 @@ function addSeries(catalogue: SeriesCatalogue, name: string, labels: Iterable<st
 
 /** The filter's series as the sidecar exports them, and after the pipeline's join. */
 export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: string[]): Promise<{ sidecar: SeriesCatalogue; joined: SeriesCatalogue }> {
-  const clock = new ManualClock(1_800_000_000_000_000_000n);
-  const vm = await loadFilter({ clock, random: countingRandom(), config: pluginConfig, statTags });
-  if (!vm.configureAccepted) throw new Error("the filter rejected the pluginConfig");
+  const mesh = await meshScrapes(pluginConfig, statTags);
   const sidecar: SeriesCatalogue = new Map();
   const t0 = 1_800_000_000_000;
   const joiner = new Joiner();
@@ -96,23 +59,19 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
       addSeries(joined, metric, names);
     }
   };
-  const dcgm = fixture("dcgm-gpu-node-1.prom");
-  const vllm = fixture("vllm-0.prom");
   // Two rounds 15 s apart: rates and the latency attribution need two consecutive scrapes.
   for (let round = 0; round < 2; round++) {
-    traffic(vm, clock, "chat");
-    traffic(vm, clock, "default");
-    const text = vm.stats.prometheus();
-    for (const s of parseText(text).samples) addSeries(sidecar, s.name, s.labels.filter((_, i) => i % 2 === 0));
+    const { envoy, vllm, dcgm } = mesh.round(round);
+    for (const s of parseText(envoy).samples) addSeries(sidecar, s.name, s.labels.filter((_, i) => i % 2 === 0));
     const at = t0 + round * 15000;
-    collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_100_000_000 + round * 2_000_000), at)));
-    collect(joiner.join(scrape(VLLM, advance(vllm, round, 0.25), at)));
-    collect(joiner.join(scrape(ENVOY, text, at + 1000)));
+    collect(joiner.join(scrape(DCGM, dcgm, at)));
+    collect(joiner.join(scrape(VLLM, vllm, at)));
+    collect(joiner.join(scrape(ENVOY, envoy, at + 1000)));
   }
   for (const [name, labels] of await contentCaptureSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);
   for (const [name, labels] of await tailKeepSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);
   // Tokens per joule needs the pods' token rate first, then a dcgm energy delta.
-  collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_104_000_000), t0 + 30000)));
+  collect(joiner.join(scrape(DCGM, mesh.round(2).dcgm, t0 + 30000)));
   return { sidecar, joined };
 }
 
@@ -197,4 +156,46 @@ export function merge(...catalogues: SeriesCatalogue[]): SeriesCatalogue {
   const out: SeriesCatalogue = new Map();
   for (const c of catalogues) for (const [name, labels] of c) addSeries(out, name, labels);
   return out;
+}
+
+/** One recording rule of a rule file. */
+export interface RecordRule { file: string; record: string; expr: string; labels: Record<string, string> }
+
+const OBSERVABILITY = new URL("../../istio/observability/", import.meta.url);
+
+/** Every `record:` rule of every PrometheusRule in istio/observability/, in file order. */
+export function recordRules(dir: URL = OBSERVABILITY): RecordRule[] {
+  const out: RecordRule[] = [];
+  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+    for (const doc of parseAllDocuments(readFileSync(new URL(file, dir), "utf8"))) {
+      const obj = doc.toJS() as { kind?: string; spec?: { groups?: { rules: { record?: string; expr: string; labels?: Record<string, string> }[] }[] } } | null;
+      if (obj?.kind !== "PrometheusRule") continue;
+      for (const g of obj.spec?.groups ?? []) for (const r of g.rules) if (r.record !== undefined) out.push({ file, record: r.record, expr: r.expr, labels: r.labels ?? {} });
+    }
+  }
+  return out;
+}
+
+/**
+ * The series the rule files record, with their labels: a rule that computes a pipeline series
+ * (test/support/rule-names.ts) carries that series' labels (the promtool tests check the rule
+ * returns exactly the join's series), less the pipeline-only gpu_pods; any other rule the labels
+ * its expression keeps over `produced` and what it recorded before (a rule may read another:
+ * repeated until nothing changes). Its own `labels:` are added to both.
+ */
+export function recordedSeries(produced: SeriesCatalogue, rules: readonly RecordRule[] = recordRules()): SeriesCatalogue {
+  let recorded: SeriesCatalogue = new Map();
+  for (let pass = 0; pass < 8; pass++) {
+    const next: SeriesCatalogue = new Map();
+    const known = merge(produced, recorded);
+    for (const r of rules) {
+      const series = SERIES_FOR_RULE.get(r.record);
+      const labels = series !== undefined ? [...(produced.get(series) ?? [])].filter((l) => l !== "gpu_pods") : [...checkExpression(r.expr, known).outputLabels];
+      addSeries(next, r.record, [...labels, ...Object.keys(r.labels)]);
+    }
+    const same = next.size === recorded.size && [...next].every(([n, l]) => recorded.get(n)?.size === l.size);
+    recorded = next;
+    if (same) break;
+  }
+  return recorded;
 }

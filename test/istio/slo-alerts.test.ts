@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
+import { ruleFor } from "../support/rule-names.js";
 import { ISTIO_DIR } from "./support.js";
 
 const FILE = join(ISTIO_DIR, "observability/prometheus-rules.yaml");
@@ -46,17 +47,19 @@ const FORMAT: Record<string, (v: number) => string> = { humanize: g4, humanizePe
 function render(template: string, c: (typeof combos)[number], value: number): string {
   const series: Record<string, number | undefined> = { tokentrace_model_gpu_utilization_percent: c.gpu, tokentrace_model_prefix_cache_hit_ratio: c.hit, tokentrace_model_spec_decode_acceptance_ratio: c.acc };
   return template
-    .replace(/\{\{ with printf `(\w+)\{[^`]*\}` \$labels\.namespace \$labels\.pod \$labels\.model \| query \}\}\{\{ \. \| first \| value \| (\w+) \}\}\{\{ end \}\}/g, (_m, name: string, fn: string) => FORMAT[fn]!(series[name]!))
+    .replace(/\{\{ with printf `\(?(\w+)\{[^`]*` \$labels\.namespace \$labels\.pod \$labels\.model \| query \}\}\{\{ \. \| first \| value \| (\w+) \}\}\{\{ end \}\}/g, (_m, name: string, fn: string) => FORMAT[fn]!(series[name]!))
     .replace(/\{\{ \$value \| (\w+) \}\}/g, (_m, fn: string) => FORMAT[fn]!(value))
     .replace(/\{\{ \$labels\.(\w+) \}\}/g, (_m, l: string) => ({ model: c.model, namespace: "llm", pod: "vllm-0" })[l]!);
 }
 
-function input(): { series: string; values: string }[] {
+/** The three signals of every combination, as the pipeline writes them or (`rules`) under the recording rules' names. */
+function input(path: "pipeline" | "rules" = "pipeline"): { series: string; values: string }[] {
   const out: { series: string; values: string }[] = [];
+  const name = (series: string): string => (path === "rules" ? ruleFor(series) : series);
   for (const c of combos) {
-    out.push({ series: `tokentrace_model_gpu_utilization_percent${labelsOf(c.model)}`, values: `${c.gpu}x60` });
-    out.push({ series: `tokentrace_model_prefix_cache_hit_ratio${labelsOf(c.model)}`, values: `${c.hit}x60` });
-    if (c.acc !== undefined) out.push({ series: `tokentrace_model_spec_decode_acceptance_ratio${labelsOf(c.model)}`, values: `${c.acc}x60` });
+    out.push({ series: `${name("tokentrace_model_gpu_utilization_percent")}${labelsOf(c.model)}`, values: `${c.gpu}x60` });
+    out.push({ series: `${name("tokentrace_model_prefix_cache_hit_ratio")}${labelsOf(c.model)}`, values: `${c.hit}x60` });
+    if (c.acc !== undefined) out.push({ series: `${name("tokentrace_model_spec_decode_acceptance_ratio")}${labelsOf(c.model)}`, values: `${c.acc}x60` });
   }
   return out;
 }
@@ -89,7 +92,7 @@ function promtool(ruleGroups: unknown, tests: unknown[]): { status: number | nul
 }
 
 const ALERTS = [ALL3, GPU_CACHE, GPU_SPEC, CACHE_SPEC];
-const atMinute = (minute: number): unknown => ({ interval: "1m", input_series: input(), alert_rule_test: ALERTS.map((alertname) => ({ eval_time: `${minute}m`, alertname, exp_alerts: expected(alertname, minute) })) });
+const atMinute = (minute: number, path: "pipeline" | "rules" = "pipeline"): unknown => ({ interval: "1m", input_series: input(path), alert_rule_test: ALERTS.map((alertname) => ({ eval_time: `${minute}m`, alertname, exp_alerts: expected(alertname, minute) })) });
 
 describe("the three-signal SLO alert family (promtool test rules, Prometheus's rule engine)", () => {
   it("the family is the three-signal alert and its three two-signal relatives, with for durations, severities and runbooks", () => {
@@ -101,6 +104,11 @@ describe("the three-signal SLO alert family (promtool test rules, Prometheus's r
 
   it("every combination of the three signals fires exactly its alert, and one or none fires nothing (35 min in, every for elapsed)", () => {
     const r = promtool(groups, [atMinute(35)]);
+    assert.equal(r.status, 0, r.output);
+  });
+
+  it("the same on the recording rules' series (a Prometheus without the pipeline): the alerts read (pipeline or rule)", () => {
+    const r = promtool(groups, [atMinute(35, "rules")]);
     assert.equal(r.status, 0, r.output);
   });
 

@@ -15,6 +15,7 @@ import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { Joiner, type JoinerOptions } from "../../control-plane/src/join/joiner.js";
+import { SERIES_FOR_RULE } from "./rule-names.js";
 
 export const RULES = new URL("../../istio/observability/recording-rules.yaml", import.meta.url);
 
@@ -106,7 +107,11 @@ export async function checkPoints(t: TestContext, promtool: (test: unknown) => P
   // promtool names each query whose samples differ (cmd/promtool/unittest.go: `expr: "...", time: ...`);
   // a point's query is a selector with labels, the end-of-case queries are bare names or aggregations.
   const differing = new Map<string, number>();
-  for (const m of output.matchAll(/^\s+expr: "([a-zA-Z_:][a-zA-Z0-9_:]*)\{/gm)) differing.set(m[1]!, (differing.get(m[1]!) ?? 0) + 1);
+  // A point's query names the rule; its point is counted under the join's name (rule-names.ts).
+  for (const m of output.matchAll(/^\s+expr: "([a-zA-Z_:][a-zA-Z0-9_:]*)\{/gm)) {
+    const name = SERIES_FOR_RULE.get(m[1]!) ?? m[1]!;
+    differing.set(name, (differing.get(name) ?? 0) + 1);
+  }
   const total = new Map<string, number>();
   for (const p of points) total.set(p.name, (total.get(p.name) ?? 0) + 1);
   const equal = (name: string): number => total.get(name)! - Math.min(total.get(name)!, differing.get(name) ?? 0);

@@ -8,7 +8,7 @@ import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import { MODEL_GPU_UTILIZATION, MODEL_PREFIX_CACHE_HIT_RATIO, MODEL_SPEC_DECODE_ACCEPTANCE } from "../join/catalogue.js";
 
-/** The thresholds of the SLO alerts (tokentrace_slo_threshold in istio/observability/prometheus-rules.yaml), as ratios. */
+/** The thresholds of the SLO alerts (tokentrace:slo_threshold:parameter in istio/observability/prometheus-rules.yaml), as ratios. */
 export const SLO_THRESHOLDS = { gpuUtilization: 0.85, prefixCacheHitRatio: 0.92, specDecodeAcceptance: 0.8 } as const;
 
 /** The three signals, by column name. */

@@ -124,9 +124,9 @@ test("engine panel: a pod's value stops counting after the lookback (a model ser
   }
 });
 
-test("the panel's thresholds are the alert rules' parameters (tokentrace_slo_threshold in prometheus-rules.yaml)", () => {
+test("the panel's thresholds are the alert rules' parameters (tokentrace:slo_threshold:parameter in prometheus-rules.yaml)", () => {
   const rules = parse(readFileSync(new URL("../../../istio/observability/prometheus-rules.yaml", import.meta.url), "utf8")) as { spec: { groups: { name: string; rules: { record?: string; expr: string; labels?: Record<string, string> }[] }[] } };
-  const params = new Map(rules.spec.groups.flatMap((g) => g.rules).filter((r) => r.record === "tokentrace_slo_threshold").map((r) => [r.labels!.signal!, Number(/^vector\(([0-9.]+)\)$/.exec(r.expr)![1])]));
+  const params = new Map(rules.spec.groups.flatMap((g) => g.rules).filter((r) => r.record === "tokentrace:slo_threshold:parameter").map((r) => [r.labels!.signal!, Number(/^vector\(([0-9.]+)\)$/.exec(r.expr)![1])]));
   assert.deepEqual(
     { gpuUtilization: params.get("gpu_utilization_percent")! / 100, prefixCacheHitRatio: params.get("prefix_cache_hit_ratio"), specDecodeAcceptance: params.get("spec_decode_acceptance_ratio") },
     { ...SLO_THRESHOLDS },

@@ -13,6 +13,7 @@ import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js"
 import * as C from "../../../control-plane/src/join/catalogue.js";
 import { checkPoints, inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
 import { advance, fixture, relabel, sidecarText } from "../../support/engine-scrapes.js";
+import { ruleFor } from "../../support/rule-names.js";
 
 const ENGINE_SERIES = [
   C.MODEL_REQUESTS_WAITING, C.MODEL_REQUESTS_RUNNING, C.MODEL_KV_CACHE_USAGE, C.MODEL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREEMPTIONS_PER_SECOND,
@@ -36,7 +37,7 @@ const selector = (p: JoinedPoint): string => {
   const labels = p.labels.includes("model") ? p.labels : [...p.labels, "model", ""];
   const pairs: string[] = [];
   for (let i = 0; i < labels.length; i += 2) pairs.push(`${labels[i]}=${JSON.stringify(labels[i + 1])}`);
-  return `${p.name}{${pairs.sort().join(",")}}`;
+  return `${ruleFor(p.name)}{${pairs.sort().join(",")}}`;
 };
 
 /** The join's engine points over the scrapes, and promtool's test checking each one once the window is full. */
@@ -46,14 +47,14 @@ function engineCase(scrapes: Scrape[]): { test: { promql_expr_test: { expr: stri
   const end = Math.max(...scrapes.map((s) => s.atSec));
   const points = joined.filter((p) => ENGINE_SERIES.includes(p.name));
   const checked = points.filter((p) => p.atMs / 1000 >= first + WINDOW_SEC + STEP);
-  const tests = checked.map((p) => ({ expr: selector(p), eval_time: `${p.atMs / 1000}s`, exp_samples: [{ labels: `${p.name}${promLabels(p.labels)}`, value: p.value }] }));
+  const tests = checked.map((p) => ({ expr: selector(p), eval_time: `${p.atMs / 1000}s`, exp_samples: [{ labels: `${ruleFor(p.name)}${promLabels(p.labels)}`, value: p.value }] }));
   // No more: the series the rules recorded within the lookback at the end are the join's.
   const recent = new Map<string, number>();
-  for (const p of points) if (p.atMs / 1000 > end - WINDOW_SEC) recent.set(`${p.name}${promLabels(p.labels)}`, 0);
+  for (const p of points) if (p.atMs / 1000 > end - WINDOW_SEC) recent.set(`${ruleFor(p.name)}${promLabels(p.labels)}`, 0);
   const counts = new Map<string, number>();
   for (const k of recent.keys()) counts.set(k.slice(0, k.indexOf("{")), (counts.get(k.slice(0, k.indexOf("{"))) ?? 0) + 1);
   tests.push({
-    expr: `count by (__name__) ({__name__=~"${ENGINE_SERIES.join("|")}"})`,
+    expr: `count by (__name__) ({__name__=~"${ENGINE_SERIES.map(ruleFor).join("|")}"})`,
     eval_time: `${end}s`,
     exp_samples: [...counts].sort().map(([name, n]) => ({ labels: `{__name__=${JSON.stringify(name)}}`, value: n })),
   });
@@ -179,7 +180,7 @@ describe("engine recording rules give the pipeline's join values, point by point
       ...every(target("dcgm", "dcgm-b", 9400), 0, () => fixture("dcgm-time-sliced.prom")),
       ...every(target("vllm", pod, 8000), 1, (k) => advance(fixture("vllm-v1-two-engines.prom"), k)),
     ]);
-    const t = test.promql_expr_test.find((x) => x.expr.startsWith(C.MODEL_LATENCY_QUANTILE))!;
+    const t = test.promql_expr_test.find((x) => x.expr.startsWith(ruleFor(C.MODEL_LATENCY_QUANTILE)))!;
     const v = t.exp_samples[0]!.value;
     t.exp_samples[0]!.value = v + Math.abs(v) * Number.EPSILON * 2;
     await assert.rejects(runner.promtool(test), /FAILED/);

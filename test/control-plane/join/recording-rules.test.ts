@@ -2,19 +2,23 @@
 // scrapes go through the real Joiner, and the same samples, stored as Prometheus would store them
 // when it scrapes the sidecars, vLLM and dcgm-exporter itself, become promtool's input series; the
 // join's last value of every derived series is the expected result of the rule of that name, and
-// the rule must return exactly those series, no more (Debian's promtool 2.42, `test rules`).
+// the rule must return exactly those series, no more (Debian's promtool 2.42, `test rules`). Each
+// join series is looked up under its rule's name (test/support/rule-names.ts).
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import * as C from "../../../control-plane/src/join/catalogue.js";
 import { checkPoints, inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
+import { ruleFor } from "../../support/rule-names.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
 const DERIVED = [C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, C.GPU_SECONDS_PER_1K_TOKENS, C.TOKENS_PER_JOULE, C.ROUTE_LATENCY, C.ROUTE_GPU_UTILIZATION];
 
 /** A selector for exactly one joined series: its name and every label it has. */
 const selector = (p: JoinedPoint): string => `${p.name}${promLabels(p.labels)}`;
+/** The same series under the name of the rule that records it. */
+const ruleSelector = (p: JoinedPoint): string => `${ruleFor(p.name)}${promLabels(p.labels)}`;
 
 /**
  * Runs the scrapes through the join; returns promtool's test for the same input (every derived
@@ -31,14 +35,14 @@ function promtoolCase(scrapes: Scrape[], evalSec: number): { test: unknown; poin
   for (const [series, value] of expected) {
     const name = series.slice(0, series.indexOf("{"));
     if (!byName.has(name)) byName.set(name, []);
-    byName.get(name)!.push({ labels: series, value });
+    byName.get(name)!.push({ labels: `${ruleFor(name)}${series.slice(name.length)}`, value });
   }
   const test = {
     interval: "1s",
     input_series: inputSeries(input, evalSec),
     promql_expr_test: [
-      ...derived.map((p) => ({ expr: selector(p), eval_time: `${p.atMs / 1000}s`, exp_samples: [{ labels: selector(p), value: p.value }] })),
-      ...DERIVED.map((name) => ({ expr: name, eval_time: `${evalSec}s`, exp_samples: byName.get(name) ?? [] })),
+      ...derived.map((p) => ({ expr: ruleSelector(p), eval_time: `${p.atMs / 1000}s`, exp_samples: [{ labels: ruleSelector(p), value: p.value }] })),
+      ...DERIVED.map((name) => ({ expr: ruleFor(name), eval_time: `${evalSec}s`, exp_samples: byName.get(name) ?? [] })),
     ],
   };
   return { test, points: derived, expected };

@@ -3,8 +3,6 @@
 // Scrape schedule and batching run on a fake clock; HTTP and Prometheus are real.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,18 +11,9 @@ import { startPipeline, withDefaults, validatePipelineConfig, type PipelineConfi
 import type { Transport } from "../../../control-plane/src/remote-write/transport.js";
 import { PrometheusInstance } from "../../support/prometheus.js";
 import { FakeClock, until } from "../../support/fake-clock.js";
+import { exporter } from "../../support/fixture-exporter.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
-
-/** An exporter whose body the test sets; status 200 unless told otherwise. */
-interface Exporter { url: string; body: string; status: number; server: Server }
-async function exporter(body: string): Promise<Exporter> {
-  const e = { url: "", body, status: 200 } as Exporter;
-  e.server = createServer((_req, res) => res.writeHead(e.status, { "Content-Type": "text/plain; version=0.0.4" }).end(e.body));
-  await new Promise<void>((r) => e.server.listen(0, "127.0.0.1", r));
-  e.url = `http://127.0.0.1:${(e.server.address() as AddressInfo).port}/metrics`;
-  return e;
-}
 
 let prom: PrometheusInstance;
 const cleanups: (() => Promise<void> | void)[] = [];

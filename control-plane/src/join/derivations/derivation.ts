@@ -29,7 +29,7 @@ export function gpusOf(identities: IdentityView, pod: PodIdentity): GpuInfo[] {
 }
 
 /**
- * avg by (namespace, pod) (tokentrace:pod_gpu_utilization:percent): the mean utilisation of the
+ * avg by (namespace, pod) (namespace_pod_gpu_uuid:tokentrace_gpu_utilization_percent:max): the mean utilisation of the
  * pod's GPUs, met in the order of that series' labels (by gpu_uuid), as the rules average it.
  */
 export function meanUtilizationOf(identities: IdentityView, pod: PodIdentity): number | undefined {

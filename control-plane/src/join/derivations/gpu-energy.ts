@@ -39,7 +39,7 @@ export class GpuEnergy implements Derivation {
       this.prevEnergy.set(key, { ts, energyMj: g.energyMj });
       if (!prev || ts <= prev.ts) continue;
       // sum by (gpu, ...) (tokentrace_pod_gpu_info * on (namespace, pod) group_left
-      // tokentrace:pod_output_tokens_per_second_per_gpu): each pod's rate over its GPU count, added
+      // namespace_pod:tokentrace_llm_output_tokens_per_gpu:irate2m): each pod's rate over its GPU count, added
       // in the order of the info series (the same GPU, so by namespace and pod).
       const perPod: { order: string; rate: number }[] = [];
       for (const pk of this.identities.podsWithGpu(g.key) ?? []) {

@@ -103,7 +103,7 @@ export class PodInterval implements Derivation {
     this.prevPod.set(podKey, { ts, series: cur });
     if (!prev || ts <= prev.ts) return;
     const rates = ratesOf(prev, { ts, series: cur });
-    // tokentrace:pod_output_tokens_per_second_per_gpu's sum by (namespace, pod) (irate(...)).
+    // namespace_pod:tokentrace_llm_output_tokens_per_gpu:irate2m's sum by (namespace, pod) (irate(...)).
     const podRate = sumOf(rates.filter((x) => x.family === "out").map((x) => x.rate));
     if (podRate === undefined) this.podTokenRate.delete(podKey);
     else this.podTokenRate.set(podKey, podRate);
@@ -125,7 +125,7 @@ export class PodInterval implements Derivation {
       const outPerSecond = sumWhere("out", route, model);
       if (outPerSecond !== undefined) {
         models.add(model);
-        // sum by (namespace, pod, route, model) (irate(...)) / on (namespace, pod) group_left tokentrace:pod_gpus:count
+        // sum by (namespace, pod, route, model) (irate(...)) / on (namespace, pod) group_left namespace_pod:tokentrace_pod_gpu_info:count
         if (gpuCount > 0) out.push({ labels: ["__name__", C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, ...rl], samples: [{ value: outPerSecond / gpuCount, timestampMs: ts }] });
       }
       const vllm = this.vllmMeans.get(`${podKey}\xff${model}`);
@@ -149,7 +149,7 @@ export class PodInterval implements Derivation {
     for (const model of [...models].sort()) {
       // Over every route of the model: sum by (namespace, pod, model), not a sum of the routes' sums.
       const outPerSecond = sumWhere("out", undefined, model);
-      // 1000 / (sum by (namespace, pod, model) (irate(...)) > 0) * on (namespace, pod) group_left tokentrace:pod_gpu_share:sum
+      // 1000 / (sum by (namespace, pod, model) (irate(...)) > 0) * on (namespace, pod) group_left namespace_pod:tokentrace_pod_gpu_share:sum
       if (outPerSecond === undefined || !(outPerSecond > 0)) continue;
       out.push({ labels: ["__name__", C.GPU_SECONDS_PER_1K_TOKENS, ...podLabels, "model", model], samples: [{ value: (1000 / outPerSecond) * gpuShare, timestampMs: ts }] });
     }
@@ -187,7 +187,7 @@ function gpuShareOf(identities: IdentityView, pod: PodIdentity): number | undefi
   const links = gpusOf(identities, pod).map((g) => {
     const pods = index.podsOfGpu(g.key).length;
     const info: Labels = ["__name__", C.POD_GPU_INFO, ...pod.labels.slice(0, 4), "gpu", g.gpu, "gpu_uuid", g.key, "gpu_model", g.modelName, "hostname", g.hostname, "gpu_pods", String(pods)];
-    // (info * 0 + 1) / on (gpu_uuid) group_left tokentrace:gpu_mapped_pods:count, or 1 where no pod is mapped.
+    // (info * 0 + 1) / on (gpu_uuid) group_left gpu_uuid:tokentrace_gpu_mapped_pods:count, or 1 where no pod is mapped.
     return { order: seriesOrderKey(info), share: pods > 0 ? 1 / pods : 1 };
   });
   return sumOf(inSeriesOrder(links).map((l) => l.share));
