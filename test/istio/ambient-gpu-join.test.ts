@@ -1,0 +1,246 @@
+// Ambient mode end to end (emulated: Envoy, the kube-apiserver's Leases, the pod informer): the real
+// filter.wasm configured as the waypoints' WasmPlugin serves a waypoint's /stats/prometheus, its
+// requests going to two model-server pods on two GPU nodes (and one to an IP no pod holds). Two
+// sharded pipeline replicas, each owning one GPU node, scrape it with each node's dcgm-exporter and
+// remote-write to a real Prometheus. Checked: each pod's route series carry that pod's GPUs (route
+// GPU utilisation equals its GPU's), the unresolved IP's series stay with the waypoint, joined to
+// nothing, and every series is written by one replica, each sample once.
+// Pods and waypoint listen on their own loopback addresses (127.x.y.z), at the ports Istio and
+// dcgm-exporter use; the scrape schedule, membership and batching run on one fake clock.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
+import { startPipeline, withDefaults, type RunningPipeline } from "../../control-plane/src/pipeline/index.js";
+import { ClientNodeMemberLeaseApi } from "../../control-plane/src/pipeline/membership.js";
+import { clientNodeLeaseReader } from "../../control-plane/src/pipeline/handover.js";
+import { ShardAssignment } from "../../control-plane/src/pipeline/sharding.js";
+import { InMemoryPodSource } from "../../control-plane/src/scrape/discovery.js";
+import { decodeWriteRequestV1 } from "../../control-plane/src/remote-write/protobuf.js";
+import { snappyUncompress } from "../../control-plane/src/remote-write/snappy.js";
+import { HttpTransport, type Transport } from "../../control-plane/src/remote-write/transport.js";
+import { WAYPOINT_WASMPLUGIN } from "../../scripts/manifests.js";
+import type { FilterVm } from "../host/index.js";
+import { baseRequest, loadFilter } from "../filter/support.js";
+import { FakeClock, until } from "../support/fake-clock.js";
+import { kubeConfigFor, startKubeEmulator, type KubeEmulator } from "../support/kube-emulator/index.js";
+import { PrometheusInstance } from "../support/prometheus.js";
+import { ambientPod, waypointPod } from "../support/istio-waypoint.js";
+import { manifests, one } from "./support.js";
+
+const INTERVAL_MS = 15_000;
+const LEASE_MS = 9_000;
+const REPLICAS = ["replica-a", "replica-b"];
+// A loopback /16 of this process's own, so ports 15090 and 9400 are free on it.
+const NET = `127.${20 + (process.pid % 200)}`;
+const WAYPOINT_IP = `${NET}.2.1`;
+const UNKNOWN_IP = `${NET}.1.9`;
+
+/** Two GPU node names owned by different replicas, and the waypoint's node (found, not assumed: rendezvous hashing decides). */
+function nodes(): { gpu: [string, string]; waypoint: string } {
+  const a = new ShardAssignment(REPLICAS, REPLICAS[0]!);
+  const owner = (node: string): string => a.ownerOf({ id: node, kind: "envoy", url: "", intervalMs: 1, timeoutMs: 1, node });
+  const names = Array.from({ length: 64 }, (_, i) => `gpu-node-${i}`);
+  const first = names.find((n) => owner(n) === REPLICAS[0])!;
+  const second = names.find((n) => owner(n) === REPLICAS[1])!;
+  return { gpu: [first, second], waypoint: "cpu-node-0" };
+}
+const NODES = nodes();
+const PODS = [
+  { name: "chat-a", node: NODES.gpu[0], ip: `${NET}.1.1`, gpu: "GPU-aaaa1111-0000-4000-8000-000000000000", util: 71, requests: 3 },
+  { name: "chat-b", node: NODES.gpu[1], ip: `${NET}.1.2`, gpu: "GPU-bbbb2222-0000-4000-8000-000000000000", util: 42, requests: 5 },
+];
+
+/** dcgm-exporter of one node: its GPU mapped to the pod (Kubernetes pod mapping). */
+const dcgmText = (p: (typeof PODS)[number]): string =>
+  ["DCGM_FI_DEV_GPU_UTIL gauge", "DCGM_FI_DEV_FB_USED gauge"].map((nt) => {
+    const [name] = nt.split(" ");
+    return `# TYPE ${nt}\n${name}{gpu="0",UUID="${p.gpu}",pci_bus_id="00000000:10:00.0",device="nvidia0",modelName="NVIDIA L4",Hostname="${p.node}",container="vllm",namespace="llm",pod="${p.name}",pod_uid=""} ${name === "DCGM_FI_DEV_GPU_UTIL" ? p.util : 20000}\n`;
+  }).join("");
+
+const dcgmPod = (node: string, ip: string): V1Pod => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: `dcgm-${node}`, namespace: "gpu-operator", labels: { "app.kubernetes.io/name": "dcgm-exporter" } },
+  spec: { nodeName: node, containers: [{ name: "nvidia-dcgm-exporter", image: "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04" }] },
+  status: { phase: "Running", podIP: ip },
+});
+
+let prom: PrometheusInstance;
+let emulator: KubeEmulator;
+let vm: FilterVm;
+const servers: Server[] = [];
+const dirs: string[] = [];
+const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000 - 5 * 60_000);
+
+async function serve(host: string, port: number, body: () => string): Promise<void> {
+  const server = createServer((_req, res) => res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4" }).end(body()));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, resolve);
+  });
+  servers.push(server);
+}
+
+/** `n` chat completions through the waypoint's filter to the pod at `ip`. */
+function traffic(ip: string, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const s = vm.newStream({ routeName: "chat", upstream: { address: `envoy://connect_originate/${ip}:8000`, port: 8000 } });
+    s.requestHeaders(baseRequest(), false);
+    s.requestBody(JSON.stringify({ model: "llama", messages: [{ role: "user", content: "hi" }] }), true);
+    s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
+    s.responseBody(JSON.stringify({ model: "llama", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 20 } }), true);
+    s.end();
+  }
+}
+
+before(async () => {
+  prom = await PrometheusInstance.start();
+  emulator = await startKubeEmulator({ now: () => new Date(clock.now()) });
+  vm = await loadFilter({ config: one(manifests(), "WasmPlugin", WAYPOINT_WASMPLUGIN).spec.pluginConfig });
+  await serve(WAYPOINT_IP, 15090, () => vm.stats.prometheus());
+  for (const [i, p] of PODS.entries()) await serve(`${NET}.3.${i + 1}`, 9400, () => dcgmText(p));
+});
+after(async () => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+  await emulator.close();
+  await prom.destroy();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+interface Replica { name: string; pipeline: RunningPipeline; registry: Registry; samples: { series: string; ts: number }[] }
+
+describe("ambient waypoint stats joined with the destination pods' GPUs (emulated: Envoy, kube-apiserver, pod informer)", () => {
+  it("two replicas: each pod's route series carry its own GPUs, written by the replica owning its node, each sample once", async () => {
+    const pods: V1Pod[] = [
+      waypointPod({ name: "waypoint-6b5d-x", namespace: "llm", gateway: "waypoint", node: NODES.waypoint, ip: WAYPOINT_IP }),
+      ...PODS.map((p) => ambientPod({ name: p.name, namespace: "llm", node: p.node, ip: p.ip })),
+      ...PODS.map((p, i) => dcgmPod(p.node, `${NET}.3.${i + 1}`)),
+    ];
+    const kubeConfig = kubeConfigFor(emulator.url, "tokentrace-system");
+    const replicas: Replica[] = [];
+    for (const name of REPLICAS) {
+      const queueDir = mkdtempSync(join(tmpdir(), "tokentrace-ambient-"));
+      dirs.push(queueDir);
+      const r = { name, registry: new Registry(), samples: [] } as unknown as Replica;
+      const http = new HttpTransport({ url: prom.writeUrl, timeoutMs: 5000 });
+      const transport: Transport = {
+        send: async (body, protocol) => {
+          for (const s of decodeWriteRequestV1(snappyUncompress(body))) for (const smp of s.samples) if (smp.stale !== true) r.samples.push({ series: s.labels.join(","), ts: smp.timestampMs });
+          return http.send(body, protocol);
+        },
+      };
+      r.pipeline = await startPipeline(
+        withDefaults({
+          scrape: { intervalMs: INTERVAL_MS, timeoutMs: 5000, concurrency: 8 },
+          remoteWrite: { queueDir, targets: [{ name: "prom", url: prom.writeUrl, batchSendDeadlineMs: 100, minBackoffMs: 10, maxBackoffMs: 100 }] },
+          sharding: { enabled: true, identity: name, leaseDurationMs: LEASE_MS },
+        }),
+        {
+          registry: r.registry,
+          clock,
+          podSource: new InMemoryPodSource(pods),
+          transportFor: () => transport,
+          memberLeaseApi: new ClientNodeMemberLeaseApi(kubeConfig),
+          readMemberLease: clientNodeLeaseReader(kubeConfig, "tokentrace-system", clock, LEASE_MS),
+        },
+      );
+      replicas.push(r);
+    }
+    const period = Math.floor(LEASE_MS / 3);
+    // The Lease calls are real HTTP: the fake clock moves a second at a time, each step giving them
+    // a real turn to complete, so no replica misses its renew deadline for want of I/O.
+    const step = async (ms: number): Promise<void> => {
+      for (let done = 0; done < ms; done += 1000) {
+        await clock.advance(Math.min(1000, ms - done));
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    for (let i = 0; i < 20 && !replicas.every((r) => r.pipeline.members()?.join() === REPLICAS.join()); i++) {
+      await clock.advance(period);
+      await until(async () => true, "a turn");
+    }
+    for (const r of replicas) await until(() => r.pipeline.members()?.join() === REPLICAS.join(), `${r.name} sees both`);
+    // Past both replicas' join instants (two periods after the later Lease), every slot has its owner.
+    await step(2 * period + INTERVAL_MS);
+    // Every member scrapes the waypoint; each scrapes its own node's exporter only.
+    for (const r of replicas) assert.ok(r.pipeline.targets().some((t) => t.waypoint), `${r.name} scrapes the waypoint`);
+
+    // Traffic before each of three scrape rounds (the route rates need two scrapes); a round ends
+    // when both replicas have taken in their scrape of the waypoint (the only Envoy here).
+    const waypointScrapes = async (r: Replica): Promise<number> => {
+      const values = (await r.registry.getSingleMetric("tokentrace_scrape_duration_seconds")!.get()).values;
+      return values.find((v) => (v as { metricName?: string }).metricName === "tokentrace_scrape_duration_seconds_count" && v.labels.kind === "envoy")?.value ?? 0;
+    };
+    for (let round = 0; round < 3; round++) {
+      for (const p of PODS) traffic(p.ip, p.requests);
+      traffic(UNKNOWN_IP, 1);
+      const before = await Promise.all(replicas.map(waypointScrapes));
+      await step(INTERVAL_MS);
+      for (const [i, r] of replicas.entries()) {
+        await until(async () => (await waypointScrapes(r)) > before[i]!, `${r.name} scraped the waypoint in round ${round}`);
+      }
+    }
+    const drained = (): boolean => replicas.every((r) => r.pipeline.writer.targets[0]!.queue.pendingSamples === 0);
+    for (let i = 0; i < 100 && !drained(); i++) {
+      await clock.advance(100);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(drained(), "queues drained");
+    const t = clock.now() / 1000;
+
+    for (const [i, p] of PODS.entries()) {
+      const requests = await prom.query(`tokentrace_requests_total{pod="${p.name}"}`, t);
+      assert.deepEqual(requests.map((x) => x.metric), [{
+        __name__: "tokentrace_requests_total", route: "chat", status_class: "2xx", namespace: "llm", pod: p.name, waypoint: "llm/waypoint-6b5d-x",
+        gpu: "0", gpu_uuid: p.gpu, gpu_model: "NVIDIA L4", hostname: p.node, gpu_count: "1", gpu_attribution: "pod",
+      }], `${p.name}'s requests joined with its own GPU`);
+      assert.equal(Number(requests[0]!.value![1]), 3 * p.requests);
+      const util = await prom.query(`tokentrace_pod_gpu_utilization_percent{pod="${p.name}"}`, t);
+      assert.deepEqual(util.map((x) => [x.metric.waypoint, x.metric.gpu_uuid, x.value![1]]), [["llm/waypoint-6b5d-x", p.gpu, String(p.util)]], `${p.name}'s GPU utilisation beside its route series is its GPU's`);
+      // Written by the replica owning the pod's node only.
+      const writers = replicas.filter((r) => r.samples.some((s) => s.series.includes(`pod,${p.name},`)));
+      assert.deepEqual(writers.map((r) => r.name), [REPLICAS[i]]);
+    }
+    // The IP no pod holds: kept with the waypoint's own labels, joined to no GPU, by one replica.
+    const unresolved = await prom.query(`tokentrace_requests_total{pod_ip="${UNKNOWN_IP}"}`, t);
+    assert.deepEqual(unresolved.map((x) => [x.metric.pod, x.metric.hostname, x.metric.gpu_uuid, x.value![1]]), [["waypoint-6b5d-x", NODES.waypoint, undefined, "3"]]);
+    const counts = await Promise.all(replicas.map(async (r) => Object.fromEntries((await r.registry.getSingleMetric("tokentrace_join_waypoint_series_total")!.get()).values.map((v) => [v.labels.outcome, v.value]))));
+    console.log(`# waypoint series per replica: ${JSON.stringify(counts)}`);
+    assert.equal(counts.reduce((n, c) => n + (c.unresolved ?? 0), 0) > 0, true, "unresolved series counted");
+    assert.ok(counts.every((c) => (c.joined ?? 0) > 0), "each replica joined its node's pod");
+    // The waypoint's up, once.
+    const up = await prom.query(`up{pod="waypoint-6b5d-x"}`, t);
+    assert.equal(up.length, 1);
+
+    // Exactly once: every (series, timestamp) from one replica, once; and Prometheus holds them all.
+    const seen = new Map<string, string>();
+    let total = 0;
+    for (const r of replicas) {
+      for (const s of r.samples) {
+        const k = `${s.series}@${s.ts}`;
+        assert.equal(seen.get(k), undefined, `${k} written by ${seen.get(k)} and ${r.name}`);
+        seen.set(k, r.name);
+        total++;
+      }
+    }
+    // A range selector at an instant answers every raw sample stored in the range.
+    const stored = await prom.query(`{__name__=~"tokentrace_.+", pod=~"chat-.*"}[10m]`, t);
+    const storedSamples = stored.reduce((n, x) => n + (x.values?.length ?? 0), 0);
+    const shippedSamples = [...seen.keys()].filter((k) => /,pod,chat-/.test(k) && /__name__,tokentrace_/.test(k)).length;
+    console.log(`# samples shipped ${total}, chat-* tokentrace samples shipped ${shippedSamples}, stored ${storedSamples}`);
+    assert.equal(storedSamples, shippedSamples);
+    for (const r of replicas) {
+      const s = r.pipeline.stop();
+      await clock.advance(6000);
+      await s;
+    }
+  });
+});
