@@ -115,7 +115,7 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-interface Replica { name: string; pipeline: RunningPipeline; registry: Registry; samples: { series: string; ts: number }[] }
+interface Replica { name: string; pipeline: RunningPipeline; registry: Registry; samples: { series: string; ts: number }[]; stale: { series: string; ts: number }[] }
 
 describe("ambient waypoint stats joined with the destination pods' GPUs (emulated: Envoy, kube-apiserver, pod informer)", () => {
   it("two replicas: each pod's route series carry its own GPUs, written by the replica owning its node, each sample once", async () => {
@@ -129,11 +129,11 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
     for (const name of REPLICAS) {
       const queueDir = mkdtempSync(join(tmpdir(), "tokentrace-ambient-"));
       dirs.push(queueDir);
-      const r = { name, registry: new Registry(), samples: [] } as unknown as Replica;
+      const r = { name, registry: new Registry(), samples: [], stale: [] } as unknown as Replica;
       const http = new HttpTransport({ url: prom.writeUrl, timeoutMs: 5000 });
       const transport: Transport = {
         send: async (body, protocol) => {
-          for (const s of decodeWriteRequestV1(snappyUncompress(body))) for (const smp of s.samples) if (smp.stale !== true) r.samples.push({ series: s.labels.join(","), ts: smp.timestampMs });
+          for (const s of decodeWriteRequestV1(snappyUncompress(body))) for (const smp of s.samples) (smp.stale === true ? r.stale : r.samples).push({ series: s.labels.join(","), ts: smp.timestampMs });
           return http.send(body, protocol);
         },
       };
@@ -179,21 +179,21 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
       const values = (await r.registry.getSingleMetric("tokentrace_scrape_duration_seconds")!.get()).values;
       return values.find((v) => (v as { metricName?: string }).metricName === "tokentrace_scrape_duration_seconds_count" && v.labels.kind === "envoy")?.value ?? 0;
     };
-    for (let round = 0; round < 3; round++) {
-      for (const p of PODS) traffic(p.ip, p.requests);
-      traffic(UNKNOWN_IP, 1);
-      const before = await Promise.all(replicas.map(waypointScrapes));
-      await step(INTERVAL_MS);
-      for (const [i, r] of replicas.entries()) {
-        await until(async () => (await waypointScrapes(r)) > before[i]!, `${r.name} scraped the waypoint in round ${round}`);
+    let sent = 0;
+    const rounds = async (n: number, live: Replica[]): Promise<void> => {
+      for (let round = 0; round < n; round++) {
+        for (const p of PODS) traffic(p.ip, p.requests);
+        traffic(UNKNOWN_IP, 1);
+        sent++;
+        const before = await Promise.all(live.map(waypointScrapes));
+        await step(INTERVAL_MS);
+        for (const [i, r] of live.entries()) await until(async () => (await waypointScrapes(r)) > before[i]!, `${r.name} scraped the waypoint in round ${round}`);
       }
-    }
-    const drained = (): boolean => replicas.every((r) => r.pipeline.writer.targets[0]!.queue.pendingSamples === 0);
-    for (let i = 0; i < 100 && !drained(); i++) {
-      await clock.advance(100);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.ok(drained(), "queues drained");
+      const drained = (): boolean => live.every((r) => r.pipeline.writer.targets[0]!.queue.pendingSamples === 0);
+      for (let i = 0; i < 100 && !drained(); i++) await step(1000);
+      assert.ok(drained(), "queues drained");
+    };
+    await rounds(3, replicas);
     const t = clock.now() / 1000;
 
     for (const [i, p] of PODS.entries()) {
@@ -202,7 +202,7 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
         __name__: "tokentrace_requests_total", route: "chat", status_class: "2xx", namespace: "llm", pod: p.name, waypoint: "llm/waypoint-6b5d-x",
         gpu: "0", gpu_uuid: p.gpu, gpu_model: "NVIDIA L4", hostname: p.node, gpu_count: "1", gpu_attribution: "pod",
       }], `${p.name}'s requests joined with its own GPU`);
-      assert.equal(Number(requests[0]!.value![1]), 3 * p.requests);
+      assert.equal(Number(requests[0]!.value![1]), sent * p.requests);
       const util = await prom.query(`tokentrace_pod_gpu_utilization_percent{pod="${p.name}"}`, t);
       assert.deepEqual(util.map((x) => [x.metric.waypoint, x.metric.gpu_uuid, x.value![1]]), [["llm/waypoint-6b5d-x", p.gpu, String(p.util)]], `${p.name}'s GPU utilisation beside its route series is its GPU's`);
       // Written by the replica owning the pod's node only.
@@ -211,9 +211,14 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
     }
     // The IP no pod holds: kept with the waypoint's own labels, joined to no GPU, by one replica.
     const unresolved = await prom.query(`tokentrace_requests_total{pod_ip="${UNKNOWN_IP}"}`, t);
-    assert.deepEqual(unresolved.map((x) => [x.metric.pod, x.metric.hostname, x.metric.gpu_uuid, x.value![1]]), [["waypoint-6b5d-x", NODES.waypoint, undefined, "3"]]);
+    assert.deepEqual(unresolved.map((x) => [x.metric.pod, x.metric.hostname, x.metric.gpu_uuid, x.value![1]]), [["waypoint-6b5d-x", NODES.waypoint, undefined, String(sent)]]);
     const counts = await Promise.all(replicas.map(async (r) => Object.fromEntries((await r.registry.getSingleMetric("tokentrace_join_waypoint_series_total")!.get()).values.map((v) => [v.labels.outcome, v.value]))));
-    console.log(`# waypoint series per replica: ${JSON.stringify(counts)}`);
+    const perScrape = (pod: string): number => {
+      const byTs = new Map<number, number>();
+      for (const x of replicas.flatMap((r) => r.samples)) if (x.series.includes(`pod,${pod},`) && x.series.includes(",waypoint,")) byTs.set(x.ts, (byTs.get(x.ts) ?? 0) + 1);
+      return Math.max(...byTs.values());
+    };
+    console.log(`# waypoint series per replica: ${JSON.stringify(counts)}; series per waypoint scrape written for chat-a ${perScrape("chat-a")}, chat-b ${perScrape("chat-b")} (forwarded and derived)`);
     assert.equal(counts.reduce((n, c) => n + (c.unresolved ?? 0), 0) > 0, true, "unresolved series counted");
     assert.ok(counts.every((c) => (c.joined ?? 0) > 0), "each replica joined its node's pod");
     // The waypoint's up, once.
@@ -221,26 +226,44 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
     assert.equal(up.length, 1);
 
     // Exactly once: every (series, timestamp) from one replica, once; and Prometheus holds them all.
-    const seen = new Map<string, string>();
-    let total = 0;
-    for (const r of replicas) {
-      for (const s of r.samples) {
-        const k = `${s.series}@${s.ts}`;
-        assert.equal(seen.get(k), undefined, `${k} written by ${seen.get(k)} and ${r.name}`);
-        seen.set(k, r.name);
-        total++;
+    const exactlyOnce = async (atSec: number): Promise<Map<string, string>> => {
+      const seen = new Map<string, string>();
+      for (const r of replicas) {
+        for (const x of r.samples) {
+          const k = `${x.series}@${x.ts}`;
+          assert.equal(seen.get(k), undefined, `${k} written by ${seen.get(k)} and ${r.name}`);
+          seen.set(k, r.name);
+        }
       }
-    }
-    // A range selector at an instant answers every raw sample stored in the range.
-    const stored = await prom.query(`{__name__=~"tokentrace_.+", pod=~"chat-.*"}[10m]`, t);
-    const storedSamples = stored.reduce((n, x) => n + (x.values?.length ?? 0), 0);
-    const shippedSamples = [...seen.keys()].filter((k) => /,pod,chat-/.test(k) && /__name__,tokentrace_/.test(k)).length;
-    console.log(`# samples shipped ${total}, chat-* tokentrace samples shipped ${shippedSamples}, stored ${storedSamples}`);
-    assert.equal(storedSamples, shippedSamples);
-    for (const r of replicas) {
-      const s = r.pipeline.stop();
-      await clock.advance(6000);
-      await s;
-    }
+      // A range selector at an instant answers every raw sample stored in the range.
+      const stored = await prom.query(`{__name__=~"tokentrace_.+", pod=~"chat-.*"}[15m]`, atSec);
+      const storedSamples = stored.reduce((n, x) => n + (x.values?.length ?? 0), 0);
+      const shipped = [...seen.keys()].filter((k) => /,pod,chat-/.test(k) && /__name__,tokentrace_/.test(k)).length;
+      console.log(`# samples shipped ${seen.size}, chat-* tokentrace samples shipped ${shipped}, stored in Prometheus ${storedSamples}`);
+      assert.equal(storedSamples, shipped);
+      return seen;
+    };
+    await exactlyOnce(t);
+
+    // replica-b stops (deleting its Lease): replica-a takes chat-b's node, and with it chat-b's
+    // waypoint series, which go on under the same labels, with no staleness marker, each sample once.
+    const [a, b] = replicas as [Replica, Replica];
+    const stoppedAt = clock.now();
+    const stopping = b.pipeline.stop();
+    await step(6000);
+    await stopping;
+    for (let i = 0; i < 20 && a.pipeline.members()?.join() !== "replica-a"; i++) await step(period);
+    assert.equal(a.pipeline.members()?.join(), "replica-a");
+    await rounds(3, [a]);
+    const t2 = clock.now() / 1000;
+    const chatB = PODS[1]!;
+    const after = await prom.query(`tokentrace_requests_total{pod="${chatB.name}"}`, t2);
+    assert.deepEqual(after.map((x) => [x.metric.gpu_uuid, x.metric.hostname, x.metric.waypoint, x.value![1]]), [[chatB.gpu, chatB.node, "llm/waypoint-6b5d-x", String(sent * chatB.requests)]], "chat-b's series go on, joined with its GPU, from replica-a");
+    assert.ok(a.samples.some((x) => x.series.includes(`pod,${chatB.name},`) && x.ts > stoppedAt), "replica-a writes chat-b's series after the hand-over");
+    for (const r of replicas) assert.ok(!r.stale.some((x) => x.series.includes(`pod,${chatB.name},`)), `${r.name} never ended chat-b's series`);
+    await exactlyOnce(t2);
+    const s = a.pipeline.stop();
+    await step(6000);
+    await s;
   });
 });
