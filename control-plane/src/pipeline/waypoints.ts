@@ -50,8 +50,12 @@ export class WaypointScrapes {
   onResult(r: ScrapeResult): void {
     const { deps } = this;
     const at = deps.slotOf(r.target, r.timestampMs);
-    const split: WaypointSplit = r.ok ? splitWaypointScrape(r, deps.resolve) : { parts: [{ result: r, resolved: false }], unresolvedSeries: 0, droppedSeries: 0 };
-    const before = this.shipped.get(r.target.id);
+    const before = this.shipped.get(r.target.id) ?? new Map<string, ScrapeTarget>();
+    const split: WaypointSplit = r.ok
+      ? splitWaypointScrape(r, deps.resolve)
+      : // A failed scrape fails every part shipped here before: the join forgets their rates and
+        // ends their series, as it does a sidecar's on a failed scrape; the parts stay known.
+        { parts: [{ result: r, resolved: false }, ...[...before.values()].map((target) => ({ result: { ...r, target }, resolved: true }))], unresolvedSeries: 0, droppedSeries: 0 };
     const now = new Map<string, ScrapeTarget>();
     for (const part of split.parts) {
       const t = part.result.target;
@@ -59,7 +63,7 @@ export class WaypointScrapes {
       const out = deps.joiner.joinScrape(part.result);
       if (part.resolved) {
         now.set(t.id, t);
-        deps.count("joined", part.result.samples.length);
+        if (r.ok) deps.count("joined", part.result.samples.length);
       } else {
         // The waypoint's own part carries the scrape's report; a destination part's report would repeat it.
         deps.shipReport(r, out.report);
@@ -68,10 +72,10 @@ export class WaypointScrapes {
       }
       deps.shipBatches(out.batches);
     }
-    // A part shipped last time and not now: its pod is gone from the waypoint's stats (or the scrape
-    // failed), and its series end here, as Prometheus ends a target's missing series; or its node's
-    // slot moved to another replica, which writes them on.
-    for (const [id, t] of before ?? []) {
+    // A part shipped last time and not now: its pod no longer resolves (deleted, or its IP taken),
+    // and its series end here, as Prometheus ends a target's missing series; or its node's slot
+    // moved to another replica, which writes them on.
+    for (const [id, t] of before) {
       if (now.has(id)) continue;
       deps.endSource(t, deps.owns(t, at) ? r.timestampMs : undefined);
       deps.shipBatches(deps.joiner.removeTarget(t));
