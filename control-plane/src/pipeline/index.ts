@@ -206,7 +206,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
         onError: (err) => deps.log?.(`pod discovery: ${(err as Error).message ?? String(err)}`),
       });
     }
-    const discovery: PodTargetDiscovery = new PodTargetDiscovery(
+    const discovery = new PodTargetDiscovery(
       { envoy: k.envoy, dcgm: k.dcgm, vllm: k.vllm, intervalMs: config.scrape.intervalMs, timeoutMs: config.scrape.timeoutMs },
       (targets) => {
         discovered = targets;

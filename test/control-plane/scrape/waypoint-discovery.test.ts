@@ -2,9 +2,12 @@
 // is scraped on Envoy's :15090 and marked as a waypoint; every Running pod's IP resolves to it.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { PodIpIndex } from "../../../control-plane/src/scrape/pod-ips.js";
-import { PodTargetDiscovery } from "../../../control-plane/src/scrape/discovery.js";
+import { KubernetesPodSource, PodTargetDiscovery } from "../../../control-plane/src/scrape/discovery.js";
+import { systemClock } from "../../../control-plane/src/remote-write/retry.js";
+import { kubeConfigFor, startKubeEmulator } from "../../support/kube-emulator/index.js";
+import { until } from "../../support/fake-clock.js";
 import { targetsForPod, type PodTargetRules } from "../../../control-plane/src/scrape/targets.js";
 import { ambientPod, waypointPod } from "../../support/istio-waypoint.js";
 
@@ -23,6 +26,25 @@ describe("waypoint discovery (emulated: Istio's waypoint deployment)", () => {
     assert.deepEqual(targetsForPod(ambientPod({ name: "chat-a", namespace: "llm", node: "gpu-1", ip: "10.0.1.1" }), RULES), []);
     const sidecar: V1Pod = { metadata: { name: "chat", namespace: "llm" }, spec: { nodeName: "gpu-1", containers: [{ name: "istio-proxy" }] }, status: { phase: "Running", podIP: "10.0.1.2" } };
     assert.equal(targetsForPod(sidecar, RULES)[0]!.waypoint, undefined);
+  });
+
+  it("through the pod informer (emulated kube-apiserver): the waypoint becomes a target, the ambient pod only an IP, gone when deleted", async () => {
+    const emu = await startKubeEmulator();
+    const kc = kubeConfigFor(emu.url);
+    const api = kc.makeApiClient(CoreV1Api);
+    await api.createNamespacedPod({ namespace: "llm", body: WAYPOINT });
+    await api.createNamespacedPod({ namespace: "llm", body: ambientPod({ name: "chat-a", namespace: "llm", node: "gpu-1", ip: "10.0.1.1" }) });
+    let targets: string[] = [];
+    const discovery = new PodTargetDiscovery(RULES, (t) => (targets = t.map((x) => `${x.id}${x.waypoint ? " waypoint" : ""}`)));
+    const src = new KubernetesPodSource({ kubeConfig: kc, clock: systemClock, minBackoffMs: 20, maxBackoffMs: 200 });
+    await src.start(discovery);
+    await until(() => targets.length === 1 && discovery.podIps.size === 2, "listed pods");
+    assert.deepEqual(targets, ["envoy|http://10.0.9.1:15090/stats/prometheus|llm/waypoint-7c9f-x waypoint"]);
+    assert.deepEqual(discovery.podIps.resolve("10.0.1.1"), { namespace: "llm", pod: "chat-a", node: "gpu-1" });
+    await api.deleteNamespacedPod({ name: "chat-a", namespace: "llm" });
+    await until(() => discovery.podIps.resolve("10.0.1.1") === undefined, "watched delete");
+    await src.stop();
+    await emu.close();
   });
 
   it("discovery resolves every Running pod's IP, scraped or not, and forgets a deleted one", () => {
