@@ -126,7 +126,7 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
     ];
     const kubeConfig = kubeConfigFor(emulator.url, "tokentrace-system");
     const replicas: Replica[] = [];
-    for (const name of REPLICAS) {
+    const startReplica = async (name: string): Promise<Replica> => {
       const queueDir = mkdtempSync(join(tmpdir(), "tokentrace-ambient-"));
       dirs.push(queueDir);
       const r = { name, registry: new Registry(), samples: [], stale: [] } as unknown as Replica;
@@ -139,7 +139,9 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
       };
       r.pipeline = await startPipeline(
         withDefaults({
-          scrape: { intervalMs: INTERVAL_MS, timeoutMs: 5000, concurrency: 8 },
+          // A scrape timeout near the interval keeps a slot handed back "leaving" on the old owner for
+          // almost an interval past the boundary, so a waypoint scrape falls in that window.
+          scrape: { intervalMs: INTERVAL_MS, timeoutMs: 14_000, concurrency: 8 },
           remoteWrite: { queueDir, targets: [{ name: "prom", url: prom.writeUrl, batchSendDeadlineMs: 100, minBackoffMs: 10, maxBackoffMs: 100 }] },
           sharding: { enabled: true, identity: name, leaseDurationMs: LEASE_MS },
         }),
@@ -152,8 +154,9 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
           readMemberLease: clientNodeLeaseReader(kubeConfig, "tokentrace-system", clock, LEASE_MS),
         },
       );
-      replicas.push(r);
-    }
+      return r;
+    };
+    for (const name of REPLICAS) replicas.push(await startReplica(name));
     const period = Math.floor(LEASE_MS / 3);
     // The Lease calls are real HTTP: the fake clock moves a second at a time, each step giving them
     // a real turn to complete, so no replica misses its renew deadline for want of I/O.
@@ -248,6 +251,8 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
     // replica-b stops (deleting its Lease): replica-a takes chat-b's node, and with it chat-b's
     // waypoint series, which go on under the same labels, with no staleness marker, each sample once.
     const [a, b] = replicas as [Replica, Replica];
+    // The filter's own series (a derived one may end on its own, when its rate has nothing to divide).
+    const forwarded = (series: string): boolean => /^__name__,tokentrace_(llm_)?(requests_total|output_tokens_total|input_tokens_total|ttft_ms_\w+|duration_ms_\w+),/.test(series);
     const stoppedAt = clock.now();
     const stopping = b.pipeline.stop();
     await step(6000);
@@ -260,10 +265,31 @@ describe("ambient waypoint stats joined with the destination pods' GPUs (emulate
     const after = await prom.query(`tokentrace_requests_total{pod="${chatB.name}"}`, t2);
     assert.deepEqual(after.map((x) => [x.metric.gpu_uuid, x.metric.hostname, x.metric.waypoint, x.value![1]]), [[chatB.gpu, chatB.node, "llm/waypoint-6b5d-x", String(sent * chatB.requests)]], "chat-b's series go on, joined with its GPU, from replica-a");
     assert.ok(a.samples.some((x) => x.series.includes(`pod,${chatB.name},`) && x.ts > stoppedAt), "replica-a writes chat-b's series after the hand-over");
-    for (const r of replicas) assert.ok(!r.stale.some((x) => x.series.includes(`pod,${chatB.name},`)), `${r.name} never ended chat-b's series`);
+    for (const r of replicas) assert.ok(!r.stale.some((x) => forwarded(x.series) && x.series.includes(`pod,${chatB.name},`)), `${r.name} never ended chat-b's series`);
     await exactlyOnce(t2);
-    const s = a.pipeline.stop();
-    await step(6000);
-    await s;
+
+    // replica-b comes back: replica-a hands chat-b's node back at the instant both read from
+    // replica-b's new Lease, so chat-b's waypoint series pass from one to the other at one waypoint
+    // scrape: replica-a's last sample one interval before replica-b's first, none twice, none ended.
+    const returned = await startReplica("replica-b");
+    replicas.push(returned);
+    for (let i = 0; i < 20 && ![a, returned].every((r) => r.pipeline.members()?.join() === REPLICAS.join()); i++) await step(period);
+    for (const r of [a, returned]) assert.equal(r.pipeline.members()?.join(), REPLICAS.join(), `${r.name} sees both`);
+    await step(2 * period + INTERVAL_MS);
+    await rounds(3, [a, returned]);
+    const t3 = clock.now() / 1000;
+    const series = (r: Replica): number[] => r.samples.filter((x) => x.series.startsWith("__name__,tokentrace_requests_total,") && x.series.includes(`pod,${chatB.name},`)).map((x) => x.ts);
+    const lastOfA = Math.max(...series(a));
+    const firstOfB = Math.min(...series(returned));
+    assert.equal(firstOfB - lastOfA, INTERVAL_MS, "handed back at a waypoint scrape boundary");
+    for (const r of replicas) assert.ok(!r.stale.some((x) => forwarded(x.series) && x.series.includes(`pod,${chatB.name},`)), `${r.name} never ended chat-b's series`);
+    const back = await prom.query(`tokentrace_requests_total{pod="${chatB.name}"}`, t3);
+    assert.deepEqual(back.map((x) => [x.metric.gpu_uuid, x.value![1]]), [[chatB.gpu, String(sent * chatB.requests)]]);
+    await exactlyOnce(t3);
+    for (const r of [a, returned]) {
+      const s = r.pipeline.stop();
+      await step(6000);
+      await s;
+    }
   });
 });
