@@ -68,6 +68,19 @@ interface ExporterState {
 /** "namespace/pod" of a target that belongs to a pod. */
 export const podKeyOf = (t: ScrapeTarget): string | undefined => (t.namespace && t.pod ? `${t.namespace}/${t.pod}` : undefined);
 
+/**
+ * A pod's series source: the pod, or the pod as a waypoint saw it (a pod reached through two waypoint
+ * replicas has two sources, each with its own counters, never mixed in one rate).
+ */
+export const sourceKeyOf = (t: ScrapeTarget, podKey: string): string => (t.viaWaypoint === undefined ? podKey : `${podKey}\xff${t.viaWaypoint}`);
+
+/** The labels naming a derived series' pod: namespace and pod, and the waypoint it was seen through, if any. */
+export function podLabelsOf(t: ScrapeTarget): Labels {
+  const labels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
+  if (t.viaWaypoint !== undefined) labels.push("waypoint", t.viaWaypoint);
+  return labels;
+}
+
 /** Holds each pod's scrapes until its GPU identity is settled; keeps the GPU index of every dcgm-exporter. */
 export class IdentityStage implements IdentityView {
   readonly index = new GpuIndex();

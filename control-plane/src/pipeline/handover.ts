@@ -268,6 +268,23 @@ export class Handover {
     return { targets: out, windows };
   }
 
+  /**
+   * Whether this replica writes what `t`'s slot yields from a scrape at slot instant `atMs`, by the
+   * same windows `assign` gives the scraper (from `fromMs` inclusive, until `untilMs` exclusive).
+   * For series sharded apart from the target scraped (a waypoint's, by destination pod): every
+   * replica scrapes the target at the same instants, and each keeps the series whose slot it owns
+   * at that instant, so a hand-over writes each scrape's series once, on either side of the boundary.
+   */
+  ownsAt(t: ScrapeTarget, atMs: number): boolean {
+    const assignment = this.assignment;
+    if (assignment === undefined) return false;
+    const s = this.slots[assignment.slotOf(t)];
+    if (s === undefined || s.kind === "taking") return false;
+    if (s.kind === "joining") return s.fromMs !== undefined && atMs >= s.fromMs;
+    if (s.kind === "leaving") return s.untilMs === undefined || atMs < s.untilMs;
+    return true;
+  }
+
   stop(): void {
     this.stopSignal.abort();
     this.removalTimer?.abort();

@@ -19,6 +19,8 @@ import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { ClientNodeMemberLeaseApi, LeaseMembership, memberLeaseName, type MemberLeaseApi } from "./membership.js";
 import { clientNodeLeaseReader, Handover, type MemberLeaseReader } from "./handover.js";
 import { SeriesGate } from "./series-gate.js";
+import { WaypointScrapes } from "./waypoints.js";
+import type { PodIpIndex } from "../scrape/pod-ips.js";
 import { boundedCall } from "../k8s/bounded-call.js";
 import { unshardedDiscovery, validatePipelineConfig, type PipelineConfig } from "./config.js";
 
@@ -124,11 +126,33 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     metrics.heldPods.set(joiner.pendingPods);
   };
 
+  // Sharding: this replica scrapes only its share, each target in the window the hand-over gives
+  // it (handover.ts); until the first membership answer, nothing.
+  let handover: Handover | undefined;
+  let podIps: PodIpIndex | undefined;
+  const waypoints = new WaypointScrapes({
+    joiner,
+    resolve: (ip) => podIps?.resolve(ip),
+    slotOf: (t, atMs) => scraper.slotAtOrBefore(t, atMs),
+    owns: (t, atMs) => !config.sharding.enabled || (handover?.ownsAt(t, atMs) ?? false),
+    shipReport: (r, report) => ship(reportSource(r.target.id), report, r.timestampMs),
+    shipBatches,
+    endSource: (t, ts) => {
+      if (ts === undefined) {
+        gate.forgetSource(t.id);
+        writer.writeGated([]);
+      } else writer.writeGated(gate.removeSource(t.id, ts));
+      metrics.activeSeries.set(gate.activeSeries);
+    },
+    count: (outcome, series) => metrics.waypointSeries.inc({ outcome }, series),
+  });
+
   const onResult = (r: ScrapeResult): void => {
     const kind = r.target.kind;
     metrics.scrapeDuration.observe({ kind }, r.durationMs / 1000);
     if (!r.ok) metrics.scrapeFailures.inc({ kind, reason: r.error ?? "unknown" });
     if (r.parseErrors.length > 0) metrics.parseErrors.inc({ kind }, r.parseErrors.length);
+    if (r.target.waypoint) return waypoints.onResult(r);
     const out = joiner.joinScrape(r);
     ship(reportSource(r.target.id), out.report, r.timestampMs);
     shipBatches(out.batches);
@@ -137,17 +161,19 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const scraper = new Scraper({ clock, concurrency: config.scrape.concurrency, maxBodyBytes: config.scrape.maxBodyBytes, spreadStart: config.scrape.spreadStart, onResult });
   const fixed = staticTargets(config.scrape.static, config.scrape);
   let discovered: ScrapeTarget[] = [];
-  // Sharding: this replica scrapes only its share, each target in the window the hand-over gives
-  // it (handover.ts); until the first membership answer, nothing.
-  let handover: Handover | undefined;
   const identity = config.sharding.identity || process.env.POD_NAME || hostname();
   let stopping = false;
   const apply = (): void => {
     if (stopping) return;
     const existing = [...fixed, ...discovered];
-    const { targets: all, windows } = !config.sharding.enabled ? { targets: existing, windows: undefined } : handover ? handover.assign(existing) : { targets: [], windows: undefined };
+    const sharded = existing.filter((t) => !t.waypoint);
+    const { targets: assigned, windows } = !config.sharding.enabled ? { targets: sharded, windows: undefined } : handover ? handover.assign(sharded) : { targets: [], windows: undefined };
+    // Every member scrapes every waypoint and keeps its share of the series (waypoints.ts).
+    const member = !config.sharding.enabled || (handover?.members?.includes(identity) ?? false);
+    const all = member ? [...assigned, ...existing.filter((t) => t.waypoint)] : assigned;
     const present = new Set(existing.map((t) => t.id));
     for (const removed of scraper.setTargets(all, windows)) {
+      if (removed.waypoint) waypoints.removed(removed, present.has(removed.id) ? undefined : clock.now());
       const released = joiner.removeTarget(removed);
       if (removed.kind === "dcgm") countSpellings();
       const now = clock.now();
@@ -187,6 +213,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
         apply();
       },
     );
+    podIps = discovery.podIps;
     await podSource.start(discovery);
   }
   let membership: LeaseMembership | undefined;

@@ -13,6 +13,7 @@ export interface PipelineMetrics {
   shardMembers: Gauge;
   identityTimeouts: Counter;
   dcgmLabelSpellings: Gauge<"spelling">;
+  waypointSeries: Counter<"outcome">;
 }
 
 /** Creates them on `registry`. */
@@ -28,6 +29,12 @@ export function createPipelineMetrics(registry: Registry): PipelineMetrics {
     shardMembers: new Gauge({ name: "tokentrace_pipeline_shard_members", help: "Live pipeline replicas splitting the targets (from their Leases); 0 while this replica cannot renew its own.", registers }),
     heldPods: new Gauge({ name: "tokentrace_join_pods_awaiting_gpu_identity", help: "Pods whose scraped series are held until dcgm-exporter says which GPUs they use (or that they use none).", registers }),
     identityTimeouts: new Counter({ name: "tokentrace_join_gpu_identity_timeouts_total", help: "Pods whose GPU identity was settled by join.gpuIdentityWaitMs running out (their dcgm-exporter kept failing).", registers }),
+    waypointSeries: new Counter({
+      name: "tokentrace_join_waypoint_series_total",
+      help: "Series scraped from Istio waypoints, counted by the replica that keeps them, by outcome: joined (pod_ip resolved to a discovered pod: joined with its GPUs), unresolved (pod_ip names no single discovered pod, or is \"other\": kept with the waypoint's own labels, joined to nothing), dropped (past the distinct pod_ip cap per waypoint).",
+      labelNames: ["outcome"],
+      registers,
+    }),
     dcgmLabelSpellings: new Gauge({
       name: "tokentrace_join_dcgm_label_spellings",
       help: "dcgm-exporters whose latest scrape labelled pods other than the exporter's default way, by spelling: old_namespace (run with --use-old-namespace), honor_labels_renamed (scraped through a Prometheus with honor_labels false). The join reads both; other consumers do not.",

@@ -5,6 +5,7 @@
 import { CoreV1Api, makeInformer, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import type { Clock } from "../remote-write/retry.js";
 import { targetsForPod, type PodTargetRules, type ScrapeTarget } from "./targets.js";
+import { PodIpIndex } from "./pod-ips.js";
 
 /** Pod events, whatever produces them. */
 export interface PodSource {
@@ -103,11 +104,14 @@ export class InMemoryPodSource implements PodSource {
 /** Keeps the targets of every known pod and reports the whole set whenever it changes. */
 export class PodTargetDiscovery implements PodEventHandler {
   private readonly byPod = new Map<string, ScrapeTarget[]>();
+  /** Every Running pod's IP, scraped or not (a waypoint's destination pods need no target of their own). */
+  readonly podIps = new PodIpIndex();
 
   constructor(private readonly rules: PodTargetRules, private readonly onChange: (targets: ScrapeTarget[]) => void) {}
 
   upsert(pod: V1Pod): void {
     const key = `${pod.metadata?.namespace ?? "default"}/${pod.metadata?.name ?? ""}`;
+    this.podIps.upsert(pod);
     const next = targetsForPod(pod, this.rules);
     const prev = this.byPod.get(key) ?? [];
     if (JSON.stringify(prev) === JSON.stringify(next)) return;
@@ -118,6 +122,7 @@ export class PodTargetDiscovery implements PodEventHandler {
 
   remove(pod: V1Pod): void {
     const key = `${pod.metadata?.namespace ?? "default"}/${pod.metadata?.name ?? ""}`;
+    this.podIps.remove(pod);
     if (this.byPod.delete(key)) this.onChange(this.targets());
   }
 

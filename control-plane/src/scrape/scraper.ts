@@ -126,6 +126,13 @@ export class Scraper {
     return atMs + ((((phase - atMs) % t.intervalMs) + t.intervalMs) % t.intervalMs);
   }
 
+  /** The slot a scrape of `t` started at `atMs` belongs to: the last one at or before it (every replica places it alike). */
+  slotAtOrBefore(t: ScrapeTarget, atMs: number): number {
+    if (this.opts.spreadStart === false) return atMs;
+    const phase = stableHash(t.id) % t.intervalMs;
+    return atMs - ((((atMs - phase) % t.intervalMs) + t.intervalMs) % t.intervalMs);
+  }
+
   /**
    * Replaces the target set; kept targets keep their schedule (and take a new `untilMs`). Returns
    * the removed targets. A new target's first scrape is its first slot at or after its window's

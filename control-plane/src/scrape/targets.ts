@@ -22,6 +22,17 @@ export interface ScrapeTarget {
    * agent's and Envoy's series, which the scrape sets apart (see `merged.ts`).
    */
   merged?: true;
+  /**
+   * An Istio waypoint's Envoy: its series belong to the pods it sent requests to (the filter's
+   * `pod_ip` label), not to the waypoint pod, so the pipeline splits them by destination pod
+   * (join/waypoint-split.ts) and every replica scrapes it (pipeline/index.ts).
+   */
+  waypoint?: true;
+  /**
+   * Set on the per-destination part of a waypoint's scrape: the waypoint pod ("namespace/pod") the
+   * series came through. Its `namespace`, `pod` and `node` are the destination pod's.
+   */
+  viaWaypoint?: string;
 }
 
 /**
@@ -73,6 +84,21 @@ function hasIstioSidecar(pod: V1Pod): boolean {
   // Native sidecars (Kubernetes >= 1.28) run istio-proxy as a restartable init container.
   return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => c.name === "istio-proxy");
 }
+
+/**
+ * An Istio waypoint's pod. Istio's gateway deployment controller renders waypoints from the
+ * `waypoint` template with the label gateway.istio.io/managed = "istio.io-mesh-controller" (istio/istio
+ * 86c9f01f manifests/charts/istio-control/istio-discovery/files/waypoint.yaml, the pod template's
+ * labels; the value is pkg/config/constants/constants.go ManagedGatewayMeshControllerLabel, set as
+ * the mesh controller's ControllerLabel in pilot/pkg/config/kube/gatewaycommon/classinfo.go), the
+ * label istiod itself reads to tell a waypoint (pilot/pkg/serviceregistry/ambient/ambientindex.go).
+ */
+export function isIstioWaypoint(pod: V1Pod): boolean {
+  return pod.metadata?.labels?.[WAYPOINT_MANAGED_LABEL] === WAYPOINT_MANAGED_VALUE;
+}
+/** The label and value Istio puts on every waypoint pod it deploys (see `isIstioWaypoint`). */
+export const WAYPOINT_MANAGED_LABEL = "gateway.istio.io/managed";
+export const WAYPOINT_MANAGED_VALUE = "istio.io-mesh-controller";
 
 function isDcgmExporter(pod: V1Pod): boolean {
   const labels = pod.metadata?.labels ?? {};
@@ -129,9 +155,13 @@ export function targetsForPod(pod: V1Pod, rules: PodTargetRules): ScrapeTarget[]
   const node = pod.spec?.nodeName;
   const withNode = node ? { node } : {};
   const out: ScrapeTarget[] = [];
-  if (rules.envoy && hasIstioSidecar(pod)) {
+  // A waypoint runs istio-proxy as a plain container serving Envoy's stats on 15090, named
+  // http-envoy-prom, as a sidecar does (waypoint.yaml, container istio-proxy's ports); its 15020
+  // is pilot-agent's merged endpoint, which adds the agent's series to Envoy's.
+  const waypoint = isIstioWaypoint(pod);
+  if (rules.envoy && (waypoint || hasIstioSidecar(pod))) {
     const url = `http://${host}:${ENVOY_PORT}/stats/prometheus`;
-    out.push({ id: targetId("envoy", url, ns, name), kind: "envoy", url, ...base, ...withNode });
+    out.push({ id: targetId("envoy", url, ns, name), kind: "envoy", url, ...base, ...withNode, ...(waypoint ? { waypoint: true as const } : {}) });
   }
   if (rules.dcgm && isDcgmExporter(pod)) {
     const url = `http://${host}:${DCGM_PORT}/metrics`;

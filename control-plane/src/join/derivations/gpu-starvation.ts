@@ -13,7 +13,7 @@ import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import type { GpuInfo } from "../gpu-index.js";
 import * as C from "../catalogue.js";
-import type { IdentityView, PodIdentity } from "../identity.js";
+import { podLabelsOf, type IdentityView, type PodIdentity } from "../identity.js";
 import { gpusOf, type Derivation } from "./derivation.js";
 
 /** The activity per unit of busy time of one GPU (0-1) and what it was measured on; undefined while idle or unmeasured. */
@@ -45,7 +45,7 @@ export class GpuStarvation implements Derivation {
     const t = r.target;
     if (!pod || (t.kind !== "envoy" && t.kind !== "static")) return;
     const ts = r.timestampMs;
-    const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
+    const podLabels: Labels = podLabelsOf(t);
     for (const g of gpusOf(this.identities, pod)) {
       const a = activityWhileBusy(g);
       if (!a) continue;

@@ -8,7 +8,7 @@
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
-import type { IdentityView, PodIdentity } from "../identity.js";
+import { podLabelsOf, type IdentityView, type PodIdentity } from "../identity.js";
 import { gpusOf, mappedToPod, smActivityOf, type Derivation } from "./derivation.js";
 
 const spread = (values: readonly number[]): { min: number; max: number } => {
@@ -37,7 +37,7 @@ export class GpuStragglers implements Derivation {
     if (gpus.length < 2) return;
     const ts = r.timestampMs;
     const put = (name: string, value: number, extra: string[] = []): void => {
-      out.push({ labels: ["__name__", name, "namespace", t.namespace!, "pod", t.pod!, ...extra], samples: [{ value, timestampMs: ts }] });
+      out.push({ labels: ["__name__", name, ...podLabelsOf(t), ...extra], samples: [{ value, timestampMs: ts }] });
     };
     const utils = gpus.map((g) => index.utilizationOf(pod.key, g.key));
     if (utils.every((v) => v !== undefined)) {

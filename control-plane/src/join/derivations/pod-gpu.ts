@@ -5,7 +5,7 @@ import type { Labels } from "../../scrape/sample.js";
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
-import type { IdentityView, PodIdentity } from "../identity.js";
+import { podLabelsOf, type IdentityView, type PodIdentity } from "../identity.js";
 import { gpusOf, smActivityOf, type Derivation } from "./derivation.js";
 
 /** tokentrace_pod_gpu_*: stateless, read from the GPU index at each sidecar scrape. */
@@ -21,7 +21,7 @@ export class PodGpuState implements Derivation {
     if (!pod || (t.kind !== "envoy" && t.kind !== "static")) return;
     const index = this.identities.index;
     const ts = r.timestampMs;
-    const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
+    const podLabels: Labels = podLabelsOf(t);
     for (const g of gpusOf(this.identities, pod)) {
       const gl: Labels = [...podLabels, "gpu", g.gpu, "gpu_uuid", g.key, "gpu_model", g.modelName, "hostname", g.hostname, "gpu_pods", String(index.podsOfGpu(g.key).length)];
       const memoryMiB = index.memoryOf(pod.key, g.key);

@@ -12,7 +12,7 @@ import * as C from "../catalogue.js";
 import { sumOf } from "../../promql/aggregate.js";
 import { instantRate } from "../../promql/rate.js";
 import { inSeriesOrder, seriesOrderKey } from "../../promql/series-order.js";
-import { podKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
+import { podKeyOf, podLabelsOf, sourceKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
 import { gpusOf, meanUtilizationOf, type Derivation } from "./derivation.js";
 
 /** One counter series of a scrape: its family, its group, its place in Prometheus's series order. */
@@ -54,14 +54,18 @@ export class PodInterval implements Derivation {
   private readonly prevVllm = new Map<string, CounterSnapshot>();
   /** Per pod and model: mean queue and prefill seconds over the last vLLM interval. */
   private readonly vllmMeans = new Map<string, { queue?: number; prefill?: number }>();
-  /** Per pod: output tokens per second over its last Envoy scrape interval (for tokens per joule). */
-  private readonly podTokenRate = new Map<string, number>();
+  /** Per pod and source (the pod, or the pod through a waypoint): output tokens per second over its last Envoy scrape interval (for tokens per joule). */
+  private readonly podTokenRate = new Map<string, Map<string, number>>();
 
   constructor(private readonly identities: IdentityView) {}
 
   /** A pod's output tokens per second over its last sidecar interval, if known. */
   tokenRateOf(podKey: string): number | undefined {
-    return this.podTokenRate.get(podKey);
+    const bySource = this.podTokenRate.get(podKey);
+    if (bySource === undefined) return undefined;
+    let sum = 0;
+    for (const rate of bySource.values()) sum += rate;
+    return sum;
   }
 
   observe(r: ScrapeResult): void {
@@ -69,7 +73,7 @@ export class PodInterval implements Derivation {
     const podKey = podKeyOf(t);
     if (!podKey) return;
     // Rates of a pod we cannot read are unknown, not frozen at their last value.
-    if (!r.ok && (t.kind === "envoy" || t.kind === "static")) this.forgetRates(podKey);
+    if (!r.ok && (t.kind === "envoy" || t.kind === "static")) this.forgetRates(podKey, sourceKeyOf(t, podKey));
     // The engine's means are tracked as its scrapes arrive, held or not.
     if (r.ok && t.kind === "vllm") this.trackVllm(podKey, r);
   }
@@ -77,16 +81,27 @@ export class PodInterval implements Derivation {
   forget(t: ScrapeTarget): void {
     const podKey = podKeyOf(t);
     if (!podKey) return;
-    if (t.kind === "envoy" || t.kind === "static") this.forgetRates(podKey);
+    if (t.kind === "envoy" || t.kind === "static") this.forgetRates(podKey, sourceKeyOf(t, podKey));
     if (t.kind === "vllm") {
       this.prevVllm.delete(podKey);
       for (const k of [...this.vllmMeans.keys()]) if (k.startsWith(`${podKey}\xff`)) this.vllmMeans.delete(k);
     }
   }
 
-  private forgetRates(podKey: string): void {
-    this.prevPod.delete(podKey);
-    this.podTokenRate.delete(podKey);
+  private forgetRates(podKey: string, source: string): void {
+    this.prevPod.delete(source);
+    this.setTokenRate(podKey, source, undefined);
+  }
+
+  private setTokenRate(podKey: string, source: string, rate: number | undefined): void {
+    let bySource = this.podTokenRate.get(podKey);
+    if (rate === undefined) {
+      bySource?.delete(source);
+      if (bySource?.size === 0) this.podTokenRate.delete(podKey);
+      return;
+    }
+    if (!bySource) this.podTokenRate.set(podKey, (bySource = new Map()));
+    bySource.set(source, rate);
   }
 
   // Each value is computed as its rule in istio/observability/recording-rules.yaml computes it, the
@@ -96,17 +111,17 @@ export class PodInterval implements Derivation {
     const t = r.target;
     if (!pod || (t.kind !== "envoy" && t.kind !== "static")) return;
     const podKey = pod.key;
+    const source = sourceKeyOf(t, podKey);
     const ts = r.timestampMs;
-    const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
+    const podLabels: Labels = podLabelsOf(t);
     const cur = snapshotOf(r.samples, LATENCY_FAMILIES, podLabels, (s) => [labelValue(s.labels, "route") ?? "", labelValue(s.labels, "model") ?? ""]);
-    const prev = this.prevPod.get(podKey);
-    this.prevPod.set(podKey, { ts, series: cur });
+    const prev = this.prevPod.get(source);
+    this.prevPod.set(source, { ts, series: cur });
     if (!prev || ts <= prev.ts) return;
     const rates = ratesOf(prev, { ts, series: cur });
     // namespace_pod:tokentrace_llm_output_tokens_per_gpu:irate2m's sum by (namespace, pod) (irate(...)).
     const podRate = sumOf(rates.filter((x) => x.family === "out").map((x) => x.rate));
-    if (podRate === undefined) this.podTokenRate.delete(podKey);
-    else this.podTokenRate.set(podKey, podRate);
+    this.setTokenRate(podKey, source, podRate);
     const sumWhere = (family: string, route: string | undefined, model: string): number | undefined =>
       sumOf(rates.filter((x) => x.family === family && (route === undefined || x.route === route) && x.model === model).map((x) => x.rate));
     // sum(irate(x_sum)) / (sum(irate(x_count)) > 0) / 1000

@@ -7,7 +7,7 @@ import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import { routePhases, sidecarEntries, type SidecarInfo } from "../../engine/attribution.js";
 import * as C from "../catalogue.js";
-import { podKeyOf, type PodIdentity } from "../identity.js";
+import { podKeyOf, podLabelsOf, sourceKeyOf, type PodIdentity } from "../identity.js";
 import { PodWindows, type Derivation } from "./derivation.js";
 import type { EngineSignals } from "./engine-signals.js";
 
@@ -22,12 +22,12 @@ export class RouteAttribution implements Derivation {
   observe(r: ScrapeResult): void {
     const podKey = podKeyOf(r.target);
     // Prometheus marks a failed target's series stale: instant values stop, ranges keep what they had.
-    if (!r.ok && podKey) this.windows.get(podKey)?.failed(r.target.id, r.timestampMs);
+    if (!r.ok && podKey) this.windows.get(sourceKeyOf(r.target, podKey))?.failed(r.target.id, r.timestampMs);
   }
 
   forget(t: ScrapeTarget): void {
     const podKey = podKeyOf(t);
-    if (podKey && t.kind !== "dcgm") this.windows.remove(podKey, t.id);
+    if (podKey && t.kind !== "dcgm") this.windows.remove(sourceKeyOf(t, podKey), t.id);
   }
 
   derive(r: ScrapeResult, pod: PodIdentity | undefined, out: WriteSeries[]): void {
@@ -35,11 +35,12 @@ export class RouteAttribution implements Derivation {
     if (!pod || (t.kind !== "envoy" && t.kind !== "static")) return;
     const ts = r.timestampMs;
     const entries = sidecarEntries(t.id, r.samples);
-    if (entries.length === 0 && !this.windows.has(pod.key)) return;
-    this.windows.of(pod.key).observe(t.id, ts, entries);
+    const source = sourceKeyOf(t, pod.key);
+    if (entries.length === 0 && !this.windows.has(source)) return;
+    this.windows.of(source).observe(t.id, ts, entries);
     const signals = this.engine.signalsAt(pod.key, ts);
-    const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
-    for (const [rm, phases] of [...routePhases(this.windows.get(pod.key)!.all(), signals, ts, this.rateWindowMs)].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const podLabels: Labels = podLabelsOf(t);
+    for (const [rm, phases] of [...routePhases(this.windows.get(source)!.all(), signals, ts, this.rateWindowMs)].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const [route, model] = rm.split("\xff") as [string, string];
       for (const [phase, quantiles] of phases) {
         for (const [q, v] of quantiles) out.push({ labels: ["__name__", C.ROUTE_LATENCY_QUANTILE, ...podLabels, "route", route, "model", model, "phase", phase, "quantile", String(q)], samples: [{ value: v, timestampMs: ts }] });
