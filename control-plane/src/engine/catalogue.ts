@@ -18,6 +18,10 @@
 //          python/sglang/srt/managers/scheduler_metrics_mixin.py at 78ac30c (labels model_name,
 //          engine_type, tp_rank, pp_rank, dp_rank; token_usage and spec_accept_rate set per log
 //          interval); num_retracted_requests_total from collector.py's newer version in the index.
+//          python/sglang/srt/observability/metrics_collector.py at 016d860
+//          (SchedulerMetricsCollector.init_new: label priority="" under --enable-priority-scheduling;
+//          _log_gauge_queue_count: num_running_reqs and num_queue_reqs written as the total under
+//          priority="" and again per priority under priority="<int>").
 //   TGI    huggingface/text-generation-inference at db931fc: router/src/server.rs (request
 //          histograms, seconds, no model label), backends/v3/src/queue.rs and backend.rs (gauges).
 
@@ -41,6 +45,11 @@ interface Base {
   generation: 0 | 1;
   /** Where upstream defines it. */
   source: string;
+  /**
+   * A label under which the server writes the family twice: once as the total (the label empty or
+   * absent) and again per value of the label. Only the total is read, or the total would be doubled.
+   */
+  totalWhereEmpty?: string;
 }
 
 /** One engine metric the join reads. */
@@ -74,8 +83,8 @@ export const ENGINE_METRICS: readonly EngineMetric[] = [
   { name: "vllm:request_decode_time_seconds", server: "vllm", kind: "histogram", signal: "decode", generation: 0, source: `${VLLM} (first to last token)` },
   { name: "vllm:inter_token_latency_seconds", server: "vllm", kind: "histogram", signal: "inter_token", generation: 0, source: `${VLLM} (0.11+)` },
   { name: "vllm:time_per_output_token_seconds", server: "vllm", kind: "histogram", signal: "inter_token", generation: 1, source: `${VLLM} (deprecated in 0.11)` },
-  { name: "sglang:num_queue_reqs", server: "sglang", kind: "gauge", signal: "waiting", generation: 0, source: SGL_SCHED },
-  { name: "sglang:num_running_reqs", server: "sglang", kind: "gauge", signal: "running", generation: 0, source: SGL_SCHED },
+  { name: "sglang:num_queue_reqs", server: "sglang", kind: "gauge", signal: "waiting", generation: 0, source: SGL_SCHED, totalWhereEmpty: "priority" },
+  { name: "sglang:num_running_reqs", server: "sglang", kind: "gauge", signal: "running", generation: 0, source: SGL_SCHED, totalWhereEmpty: "priority" },
   { name: "sglang:token_usage", server: "sglang", kind: "gauge", signal: "kv_cache_usage", generation: 0, source: `${SGL_SCHED} (share of the KV token pool)` },
   { name: "sglang:prompt_tokens_total", server: "sglang", kind: "counter", signal: "prefix_cache_queries", generation: 0, source: SGL_TOK },
   { name: "sglang:cached_tokens_total", server: "sglang", kind: "counter", signal: "prefix_cache_hits", generation: 0, source: SGL_TOK },

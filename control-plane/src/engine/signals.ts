@@ -43,22 +43,48 @@ const label = (labels: Labels, name: string): string | undefined => {
   return undefined;
 };
 
+/** A series' labels other than `tp_rank`: what the ranks of one attention group share. */
+function withoutTpRank(name: string, labels: Labels): string {
+  const rest: string[] = [name];
+  for (let i = 0; i < labels.length; i += 2) if (labels[i] !== "tp_rank") rest.push(`${labels[i]}=${labels[i + 1]}`);
+  return rest.join("\xfe");
+}
+
 /**
- * SGLang's scheduler runs on every tensor- and pipeline-parallel rank with the same state; only
- * the rank that receives requests counts (scheduler.py init_sockets: pp_rank 0 and attn_tp_rank 0).
+ * SGLang's schedulers of one attention group hold the same state, and only the group's
+ * attention-TP rank 0 writes metrics unless --enable-metrics-for-all-schedulers is set
+ * (sglang@016d860 observability/metrics_collector.py SchedulerMetricsCollector.init_new:
+ * is_stats_logging_rank = attn_tp_rank == 0). `tp_rank` is the global rank: under
+ * --enable-dp-attention group d's rank 0 has tp_rank d * attn_tp_size and its `dp_rank` label is
+ * the group (data_parallel_controller.py launch_tensor_parallel_group: dp_rank from
+ * compute_dp_attention_world_info). So a series counts on pipeline rank 0 when its tp_rank is 0, or
+ * when it names a dp_rank whose series has no tp_rank 0 (a DP-attention group after the first);
+ * with plain data parallelism tp_rank is local and every group has its rank 0. Without the flag
+ * this keeps every group's one writer; with it, the first group's duplicates are dropped, the
+ * later groups' are not (which rank is the group's first is not in the labels).
  */
-function isCountedRank(labels: Labels): boolean {
-  const tp = label(labels, "tp_rank");
-  const pp = label(labels, "pp_rank");
-  return (tp === undefined || tp === "0") && (pp === undefined || pp === "0");
+function countedRanks(samples: readonly ParsedSample[]): (s: ParsedSample) => boolean {
+  const rankZero = new Set<string>();
+  for (const s of samples) if (ENGINE_SERIES.get(s.name)?.server === "sglang" && label(s.labels, "tp_rank") === "0") rankZero.add(withoutTpRank(s.name, s.labels));
+  return (s) => {
+    const pp = label(s.labels, "pp_rank");
+    if (pp !== undefined && pp !== "0") return false;
+    const tp = label(s.labels, "tp_rank");
+    if (tp === undefined || tp === "0") return true;
+    const dp = label(s.labels, "dp_rank");
+    return dp !== undefined && dp !== "" && !rankZero.has(withoutTpRank(s.name, s.labels));
+  };
 }
 
 /** The engine series of one scrape, keyed for the window. */
 export function engineEntries(targetId: string, samples: readonly ParsedSample[]): { key: string; info: EngineInfo; value: number }[] {
   const out: { key: string; info: EngineInfo; value: number }[] = [];
+  const counted = countedRanks(samples);
   for (const s of samples) {
     const metric = ENGINE_SERIES.get(s.name);
-    if (!metric || !isCountedRank(s.labels)) continue;
+    if (!metric || !counted(s)) continue;
+    // The per-value copies of a family written also as a total (SGLang's per-priority queue counts).
+    if (metric.totalWhereEmpty !== undefined && (label(s.labels, metric.totalWhereEmpty) ?? "") !== "") continue;
     const rest: string[] = [];
     let le: string | undefined;
     for (let i = 0; i < s.labels.length; i += 2) {

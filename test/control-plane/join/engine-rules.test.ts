@@ -157,6 +157,28 @@ describe("engine recording rules give the pipeline's join values, point by point
     await checkPoints(t, runner.promtool, test, checked);
   });
 
+  it("SGLang under priority scheduling (the priority=\"\" total, not the per-priority copies) and under DP attention (each attention group's writer, global tp_rank)", async (t) => {
+    const qwen3 = "Qwen/Qwen3-30B-A3B";
+    const deepseek = "deepseek-ai/DeepSeek-V2-Lite-Chat";
+    const scrapes = [
+      ...every(target("vllm", "sgl-prio-0", 30000, "cpu-node"), 1, (k) => advance(fixture("sglang-priority.prom"), k, 0.25)),
+      ...every(target("vllm", "sgl-dpa-0", 30000, "cpu-node"), 2, (k) => advance(fixture("sglang-dp-attention.prom"), k, 0.25)),
+    ];
+    const { test, points, checked } = engineCase(scrapes);
+    const prio = { pod: "sgl-prio-0", model: qwen3 };
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING, prio), 7, "the total only: priorities 0, 1 and 2 (2 + 5 + 0) are its parts");
+    assert.equal(latest(points, C.MODEL_REQUESTS_RUNNING, prio), 12);
+    assert.equal(latest(points, C.MODEL_KV_CACHE_USAGE, prio), 0.41, "a scheduler gauge under priority=\"\" is read");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, prio)! - (62500 + 22500) / 100000) < 1e-12, "cached tokens of every cache_source over prompt tokens");
+    const dpa = { pod: "sgl-dpa-0", model: deepseek };
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING, dpa), 12, "both attention groups: tp_rank 0 (dp_rank 0) and tp_rank 2 (dp_rank 1)");
+    assert.equal(latest(points, C.MODEL_REQUESTS_RUNNING, dpa), 56);
+    assert.equal(latest(points, C.MODEL_KV_CACHE_USAGE, dpa), 0.6, "mean of the groups' token usage");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREEMPTIONS_PER_SECOND, dpa)! - (1 + 3) / STEP) < 1e-12, "retractions of both groups");
+    assert.ok(latest(points, C.MODEL_LATENCY_QUANTILE, { ...dpa, phase: "queue", quantile: "0.99" })! > 1, "group 1's slower queue is in the percentile");
+    await checkPoints(t, runner.promtool, test, checked);
+  });
+
   it("an engine that restarts (its counters reset) and a scrape that fails (gauges stale, ranges keep their points)", async (t) => {
     const pod = "chat-6f8d-aaaaa";
     const vllm = target("vllm", pod, 8000);
