@@ -77,6 +77,18 @@ export const MODEL_GPU_UTILIZATION = "tokentrace_model_gpu_utilization_percent";
 /** Engine latency percentiles per model: phase queue, prefill, decode, inter_token; label quantile. */
 export const MODEL_LATENCY_QUANTILE = "tokentrace_model_latency_quantile_seconds";
 /**
+ * LoRA adapters of a vLLM server, at each engine scrape, one series per adapter (at most
+ * MAX_ADAPTERS_PER_POD), labels model (the adapter's name, the `model` requests and route stats
+ * carry) and base_model (its parent in the server's /v1/models, else the server's one model):
+ * info is 1 for every adapter loaded or in use; running and waiting are 1 while the adapter has
+ * running (waiting) requests, else 0 (vLLM exports which adapters, not how many requests).
+ */
+export const MODEL_LORA_ADAPTER_INFO = "tokentrace_model_lora_adapter_info";
+export const MODEL_LORA_ADAPTER_RUNNING = "tokentrace_model_lora_adapter_running";
+export const MODEL_LORA_ADAPTER_WAITING = "tokentrace_model_lora_adapter_waiting";
+/** Per (namespace, pod, model = the base model): vLLM's --max-loras, the adapters one batch can hold. */
+export const MODEL_LORA_MAX_ADAPTERS = "tokentrace_model_lora_max_adapters";
+/**
  * Per route and model, evaluated at each sidecar scrape: the sidecar's ttft and decode percentiles
  * and what lies outside the engine (outside_ttft, outside_decode); label quantile.
  */

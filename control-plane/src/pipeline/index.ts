@@ -19,6 +19,7 @@ import { createPipelineMetrics, type PipelineMetrics } from "./metrics.js";
 import { ClientNodeMemberLeaseApi, LeaseMembership, memberLeaseName, type MemberLeaseApi } from "./membership.js";
 import { clientNodeLeaseReader, Handover, type MemberLeaseReader } from "./handover.js";
 import { SeriesGate } from "./series-gate.js";
+import { ModelLists } from "../engine/model-list.js";
 import { boundedCall } from "../k8s/bounded-call.js";
 import { unshardedDiscovery, validatePipelineConfig, type PipelineConfig } from "./config.js";
 
@@ -53,6 +54,8 @@ export interface RunningPipeline {
   scraper: Scraper;
   writer: RemoteWriter;
   joiner: Joiner;
+  /** vLLM targets' model lists (LoRA adapter -> base model). */
+  modelLists: ModelLists;
   gate: SeriesGate;
   /** The targets scraped now. */
   targets(): ScrapeTarget[];
@@ -92,7 +95,10 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     config.remoteWrite.targets.map((t) => ({ ...t, queueDir: joinPath(config.remoteWrite.queueDir, t.name) })),
     { clock, metrics: rwMetrics, log: (record) => deps.log?.(`remote write: ${JSON.stringify(record)}`), ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
   );
+  // vLLM's adapter -> base model relation, asked apart from the scrape (a slow or failing model list never delays one).
+  const modelLists = new ModelLists({ clock, onFailure: (reason) => metrics.modelListFailures.inc({ reason }), onDropped: (n) => metrics.loraAdaptersDropped.inc(n) });
   const joiner = new Joiner({
+    adapterParents: (id) => modelLists.parentsOf(id),
     forward: config.join.forward,
     identityWaitMs: config.join.gpuIdentityWaitMs,
     rateWindowMs: config.join.rateWindowMs,
@@ -129,6 +135,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     metrics.scrapeDuration.observe({ kind }, r.durationMs / 1000);
     if (!r.ok) metrics.scrapeFailures.inc({ kind, reason: r.error ?? "unknown" });
     if (r.parseErrors.length > 0) metrics.parseErrors.inc({ kind }, r.parseErrors.length);
+    if (r.ok && kind === "vllm") void modelLists.refresh(r.target);
     const out = joiner.joinScrape(r);
     ship(reportSource(r.target.id), out.report, r.timestampMs);
     shipBatches(out.batches);
@@ -149,6 +156,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     const present = new Set(existing.map((t) => t.id));
     for (const removed of scraper.setTargets(all, windows)) {
       const released = joiner.removeTarget(removed);
+      modelLists.forget(removed.id);
       if (removed.kind === "dcgm") countSpellings();
       const now = clock.now();
       if (present.has(removed.id)) {
@@ -232,6 +240,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     scraper,
     writer,
     joiner,
+    modelLists,
     gate,
     targets: () => scraper.targets,
     members: () => (handover?.members ? [...handover.members] : undefined),

@@ -13,6 +13,8 @@ export interface PipelineMetrics {
   shardMembers: Gauge;
   identityTimeouts: Counter;
   dcgmLabelSpellings: Gauge<"spelling">;
+  modelListFailures: Counter<"reason">;
+  loraAdaptersDropped: Counter;
 }
 
 /** Creates them on `registry`. */
@@ -28,6 +30,13 @@ export function createPipelineMetrics(registry: Registry): PipelineMetrics {
     shardMembers: new Gauge({ name: "tokentrace_pipeline_shard_members", help: "Live pipeline replicas splitting the targets (from their Leases); 0 while this replica cannot renew its own.", registers }),
     heldPods: new Gauge({ name: "tokentrace_join_pods_awaiting_gpu_identity", help: "Pods whose scraped series are held until dcgm-exporter says which GPUs they use (or that they use none).", registers }),
     identityTimeouts: new Counter({ name: "tokentrace_join_gpu_identity_timeouts_total", help: "Pods whose GPU identity was settled by join.gpuIdentityWaitMs running out (their dcgm-exporter kept failing).", registers }),
+    modelListFailures: new Counter({
+      name: "tokentrace_engine_model_list_failures_total",
+      help: "vLLM model lists (GET /v1/models, for each LoRA adapter's base model) not read, by reason (timeout, network, http_<status>, body_too_large, invalid_json); the last good list is kept.",
+      labelNames: ["reason"],
+      registers,
+    }),
+    loraAdaptersDropped: new Counter({ name: "tokentrace_engine_lora_adapters_dropped_total", help: "LoRA adapters of a vLLM model list past the per-pod bound (64) or with a name over 256 characters: not reported.", registers }),
     dcgmLabelSpellings: new Gauge({
       name: "tokentrace_join_dcgm_label_spellings",
       help: "dcgm-exporters whose latest scrape labelled pods other than the exporter's default way, by spelling: old_namespace (run with --use-old-namespace), honor_labels_renamed (scraped through a Prometheus with honor_labels false). The join reads both; other consumers do not.",
