@@ -1,7 +1,7 @@
 // The series the project produces and the labels on each, read from the running code rather than
 // from a second hand-written list: the real filter.wasm under the test host (its /stats/prometheus
 // text with the mesh's extraStatTags), passed through the real metrics pipeline join with a
-// dcgm-exporter and a vLLM scrape (fixtures in test/fixtures/istio/), plus the control plane's
+// dcgm-exporter, a vLLM and an SGLang scrape (fixtures in test/fixtures/istio/), plus the control plane's
 // prom-client registries. Dashboards and alerts may only name what this returns.
 import { readFileSync } from "node:fs";
 import { Registry } from "prom-client";
@@ -26,6 +26,8 @@ const NAMESPACE = "llm";
 const POD = "vllm-0";
 const ENVOY: ScrapeTarget = { id: `envoy/${NAMESPACE}/${POD}`, kind: "envoy", url: "http://10.1.0.7:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: NAMESPACE, pod: POD, node: "gpu-node-1" };
 const VLLM: ScrapeTarget = { ...ENVOY, id: `vllm/${NAMESPACE}/${POD}`, kind: "vllm", url: "http://10.1.0.7:8000/metrics" };
+/** A second model server in the pod (SGLang, port 30000): a pod may run several. */
+const SGLANG: ScrapeTarget = { ...VLLM, id: `sglang/${NAMESPACE}/${POD}`, url: "http://10.1.0.7:30000/metrics" };
 const DCGM: ScrapeTarget = { id: "dcgm/gpu-operator/dcgm-1", kind: "dcgm", url: "http://10.1.0.9:9400/metrics", intervalMs: 15000, timeoutMs: 5000, namespace: "gpu-operator", pod: "dcgm-1", node: "gpu-node-1" };
 
 function scrape(target: ScrapeTarget, text: string, timestampMs: number): ScrapeResult {
@@ -98,6 +100,7 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
   };
   const dcgm = fixture("dcgm-gpu-node-1.prom");
   const vllm = fixture("vllm-0.prom");
+  const sglang = fixture("sglang-0.prom");
   // Two rounds 15 s apart: rates and the latency attribution need two consecutive scrapes.
   for (let round = 0; round < 2; round++) {
     traffic(vm, clock, "chat");
@@ -107,6 +110,7 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
     const at = t0 + round * 15000;
     collect(joiner.join(scrape(DCGM, setValue(dcgm, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5_100_000_000 + round * 2_000_000), at)));
     collect(joiner.join(scrape(VLLM, advance(vllm, round, 0.25), at)));
+    collect(joiner.join(scrape(SGLANG, advance(sglang, round, 0.25), at)));
     collect(joiner.join(scrape(ENVOY, text, at + 1000)));
   }
   for (const [name, labels] of await contentCaptureSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);

@@ -24,6 +24,8 @@ export interface EngineInfo {
   /** Target and labels other than the name and `le`: the series an `or` of two generations matches on. */
   identity: string;
   le?: string;
+  /** The value of the metric's `groupBy` label ("" where absent). */
+  group?: string;
 }
 
 /** One model's signals at one instant; absent where the servers export nothing for it. */
@@ -34,6 +36,12 @@ export interface ModelSignals {
   prefixCacheHitRatio?: number;
   preemptionsPerSecond?: number;
   specDecodeAcceptance?: number;
+  /** Waiting requests by vLLM's reason (capacity, deferred). */
+  waitingByReason: Map<string, number>;
+  /** Hits over queries of the KV connector's external prefix cache (tokens). */
+  externalPrefixCacheHitRatio?: number;
+  /** SGLang's cached prompt tokens by cache_source over all prompt tokens. */
+  prefixCacheHitRatioBySource: Map<string, number>;
   /** Engine phase -> quantile -> seconds. */
   phases: Map<EnginePhase, Map<number, number>>;
 }
@@ -95,6 +103,7 @@ export function engineEntries(targetId: string, samples: readonly ParsedSample[]
     const identity = `${targetId}\xff${rest.sort().join("\xfe")}`;
     const info: EngineInfo = { metric, model: label(s.labels, "model_name") ?? "", identity };
     if (le !== undefined) info.le = le;
+    if (metric.groupBy !== undefined) info.group = label(s.labels, metric.groupBy) ?? "";
     out.push({ key: `${identity}\xff${s.name}\xff${le ?? ""}`, info, value: s.value });
   }
   return out;
@@ -156,7 +165,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     const instant = (signal: EngineGauge): number[] => newestGeneration(of("gauge", signal), (s) => instantValue(s, t)).map((x) => x.value);
     const rate = (signal: EngineCounter): number | undefined => sumOf(newestGeneration(of("counter", signal), (s) => extrapolatedRate(s.points, t, windowMs)).map((x) => x.value));
     const ratio = (num: number | undefined, den: number | undefined): number | undefined => (num === undefined || den === undefined || !(den > 0) ? undefined : num / den);
-    const m: ModelSignals = { phases: new Map() };
+    const m: ModelSignals = { phases: new Map(), waitingByReason: new Map(), prefixCacheHitRatioBySource: new Map() };
     const set = <K extends keyof ModelSignals>(key: K, v: ModelSignals[K] | undefined): void => {
       if (v !== undefined) m[key] = v;
     };
@@ -165,6 +174,26 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     set("kvCacheUsage", avgOf(instant("kv_cache_usage")));
     set("prefixCacheHitRatio", ratio(rate("prefix_cache_hits"), rate("prefix_cache_queries")));
     set("preemptionsPerSecond", rate("preemptions"));
+    set("externalPrefixCacheHitRatio", ratio(rate("external_prefix_cache_hits"), rate("external_prefix_cache_queries")));
+    // sum by (..., reason): per value of the grouping label, the series in slot order.
+    const byGroup = <T extends { info: EngineInfo; value: number }>(xs: T[]): Map<string, number[]> => {
+      const groups = new Map<string, number[]>();
+      for (const x of xs) {
+        // No value: an older server without the label (the family's total is read elsewhere).
+        if (x.info.group === undefined || x.info.group === "") continue;
+        let g = groups.get(x.info.group);
+        if (!g) groups.set(x.info.group, (g = []));
+        g.push(x.value);
+      }
+      return new Map([...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    };
+    for (const [reason, vs] of byGroup(newestGeneration(of("gauge", "waiting_by_reason"), (s) => instantValue(s, t)))) m.waitingByReason.set(reason, sumOf(vs)!);
+    const prompts = rate("prefix_cache_queries");
+    const sglHits = newestGeneration(of("counter", "prefix_cache_hits").filter((s) => s.info.metric.groupBy !== undefined), (s) => extrapolatedRate(s.points, t, windowMs));
+    for (const [source, vs] of byGroup(sglHits)) {
+      const r = ratio(sumOf(vs), prompts);
+      if (r !== undefined) m.prefixCacheHitRatioBySource.set(source, r);
+    }
     // vLLM counts drafted and accepted tokens; SGLang only exports the ratio of its last log
     // interval (0 when speculative decoding is off, so it counts only where the accepted length is above 0).
     let spec = ratio(rate("spec_accepted_tokens"), rate("spec_draft_tokens"));

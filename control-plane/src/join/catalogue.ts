@@ -74,6 +74,12 @@ export const MODEL_PREFIX_CACHE_HIT_RATIO = "tokentrace_model_prefix_cache_hit_r
 export const MODEL_PREEMPTIONS_PER_SECOND = "tokentrace_model_preemptions_per_second";
 export const MODEL_SPEC_DECODE_ACCEPTANCE = "tokentrace_model_spec_decode_acceptance_ratio";
 export const MODEL_GPU_UTILIZATION = "tokentrace_model_gpu_utilization_percent";
+/** Waiting requests per (namespace, pod, model) by vLLM's reason label: capacity (no room yet) or deferred (LoRA budget, KV transfer, blocked). */
+export const MODEL_REQUESTS_WAITING_BY_REASON = "namespace_pod_model_reason:tokentrace_model_requests_waiting:sum";
+/** Hit ratio of vLLM's KV-connector external prefix cache (tokens hit over tokens queried, rates over the window). */
+export const MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO = "namespace_pod_model:tokentrace_model_external_prefix_cache_hit_ratio:rate5m";
+/** SGLang's prefix-cache hit ratio per cache_source (device, host, storage_<backend>): cached tokens from it over all prompt tokens. */
+export const MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE = "namespace_pod_model_cache_source:tokentrace_model_prefix_cache_hit_ratio:rate5m";
 /** Engine latency percentiles per model: phase queue, prefill, decode, inter_token; label quantile. */
 export const MODEL_LATENCY_QUANTILE = "tokentrace_model_latency_quantile_seconds";
 /**

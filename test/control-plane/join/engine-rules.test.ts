@@ -17,6 +17,7 @@ import { advance, fixture, relabel, sidecarText } from "../../support/engine-scr
 const ENGINE_SERIES = [
   C.MODEL_REQUESTS_WAITING, C.MODEL_REQUESTS_RUNNING, C.MODEL_KV_CACHE_USAGE, C.MODEL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREEMPTIONS_PER_SECOND,
   C.MODEL_SPEC_DECODE_ACCEPTANCE, C.MODEL_GPU_UTILIZATION, C.MODEL_LATENCY_QUANTILE, C.ROUTE_LATENCY_QUANTILE,
+  C.MODEL_REQUESTS_WAITING_BY_REASON, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE,
 ];
 const STEP = 16;
 const STEPS = 26;
@@ -176,6 +177,23 @@ describe("engine recording rules give the pipeline's join values, point by point
     assert.equal(latest(points, C.MODEL_KV_CACHE_USAGE, dpa), 0.6, "mean of the groups' token usage");
     assert.ok(Math.abs(latest(points, C.MODEL_PREEMPTIONS_PER_SECOND, dpa)! - (1 + 3) / STEP) < 1e-12, "retractions of both groups");
     assert.ok(latest(points, C.MODEL_LATENCY_QUANTILE, { ...dpa, phase: "queue", quantile: "0.99" })! > 1, "group 1's slower queue is in the percentile");
+    await checkPoints(t, runner.promtool, test, checked);
+  });
+
+  it("vLLM's waiting requests by reason and its external (KV-connector) prefix cache; SGLang's prefix-cache hits per cache_source", async (t) => {
+    const scrapes = [
+      ...every(target("vllm", "kvc-0", 8000, "cpu-node"), 1, (k) => advance(fixture("vllm-waiting-by-reason-external-cache.prom"), k, 0.05, (name, labels, v) => (name === "vllm:num_requests_waiting_by_reason" && labels.includes("deferred") ? v + (k % 2) : v))),
+      ...every(target("vllm", "sgl-prio-0", 30000, "cpu-node"), 2, (k) => advance(fixture("sglang-priority.prom"), k, 0.25)),
+    ];
+    const { test, points, checked } = engineCase(scrapes);
+    const kvc = { pod: "kvc-0", model: LLAMA };
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING_BY_REASON, { ...kvc, reason: "capacity" }), 6);
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING_BY_REASON, { ...kvc, reason: "deferred" }), 3 + (STEPS - 1) % 2);
+    assert.equal(latest(points, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, kvc), 0.25, "4000 of 16000 tokens a step");
+    assert.equal(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, kvc), 0.6, "the local cache, apart");
+    const sgl = { pod: "sgl-prio-0", model: "Qwen/Qwen3-30B-A3B" };
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, { ...sgl, cache_source: "device" })! - 62500 / 100000) < 1e-12, "cached tokens on the GPU over all prompt tokens");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, { ...sgl, cache_source: "host" })! - 22500 / 100000) < 1e-12, "from host memory (HiCache)");
     await checkPoints(t, runner.promtool, test, checked);
   });
 
