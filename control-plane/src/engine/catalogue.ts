@@ -25,7 +25,10 @@
 //   vLLM   (newer) vllm/v1/metrics/loggers.py PrometheusStatLogger as stored in the code index after
 //          vllm-project/vllm#38435 (merged 2026-03-28; the index does not name the commit):
 //          num_requests_waiting_by_reason{reason="capacity"|"deferred"} (their sum is num_requests_waiting),
-//          external_prefix_cache_queries/hits (KV-connector cross-instance cache, tokens). Checked and
+//          external_prefix_cache_queries/hits (KV-connector cross-instance cache, tokens),
+//          request_time_per_output_token_seconds (per request: decode time over its output tokens),
+//          request_prefill_kv_computed_tokens (per request: prompt tokens computed, cache hits excluded;
+//          read through its _sum and _count). Checked and
 //          not read: request_num_preemptions (no such family in the stored sources), kv_offload_* (bytes,
 //          times and sizes of transfers, no hits: no hit ratio can be made of them).
 //   SGLang python/sglang/srt/observability/metrics_collector.py at 016d860: cached_tokens_total by
@@ -37,13 +40,13 @@
 export type EngineServer = "vllm" | "sglang" | "tgi";
 
 /** Per-request latency histograms of the engine (seconds). */
-export type EnginePhase = "queue" | "prefill" | "decode" | "inter_token";
+export type EnginePhase = "queue" | "prefill" | "decode" | "inter_token" | "request_tpot";
 
 /** Instant values. */
 export type EngineGauge = "waiting" | "running" | "kv_cache_usage" | "spec_accept_rate" | "spec_accept_length" | "waiting_by_reason";
 
 /** Counters, read as rates over the window. */
-export type EngineCounter = "prefix_cache_queries" | "prefix_cache_hits" | "preemptions" | "spec_draft_tokens" | "spec_accepted_tokens" | "external_prefix_cache_queries" | "external_prefix_cache_hits";
+export type EngineCounter = "prefix_cache_queries" | "prefix_cache_hits" | "preemptions" | "spec_draft_tokens" | "spec_accepted_tokens" | "external_prefix_cache_queries" | "external_prefix_cache_hits" | "prefill_kv_computed_tokens" | "prefill_kv_computed_requests";
 
 interface Base {
   /** The family name on /metrics. */
@@ -88,6 +91,9 @@ export const ENGINE_METRICS: readonly EngineMetric[] = [
   { name: "vllm:num_requests_waiting_by_reason", server: "vllm", kind: "gauge", signal: "waiting_by_reason", generation: 0, source: `${VLLM} (after #38435)`, groupBy: "reason" },
   { name: "vllm:external_prefix_cache_queries_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_queries", generation: 0, source: `${VLLM} (KV connector; tokens)` },
   { name: "vllm:external_prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_hits", generation: 0, source: `${VLLM} (KV connector; tokens)` },
+  { name: "vllm:request_time_per_output_token_seconds", server: "vllm", kind: "histogram", signal: "request_tpot", generation: 0, source: `${VLLM} (per request)` },
+  { name: "vllm:request_prefill_kv_computed_tokens_sum", server: "vllm", kind: "counter", signal: "prefill_kv_computed_tokens", generation: 0, source: `${VLLM} (histogram's sum; tokens)` },
+  { name: "vllm:request_prefill_kv_computed_tokens_count", server: "vllm", kind: "counter", signal: "prefill_kv_computed_requests", generation: 0, source: `${VLLM} (histogram's count; requests)` },
   { name: "vllm:num_preemptions_total", server: "vllm", kind: "counter", signal: "preemptions", generation: 0, source: VLLM },
   { name: "vllm:spec_decode_num_draft_tokens_total", server: "vllm", kind: "counter", signal: "spec_draft_tokens", generation: 0, source: VLLM_SPEC },
   { name: "vllm:spec_decode_num_accepted_tokens_total", server: "vllm", kind: "counter", signal: "spec_accepted_tokens", generation: 0, source: VLLM_SPEC },

@@ -42,6 +42,10 @@ export interface ModelSignals {
   externalPrefixCacheHitRatio?: number;
   /** SGLang's cached prompt tokens by cache_source over all prompt tokens. */
   prefixCacheHitRatioBySource: Map<string, number>;
+  /** Prompt tokens computed per request (cache hits excluded), mean over the window. */
+  prefillKvComputedTokensMean?: number;
+  /** Per-request time per output token: quantile -> seconds. */
+  requestTpot: Map<number, number>;
   /** Engine phase -> quantile -> seconds. */
   phases: Map<EnginePhase, Map<number, number>>;
 }
@@ -165,7 +169,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     const instant = (signal: EngineGauge): number[] => newestGeneration(of("gauge", signal), (s) => instantValue(s, t)).map((x) => x.value);
     const rate = (signal: EngineCounter): number | undefined => sumOf(newestGeneration(of("counter", signal), (s) => extrapolatedRate(s.points, t, windowMs)).map((x) => x.value));
     const ratio = (num: number | undefined, den: number | undefined): number | undefined => (num === undefined || den === undefined || !(den > 0) ? undefined : num / den);
-    const m: ModelSignals = { phases: new Map(), waitingByReason: new Map(), prefixCacheHitRatioBySource: new Map() };
+    const m: ModelSignals = { phases: new Map(), waitingByReason: new Map(), prefixCacheHitRatioBySource: new Map(), requestTpot: new Map() };
     const set = <K extends keyof ModelSignals>(key: K, v: ModelSignals[K] | undefined): void => {
       if (v !== undefined) m[key] = v;
     };
@@ -175,6 +179,8 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     set("prefixCacheHitRatio", ratio(rate("prefix_cache_hits"), rate("prefix_cache_queries")));
     set("preemptionsPerSecond", rate("preemptions"));
     set("externalPrefixCacheHitRatio", ratio(rate("external_prefix_cache_hits"), rate("external_prefix_cache_queries")));
+    set("prefillKvComputedTokensMean", ratio(rate("prefill_kv_computed_tokens"), rate("prefill_kv_computed_requests")));
+    m.requestTpot = quantilesOf(sumByLe(newestGeneration(of("histogram", "request_tpot"), (s) => extrapolatedRate(s.points, t, windowMs))));
     // sum by (..., reason): per value of the grouping label, the series in slot order.
     const byGroup = <T extends { info: EngineInfo; value: number }>(xs: T[]): Map<string, number[]> => {
       const groups = new Map<string, number[]>();

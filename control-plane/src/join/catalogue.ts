@@ -80,6 +80,10 @@ export const MODEL_REQUESTS_WAITING_BY_REASON = "namespace_pod_model_reason:toke
 export const MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO = "namespace_pod_model:tokentrace_model_external_prefix_cache_hit_ratio:rate5m";
 /** SGLang's prefix-cache hit ratio per cache_source (device, host, storage_<backend>): cached tokens from it over all prompt tokens. */
 export const MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE = "namespace_pod_model_cache_source:tokentrace_model_prefix_cache_hit_ratio:rate5m";
+/** vLLM's prompt tokens computed per request (its prefix-cache hits excluded), mean over the rate window. */
+export const MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN = "namespace_pod_model:tokentrace_model_prefill_kv_computed_tokens:mean_rate5m";
+/** vLLM's per-request time per output token (decode time over the request's output tokens), percentiles over the rate window; label quantile. */
+export const MODEL_REQUEST_TPOT_QUANTILE = "namespace_pod_model:tokentrace_model_request_time_per_output_token_seconds:histogram_quantile";
 /** Engine latency percentiles per model: phase queue, prefill, decode, inter_token; label quantile. */
 export const MODEL_LATENCY_QUANTILE = "tokentrace_model_latency_quantile_seconds";
 /**

@@ -18,6 +18,7 @@ const ENGINE_SERIES = [
   C.MODEL_REQUESTS_WAITING, C.MODEL_REQUESTS_RUNNING, C.MODEL_KV_CACHE_USAGE, C.MODEL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREEMPTIONS_PER_SECOND,
   C.MODEL_SPEC_DECODE_ACCEPTANCE, C.MODEL_GPU_UTILIZATION, C.MODEL_LATENCY_QUANTILE, C.ROUTE_LATENCY_QUANTILE,
   C.MODEL_REQUESTS_WAITING_BY_REASON, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE,
+  C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, C.MODEL_REQUEST_TPOT_QUANTILE,
 ];
 const STEP = 16;
 const STEPS = 26;
@@ -191,6 +192,9 @@ describe("engine recording rules give the pipeline's join values, point by point
     assert.equal(latest(points, C.MODEL_REQUESTS_WAITING_BY_REASON, { ...kvc, reason: "deferred" }), 3 + (STEPS - 1) % 2);
     assert.equal(latest(points, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, kvc), 0.25, "4000 of 16000 tokens a step");
     assert.equal(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, kvc), 0.6, "the local cache, apart");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, kvc)! - 14000 / 50) < 1e-9, "computed tokens per request: 5% of the sum over 5% of the count a step");
+    const tpot = (q: string): number => latest(points, C.MODEL_REQUEST_TPOT_QUANTILE, { ...kvc, quantile: q })!;
+    assert.ok(tpot("0.5") > 0.025 && tpot("0.5") <= 0.05 && tpot("0.99") > tpot("0.5"), `per-request TPOT p50 ${tpot("0.5")}, p99 ${tpot("0.99")}`);
     const sgl = { pod: "sgl-prio-0", model: "Qwen/Qwen3-30B-A3B" };
     assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, { ...sgl, cache_source: "device" })! - 62500 / 100000) < 1e-12, "cached tokens on the GPU over all prompt tokens");
     assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, { ...sgl, cache_source: "host" })! - 22500 / 100000) < 1e-12, "from host memory (HiCache)");
