@@ -99,6 +99,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   const modelLists = new ModelLists({ clock, onFailure: (reason) => metrics.modelListFailures.inc({ reason }), onDropped: (n) => metrics.loraAdaptersDropped.inc(n) });
   const joiner = new Joiner({
     adapterParents: (id) => modelLists.parentsOf(id),
+    onLoraAdaptersDropped: (n) => metrics.loraAdaptersDropped.inc(n),
     forward: config.join.forward,
     identityWaitMs: config.join.gpuIdentityWaitMs,
     rateWindowMs: config.join.rateWindowMs,

@@ -36,7 +36,7 @@ export function createPipelineMetrics(registry: Registry): PipelineMetrics {
       labelNames: ["reason"],
       registers,
     }),
-    loraAdaptersDropped: new Counter({ name: "tokentrace_engine_lora_adapters_dropped_total", help: "LoRA adapters of a vLLM model list past the per-pod bound (64) or with a name over 256 characters: not reported.", registers }),
+    loraAdaptersDropped: new Counter({ name: "tokentrace_engine_lora_adapters_dropped_total", help: "LoRA adapters left out by the per-pod bound (64) or with a name over 256 characters: from a vLLM model list when it is read, from vllm:lora_requests_info at every scrape that has them.", registers }),
     dcgmLabelSpellings: new Gauge({
       name: "tokentrace_join_dcgm_label_spellings",
       help: "dcgm-exporters whose latest scrape labelled pods other than the exporter's default way, by spelling: old_namespace (run with --use-old-namespace), honor_labels_renamed (scraped through a Prometheus with honor_labels false). The join reads both; other consumers do not.",

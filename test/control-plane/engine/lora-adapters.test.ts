@@ -95,6 +95,14 @@ describe("LoRA adapters joined to the pod, with the base model from the server's
     await until(async () => (await failures("body_too_large")) === 1, "the oversized list counted");
     assert.ok(batches.length >= 2);
     assert.ok(batches.every((b) => loraSeries(b).some((l) => l.startsWith(C.MODEL_LORA_ADAPTER_RUNNING))), "every scrape still reports the adapters in use");
+    // An engine naming more adapters than the bound: reported up to it, the rest counted.
+    const dropped = async (): Promise<number> => (await registry.getSingleMetric("tokentrace_engine_lora_adapters_dropped_total")!.get()).values[0]?.value ?? 0;
+    const before = batches.length;
+    server.state.metrics = fixture("vllm-lora.prom") + `vllm:lora_requests_info{max_lora="2",running_lora_adapters="${Array.from({ length: 70 }, (_, i) => `a${i}`).join(",")}",waiting_lora_adapters=""} 1.78e+09\n`;
+    await clock.advance(15_000);
+    await until(() => batches.length > before, "scraped again");
+    assert.equal(loraSeries(batches.at(-1)!).filter((l) => l.startsWith(C.MODEL_LORA_ADAPTER_INFO)).length, 64);
+    assert.equal(await dropped(), 6);
   });
 });
 

@@ -26,7 +26,11 @@ function servedModels(r: ScrapeResult): Set<string> {
 
 /** tokentrace_model_lora_adapter_{info,running,waiting} and tokentrace_model_lora_max_adapters. */
 export class LoraAdapters implements Derivation {
-  constructor(private readonly parentsOf: AdapterParents) {}
+  constructor(
+    private readonly parentsOf: AdapterParents,
+    /** Adapters of one scrape left out by the bounds (names too long, or past MAX_ADAPTERS_PER_POD). */
+    private readonly onDropped: (n: number) => void = () => undefined,
+  ) {}
 
   observe(): void {}
 
@@ -44,7 +48,13 @@ export class LoraAdapters implements Derivation {
     const waiting = new Set(state?.waiting);
     // Listed adapters first (their order in the list), then any in use the list did not have yet.
     const adapters: string[] = [];
-    for (const name of [...(parents?.keys() ?? []), ...running, ...waiting]) if (!adapters.includes(name) && adapters.length < MAX_ADAPTERS_PER_POD) adapters.push(name);
+    let dropped = state?.dropped ?? 0;
+    for (const name of [...(parents?.keys() ?? []), ...running, ...waiting]) {
+      if (adapters.includes(name)) continue;
+      if (adapters.length < MAX_ADAPTERS_PER_POD) adapters.push(name);
+      else dropped++;
+    }
+    if (dropped > 0) this.onDropped(dropped);
     const ts = r.timestampMs;
     const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];
     const put = (name: string, labels: Labels, value: number): void => {
