@@ -1,7 +1,7 @@
 // The series the project produces and the labels on each, read from the running code rather than
 // from a second hand-written list: the real filter.wasm under the test host (its /stats/prometheus
 // text with the mesh's extraStatTags), passed through the real metrics pipeline join with a
-// dcgm-exporter and a vLLM scrape (fixtures in test/fixtures/istio/), plus the control plane's
+// dcgm-exporter, a vLLM and an SGLang scrape (fixtures in test/fixtures/istio/), plus the control plane's
 // prom-client registries; and the series the rule files of istio/observability/ record (their
 // `record:` names). Dashboards and alerts may only name what this returns.
 import { readdirSync, readFileSync } from "node:fs";
@@ -17,6 +17,7 @@ import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { ManualClock } from "../host/index.js";
 import { countingRandom, loadContentFilter, loadFilter } from "../filter/support.js";
 import { startContentKeyServer } from "../support/content-key-server.js";
+import { advance } from "../support/engine-scrapes.js";
 import { meshScrapes, MESH_POD } from "../support/mesh-scrapes.js";
 import { SERIES_FOR_RULE } from "../support/rule-names.js";
 import { checkExpression } from "./promql.js";
@@ -28,6 +29,9 @@ const NAMESPACE = MESH_POD.namespace;
 const POD = MESH_POD.pod;
 const ENVOY: ScrapeTarget = { id: `envoy/${NAMESPACE}/${POD}`, kind: "envoy", url: "http://10.1.0.7:15090/stats/prometheus", intervalMs: 15000, timeoutMs: 5000, namespace: NAMESPACE, pod: POD, node: MESH_POD.node };
 const VLLM: ScrapeTarget = { ...ENVOY, id: `vllm/${NAMESPACE}/${POD}`, kind: "vllm", url: "http://10.1.0.7:8000/metrics" };
+/** A second model server in the pod (SGLang, port 30000; test/fixtures/istio/sglang-0.prom, counters advanced each round): a pod may run several. */
+const sglangText = readFileSync(new URL("../fixtures/istio/sglang-0.prom", import.meta.url), "utf8");
+const SGLANG: ScrapeTarget = { ...VLLM, id: `sglang/${NAMESPACE}/${POD}`, url: "http://10.1.0.7:30000/metrics" };
 const DCGM: ScrapeTarget = { id: "dcgm/gpu-operator/dcgm-1", kind: "dcgm", url: "http://10.1.0.9:9400/metrics", intervalMs: 15000, timeoutMs: 5000, namespace: "gpu-operator", pod: "dcgm-1", node: MESH_POD.node };
 
 function scrape(target: ScrapeTarget, text: string, timestampMs: number): ScrapeResult {
@@ -62,10 +66,12 @@ export async function filterAndPipelineSeries(pluginConfig: unknown, statTags: s
   // Two rounds 15 s apart: rates and the latency attribution need two consecutive scrapes.
   for (let round = 0; round < 2; round++) {
     const { envoy, vllm, dcgm } = mesh.round(round);
+    const sglang = advance(sglangText, round, 0.25);
     for (const s of parseText(envoy).samples) addSeries(sidecar, s.name, s.labels.filter((_, i) => i % 2 === 0));
     const at = t0 + round * 15000;
     collect(joiner.join(scrape(DCGM, dcgm, at)));
     collect(joiner.join(scrape(VLLM, vllm, at)));
+    collect(joiner.join(scrape(SGLANG, sglang, at)));
     collect(joiner.join(scrape(ENVOY, envoy, at + 1000)));
   }
   for (const [name, labels] of await contentCaptureSeries(pluginConfig, statTags)) addSeries(sidecar, name, labels);

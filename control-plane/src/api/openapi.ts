@@ -268,7 +268,7 @@ const paths = {
       operationId: "dashboardModels",
       summary: "The engine SLO signals per model (one dashboard panel each), from the metrics pipeline's model-server scrapes",
       description:
-        "Per model (namespace, model): columns for uPlot, one point per step over the range: t (s); gpuUtilization (ratio of the pods' GPUs busy, tokentrace_model_gpu_utilization_percent / 100), prefixCacheHitRatio, specDecodeAcceptance; each the mean over the model's pods of their newest value within lookbackSeconds, null where none. thresholds: the SLO alerts' thresholds (gpuUtilization 0.85, prefixCacheHitRatio 0.92, specDecodeAcceptance 0.8).",
+        "Per model (namespace, model): columns for uPlot, one point per step over the range: t (s); gpuUtilization (ratio of the pods' GPUs busy, tokentrace_model_gpu_utilization_percent / 100), prefixCacheHitRatio, specDecodeAcceptance; each the mean over the model's pods of their newest value within lookbackSeconds, null where none. thresholds: the SLO alerts' thresholds (gpuUtilization 0.85, prefixCacheHitRatio 0.92, specDecodeAcceptance 0.8). adapters: the LoRA adapters whose base model it is, now (each pod's newest state within lookbackSeconds): adapter; runningPods and waitingPods, the pods where it has running (waiting) requests; pods, every pod reporting it (vLLM exports which adapters have requests, not how many).",
       security: readSecurity,
       parameters: [
         { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's models; default every namespace." },

@@ -181,7 +181,11 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const rangeSeconds = rangeOf(req, next);
     if (rangeSeconds === undefined) return;
     const engine = deps.dashboard?.engine;
-    const keys = engine?.models(namespace) ?? [];
+    const lora = deps.dashboard?.lora;
+    // A base model whose server reports only its adapters (no other engine signal) still gets a panel.
+    const keys = [...(engine?.models(namespace) ?? [])];
+    for (const k of lora?.models(namespace) ?? []) if (!keys.some((x) => x.namespace === k.namespace && x.model === k.model)) keys.push(k);
+    keys.sort((a, b) => (a.namespace !== b.namespace ? (a.namespace < b.namespace ? -1 : 1) : a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
     const scrapeMs = engine && keys.length > 0 ? modelScrapeIntervalOf(engine.points(keys[0]!)) : 2000;
     const grid = resolution(rangeSeconds * 1000, scrapeMs);
     res.set("cache-control", "no-store").json({
@@ -192,7 +196,13 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       stepSeconds: grid.stepMs / 1000,
       lookbackSeconds: grid.windowMs / 1000,
       thresholds: SLO_THRESHOLDS,
-      models: keys.map((k) => ({ namespace: k.namespace, model: k.model, pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(), columns: engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }) })),
+      models: keys.map((k) => ({
+        namespace: k.namespace,
+        model: k.model,
+        pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(),
+        columns: engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }),
+        adapters: lora?.adapters(k.namespace, k.model, now(), grid.windowMs) ?? [],
+      })),
     });
   });
   gpuRoutes(router, { deps, read, now });

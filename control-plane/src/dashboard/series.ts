@@ -7,6 +7,7 @@ import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 import { counterDelta } from "../join/joiner.js";
+import { LoraAdapterStates } from "./lora-adapters.js";
 import { EngineSignals } from "./engine-signals.js";
 import { GpuHealthPanels } from "./gpu-health.js";
 
@@ -84,6 +85,8 @@ export interface DashboardSource {
   readonly engine?: EngineSignals;
   /** The GPU health panels per pod (absent: the page shows none). */
   readonly gpu?: GpuHealthPanels;
+  /** The LoRA adapters per base model (absent: the engine panels list none). */
+  readonly lora?: LoraAdapterStates;
 }
 
 /** Bounds of the in-memory window. */
@@ -201,6 +204,7 @@ export class DashboardSeries implements DashboardSource {
   private heldBytes = 0;
   readonly engine = new EngineSignals();
   readonly gpu = new GpuHealthPanels();
+  readonly lora = new LoraAdapterStates();
 
   constructor(private readonly limits: SeriesLimits = DEFAULT_LIMITS) {}
 
@@ -209,6 +213,7 @@ export class DashboardSeries implements DashboardSource {
     const t = source.target;
     this.engine.observe(series, source);
     this.gpu.observe(series, source);
+    this.lora.observe(series, source);
     if (t.kind !== "envoy" && t.kind !== "static") return;
     const routes = new Map<string, RouteCounts<Buckets>>();
     const route = (name: string): RouteCounts<Buckets> => {

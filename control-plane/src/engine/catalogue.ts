@@ -18,6 +18,21 @@
 //          python/sglang/srt/managers/scheduler_metrics_mixin.py at 78ac30c (labels model_name,
 //          engine_type, tp_rank, pp_rank, dp_rank; token_usage and spec_accept_rate set per log
 //          interval); num_retracted_requests_total from collector.py's newer version in the index.
+//          python/sglang/srt/observability/metrics_collector.py at 016d860
+//          (SchedulerMetricsCollector.init_new: label priority="" under --enable-priority-scheduling;
+//          _log_gauge_queue_count: num_running_reqs and num_queue_reqs written as the total under
+//          priority="" and again per priority under priority="<int>").
+//   vLLM   (newer) vllm/v1/metrics/loggers.py PrometheusStatLogger as stored in the code index after
+//          vllm-project/vllm#38435 (merged 2026-03-28; the index does not name the commit):
+//          num_requests_waiting_by_reason{reason="capacity"|"deferred"} (their sum is num_requests_waiting),
+//          external_prefix_cache_queries/hits (KV-connector cross-instance cache, tokens),
+//          request_time_per_output_token_seconds (per request: decode time over its output tokens),
+//          request_prefill_kv_computed_tokens (per request: prompt tokens computed, cache hits excluded;
+//          read through its _sum and _count). Checked and
+//          not read: request_num_preemptions (no such family in the stored sources), kv_offload_* (bytes,
+//          times and sizes of transfers, no hits: no hit ratio can be made of them).
+//   SGLang python/sglang/srt/observability/metrics_collector.py at 016d860: cached_tokens_total by
+//          cache_source (device, host, storage_<backend>, or total where the request had no breakdown).
 //   TGI    huggingface/text-generation-inference at db931fc: router/src/server.rs (request
 //          histograms, seconds, no model label), backends/v3/src/queue.rs and backend.rs (gauges).
 
@@ -25,13 +40,13 @@
 export type EngineServer = "vllm" | "sglang" | "tgi";
 
 /** Per-request latency histograms of the engine (seconds). */
-export type EnginePhase = "queue" | "prefill" | "decode" | "inter_token";
+export type EnginePhase = "queue" | "prefill" | "decode" | "inter_token" | "request_tpot";
 
 /** Instant values. */
-export type EngineGauge = "waiting" | "running" | "kv_cache_usage" | "spec_accept_rate" | "spec_accept_length";
+export type EngineGauge = "waiting" | "running" | "kv_cache_usage" | "spec_accept_rate" | "spec_accept_length" | "waiting_by_reason";
 
 /** Counters, read as rates over the window. */
-export type EngineCounter = "prefix_cache_queries" | "prefix_cache_hits" | "preemptions" | "spec_draft_tokens" | "spec_accepted_tokens";
+export type EngineCounter = "prefix_cache_queries" | "prefix_cache_hits" | "preemptions" | "spec_draft_tokens" | "spec_accepted_tokens" | "external_prefix_cache_queries" | "external_prefix_cache_hits" | "prefill_kv_computed_tokens" | "prefill_kv_computed_requests";
 
 interface Base {
   /** The family name on /metrics. */
@@ -41,6 +56,13 @@ interface Base {
   generation: 0 | 1;
   /** Where upstream defines it. */
   source: string;
+  /**
+   * A label under which the server writes the family twice: once as the total (the label empty or
+   * absent) and again per value of the label. Only the total is read, or the total would be doubled.
+   */
+  totalWhereEmpty?: string;
+  /** A label the family is also reported by (its values bounded upstream): the join keeps it for a per-value series. */
+  groupBy?: string;
 }
 
 /** One engine metric the join reads. */
@@ -66,6 +88,12 @@ export const ENGINE_METRICS: readonly EngineMetric[] = [
   { name: "vllm:gpu_prefix_cache_queries_total", server: "vllm", kind: "counter", signal: "prefix_cache_queries", generation: 1, source: `${VLLM} (deprecated in 0.9)` },
   { name: "vllm:prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "prefix_cache_hits", generation: 0, source: `${VLLM} (0.9+; tokens)` },
   { name: "vllm:gpu_prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "prefix_cache_hits", generation: 1, source: `${VLLM} (deprecated in 0.9)` },
+  { name: "vllm:num_requests_waiting_by_reason", server: "vllm", kind: "gauge", signal: "waiting_by_reason", generation: 0, source: `${VLLM} (after #38435)`, groupBy: "reason" },
+  { name: "vllm:external_prefix_cache_queries_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_queries", generation: 0, source: `${VLLM} (KV connector; tokens)` },
+  { name: "vllm:external_prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_hits", generation: 0, source: `${VLLM} (KV connector; tokens)` },
+  { name: "vllm:request_time_per_output_token_seconds", server: "vllm", kind: "histogram", signal: "request_tpot", generation: 0, source: `${VLLM} (per request)` },
+  { name: "vllm:request_prefill_kv_computed_tokens_sum", server: "vllm", kind: "counter", signal: "prefill_kv_computed_tokens", generation: 0, source: `${VLLM} (histogram's sum; tokens)` },
+  { name: "vllm:request_prefill_kv_computed_tokens_count", server: "vllm", kind: "counter", signal: "prefill_kv_computed_requests", generation: 0, source: `${VLLM} (histogram's count; requests)` },
   { name: "vllm:num_preemptions_total", server: "vllm", kind: "counter", signal: "preemptions", generation: 0, source: VLLM },
   { name: "vllm:spec_decode_num_draft_tokens_total", server: "vllm", kind: "counter", signal: "spec_draft_tokens", generation: 0, source: VLLM_SPEC },
   { name: "vllm:spec_decode_num_accepted_tokens_total", server: "vllm", kind: "counter", signal: "spec_accepted_tokens", generation: 0, source: VLLM_SPEC },
@@ -74,11 +102,11 @@ export const ENGINE_METRICS: readonly EngineMetric[] = [
   { name: "vllm:request_decode_time_seconds", server: "vllm", kind: "histogram", signal: "decode", generation: 0, source: `${VLLM} (first to last token)` },
   { name: "vllm:inter_token_latency_seconds", server: "vllm", kind: "histogram", signal: "inter_token", generation: 0, source: `${VLLM} (0.11+)` },
   { name: "vllm:time_per_output_token_seconds", server: "vllm", kind: "histogram", signal: "inter_token", generation: 1, source: `${VLLM} (deprecated in 0.11)` },
-  { name: "sglang:num_queue_reqs", server: "sglang", kind: "gauge", signal: "waiting", generation: 0, source: SGL_SCHED },
-  { name: "sglang:num_running_reqs", server: "sglang", kind: "gauge", signal: "running", generation: 0, source: SGL_SCHED },
+  { name: "sglang:num_queue_reqs", server: "sglang", kind: "gauge", signal: "waiting", generation: 0, source: SGL_SCHED, totalWhereEmpty: "priority" },
+  { name: "sglang:num_running_reqs", server: "sglang", kind: "gauge", signal: "running", generation: 0, source: SGL_SCHED, totalWhereEmpty: "priority" },
   { name: "sglang:token_usage", server: "sglang", kind: "gauge", signal: "kv_cache_usage", generation: 0, source: `${SGL_SCHED} (share of the KV token pool)` },
   { name: "sglang:prompt_tokens_total", server: "sglang", kind: "counter", signal: "prefix_cache_queries", generation: 0, source: SGL_TOK },
-  { name: "sglang:cached_tokens_total", server: "sglang", kind: "counter", signal: "prefix_cache_hits", generation: 0, source: SGL_TOK },
+  { name: "sglang:cached_tokens_total", server: "sglang", kind: "counter", signal: "prefix_cache_hits", generation: 0, source: SGL_TOK, groupBy: "cache_source" },
   { name: "sglang:num_retracted_requests_total", server: "sglang", kind: "counter", signal: "preemptions", generation: 0, source: `${SGL_SCHED} (newer versions)` },
   { name: "sglang:spec_accept_rate", server: "sglang", kind: "gauge", signal: "spec_accept_rate", generation: 0, source: `${SGL_SCHED} (accepted / draft tokens per log interval)` },
   { name: "sglang:spec_accept_length", server: "sglang", kind: "gauge", signal: "spec_accept_length", generation: 0, source: `${SGL_SCHED} (0 when speculative decoding is off)` },

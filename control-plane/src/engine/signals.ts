@@ -24,6 +24,8 @@ export interface EngineInfo {
   /** Target and labels other than the name and `le`: the series an `or` of two generations matches on. */
   identity: string;
   le?: string;
+  /** The value of the metric's `groupBy` label ("" where absent). */
+  group?: string;
 }
 
 /** One model's signals at one instant; absent where the servers export nothing for it. */
@@ -34,6 +36,16 @@ export interface ModelSignals {
   prefixCacheHitRatio?: number;
   preemptionsPerSecond?: number;
   specDecodeAcceptance?: number;
+  /** Waiting requests by vLLM's reason (capacity, deferred). */
+  waitingByReason: Map<string, number>;
+  /** Hits over queries of the KV connector's external prefix cache (tokens). */
+  externalPrefixCacheHitRatio?: number;
+  /** SGLang's cached prompt tokens by cache_source over all prompt tokens. */
+  prefixCacheHitRatioBySource: Map<string, number>;
+  /** Prompt tokens computed per request (cache hits excluded), mean over the window. */
+  prefillKvComputedTokensMean?: number;
+  /** Per-request time per output token: quantile -> seconds. */
+  requestTpot: Map<number, number>;
   /** Engine phase -> quantile -> seconds. */
   phases: Map<EnginePhase, Map<number, number>>;
 }
@@ -43,22 +55,48 @@ const label = (labels: Labels, name: string): string | undefined => {
   return undefined;
 };
 
+/** A series' labels other than `tp_rank`: what the ranks of one attention group share. */
+function withoutTpRank(name: string, labels: Labels): string {
+  const rest: string[] = [name];
+  for (let i = 0; i < labels.length; i += 2) if (labels[i] !== "tp_rank") rest.push(`${labels[i]}=${labels[i + 1]}`);
+  return rest.join("\xfe");
+}
+
 /**
- * SGLang's scheduler runs on every tensor- and pipeline-parallel rank with the same state; only
- * the rank that receives requests counts (scheduler.py init_sockets: pp_rank 0 and attn_tp_rank 0).
+ * SGLang's schedulers of one attention group hold the same state, and only the group's
+ * attention-TP rank 0 writes metrics unless --enable-metrics-for-all-schedulers is set
+ * (sglang@016d860 observability/metrics_collector.py SchedulerMetricsCollector.init_new:
+ * is_stats_logging_rank = attn_tp_rank == 0). `tp_rank` is the global rank: under
+ * --enable-dp-attention group d's rank 0 has tp_rank d * attn_tp_size and its `dp_rank` label is
+ * the group (data_parallel_controller.py launch_tensor_parallel_group: dp_rank from
+ * compute_dp_attention_world_info). So a series counts on pipeline rank 0 when its tp_rank is 0, or
+ * when it names a dp_rank whose series has no tp_rank 0 (a DP-attention group after the first);
+ * with plain data parallelism tp_rank is local and every group has its rank 0. Without the flag
+ * this keeps every group's one writer; with it, the first group's duplicates are dropped, the
+ * later groups' are not (which rank is the group's first is not in the labels).
  */
-function isCountedRank(labels: Labels): boolean {
-  const tp = label(labels, "tp_rank");
-  const pp = label(labels, "pp_rank");
-  return (tp === undefined || tp === "0") && (pp === undefined || pp === "0");
+function countedRanks(samples: readonly ParsedSample[]): (s: ParsedSample) => boolean {
+  const rankZero = new Set<string>();
+  for (const s of samples) if (ENGINE_SERIES.get(s.name)?.server === "sglang" && label(s.labels, "tp_rank") === "0") rankZero.add(withoutTpRank(s.name, s.labels));
+  return (s) => {
+    const pp = label(s.labels, "pp_rank");
+    if (pp !== undefined && pp !== "0") return false;
+    const tp = label(s.labels, "tp_rank");
+    if (tp === undefined || tp === "0") return true;
+    const dp = label(s.labels, "dp_rank");
+    return dp !== undefined && dp !== "" && !rankZero.has(withoutTpRank(s.name, s.labels));
+  };
 }
 
 /** The engine series of one scrape, keyed for the window. */
 export function engineEntries(targetId: string, samples: readonly ParsedSample[]): { key: string; info: EngineInfo; value: number }[] {
   const out: { key: string; info: EngineInfo; value: number }[] = [];
+  const counted = countedRanks(samples);
   for (const s of samples) {
     const metric = ENGINE_SERIES.get(s.name);
-    if (!metric || !isCountedRank(s.labels)) continue;
+    if (!metric || !counted(s)) continue;
+    // The per-value copies of a family written also as a total (SGLang's per-priority queue counts).
+    if (metric.totalWhereEmpty !== undefined && (label(s.labels, metric.totalWhereEmpty) ?? "") !== "") continue;
     const rest: string[] = [];
     let le: string | undefined;
     for (let i = 0; i < s.labels.length; i += 2) {
@@ -69,6 +107,7 @@ export function engineEntries(targetId: string, samples: readonly ParsedSample[]
     const identity = `${targetId}\xff${rest.sort().join("\xfe")}`;
     const info: EngineInfo = { metric, model: label(s.labels, "model_name") ?? "", identity };
     if (le !== undefined) info.le = le;
+    if (metric.groupBy !== undefined) info.group = label(s.labels, metric.groupBy) ?? "";
     out.push({ key: `${identity}\xff${s.name}\xff${le ?? ""}`, info, value: s.value });
   }
   return out;
@@ -130,7 +169,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     const instant = (signal: EngineGauge): number[] => newestGeneration(of("gauge", signal), (s) => instantValue(s, t)).map((x) => x.value);
     const rate = (signal: EngineCounter): number | undefined => sumOf(newestGeneration(of("counter", signal), (s) => extrapolatedRate(s.points, t, windowMs)).map((x) => x.value));
     const ratio = (num: number | undefined, den: number | undefined): number | undefined => (num === undefined || den === undefined || !(den > 0) ? undefined : num / den);
-    const m: ModelSignals = { phases: new Map() };
+    const m: ModelSignals = { phases: new Map(), waitingByReason: new Map(), prefixCacheHitRatioBySource: new Map(), requestTpot: new Map() };
     const set = <K extends keyof ModelSignals>(key: K, v: ModelSignals[K] | undefined): void => {
       if (v !== undefined) m[key] = v;
     };
@@ -139,6 +178,28 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     set("kvCacheUsage", avgOf(instant("kv_cache_usage")));
     set("prefixCacheHitRatio", ratio(rate("prefix_cache_hits"), rate("prefix_cache_queries")));
     set("preemptionsPerSecond", rate("preemptions"));
+    set("externalPrefixCacheHitRatio", ratio(rate("external_prefix_cache_hits"), rate("external_prefix_cache_queries")));
+    set("prefillKvComputedTokensMean", ratio(rate("prefill_kv_computed_tokens"), rate("prefill_kv_computed_requests")));
+    m.requestTpot = quantilesOf(sumByLe(newestGeneration(of("histogram", "request_tpot"), (s) => extrapolatedRate(s.points, t, windowMs))));
+    // sum by (..., reason): per value of the grouping label, the series in slot order.
+    const byGroup = <T extends { info: EngineInfo; value: number }>(xs: T[]): Map<string, number[]> => {
+      const groups = new Map<string, number[]>();
+      for (const x of xs) {
+        // No value: an older server without the label (the family's total is read elsewhere).
+        if (x.info.group === undefined || x.info.group === "") continue;
+        let g = groups.get(x.info.group);
+        if (!g) groups.set(x.info.group, (g = []));
+        g.push(x.value);
+      }
+      return new Map([...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    };
+    for (const [reason, vs] of byGroup(newestGeneration(of("gauge", "waiting_by_reason"), (s) => instantValue(s, t)))) m.waitingByReason.set(reason, sumOf(vs)!);
+    const prompts = rate("prefix_cache_queries");
+    const sglHits = newestGeneration(of("counter", "prefix_cache_hits").filter((s) => s.info.metric.groupBy !== undefined), (s) => extrapolatedRate(s.points, t, windowMs));
+    for (const [source, vs] of byGroup(sglHits)) {
+      const r = ratio(sumOf(vs), prompts);
+      if (r !== undefined) m.prefixCacheHitRatioBySource.set(source, r);
+    }
     // vLLM counts drafted and accepted tokens; SGLang only exports the ratio of its last log
     // interval (0 when speculative decoding is off, so it counts only where the accepted length is above 0).
     let spec = ratio(rate("spec_accepted_tokens"), rate("spec_draft_tokens"));

@@ -74,8 +74,30 @@ export const MODEL_PREFIX_CACHE_HIT_RATIO = "tokentrace_model_prefix_cache_hit_r
 export const MODEL_PREEMPTIONS_PER_SECOND = "tokentrace_model_preemptions_per_second";
 export const MODEL_SPEC_DECODE_ACCEPTANCE = "tokentrace_model_spec_decode_acceptance_ratio";
 export const MODEL_GPU_UTILIZATION = "tokentrace_model_gpu_utilization_percent";
+/** Waiting requests per (namespace, pod, model) by vLLM's reason label: capacity (no room yet) or deferred (LoRA budget, KV transfer, blocked). */
+export const MODEL_REQUESTS_WAITING_BY_REASON = "tokentrace_model_requests_waiting_by_reason";
+/** Hit ratio of vLLM's KV-connector external prefix cache (tokens hit over tokens queried, rates over the window). */
+export const MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO = "tokentrace_model_external_prefix_cache_hit_ratio";
+/** SGLang's prefix-cache hit ratio per cache_source (device, host, storage_<backend>): cached tokens from it over all prompt tokens. */
+export const MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE = "tokentrace_model_prefix_cache_hit_ratio_by_source";
+/** vLLM's prompt tokens computed per request (its prefix-cache hits excluded), mean over the rate window. */
+export const MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN = "tokentrace_model_prefill_kv_computed_tokens_mean";
+/** vLLM's per-request time per output token (decode time over the request's output tokens), percentiles over the rate window; label quantile. */
+export const MODEL_REQUEST_TPOT_QUANTILE = "tokentrace_model_request_tpot_quantile_seconds";
 /** Engine latency percentiles per model: phase queue, prefill, decode, inter_token; label quantile. */
 export const MODEL_LATENCY_QUANTILE = "tokentrace_model_latency_quantile_seconds";
+/**
+ * LoRA adapters of a vLLM server, at each engine scrape, one series per adapter (at most
+ * MAX_ADAPTERS_PER_POD), labels model (the adapter's name, the `model` requests and route stats
+ * carry) and base_model (its parent in the server's /v1/models, else the server's one model):
+ * info is 1 for every adapter loaded or in use; running and waiting are 1 while the adapter has
+ * running (waiting) requests, else 0 (vLLM exports which adapters, not how many requests).
+ */
+export const MODEL_LORA_ADAPTER_INFO = "tokentrace_model_lora_adapter_info";
+export const MODEL_LORA_ADAPTER_RUNNING = "tokentrace_model_lora_adapter_running";
+export const MODEL_LORA_ADAPTER_WAITING = "tokentrace_model_lora_adapter_waiting";
+/** Per (namespace, pod, model = the base model): vLLM's --max-loras, the adapters one batch can hold. */
+export const MODEL_LORA_MAX_ADAPTERS = "tokentrace_model_lora_max_adapters";
 /**
  * Per route and model, evaluated at each sidecar scrape: the sidecar's ttft and decode percentiles
  * and what lies outside the engine (outside_ttft, outside_decode); label quantile.

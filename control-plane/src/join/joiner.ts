@@ -25,6 +25,7 @@ import { GpuEnergy } from "./derivations/gpu-energy.js";
 import { GpuStarvation } from "./derivations/gpu-starvation.js";
 import { GpuStragglers } from "./derivations/gpu-stragglers.js";
 import { GpuHealthState } from "./derivations/gpu-health.js";
+import { LoraAdapters, type AdapterParents } from "./derivations/lora-adapters.js";
 
 export { counterDelta } from "./counter.js";
 export { DEFAULT_FORWARD, type ForwardRules } from "./enrich.js";
@@ -58,16 +59,21 @@ export interface JoinerOptions {
   onExporterLabels?: (target: ScrapeTarget, notes: ReadonlySet<ExporterLabelNote>) => void;
   /** The range of the engine's and the sidecar's percentiles and rates (PromQL `[5m]` in the recording rules); default 5 min. */
   rateWindowMs?: number;
+  /** Adapter -> base model per vLLM target, from its /v1/models (../engine/model-list.ts); without it adapters are related to the server's one model. */
+  adapterParents?: AdapterParents;
+  /** Called with the LoRA adapters of a scrape left out by the per-pod bounds. */
+  onLoraAdaptersDropped?: (n: number) => void;
 }
 
 /** The derived families, in the order their series follow a scrape's forwarded ones. */
-function derivations(identity: IdentityStage, rateWindowMs: number): Derivation[] {
+function derivations(identity: IdentityStage, rateWindowMs: number, adapterParents: AdapterParents, onLoraAdaptersDropped?: (n: number) => void): Derivation[] {
   const podInterval = new PodInterval(identity);
   const engine = new EngineSignals(identity, rateWindowMs);
   return [
     new PodGpuState(identity), // tokentrace_pod_gpu_*, per sidecar scrape
     podInterval, // tokens per second per GPU, route latency means, GPU-seconds per 1k tokens
     engine, // tokentrace_model_*, per engine scrape
+    new LoraAdapters(adapterParents, onLoraAdaptersDropped), // tokentrace_model_lora_*, per vLLM scrape
     new RouteAttribution(engine, rateWindowMs), // tokentrace_route_latency_quantile_seconds, per sidecar scrape
     new GpuEnergy(identity, podInterval), // tokentrace_gpu_tokens_per_joule, per dcgm-exporter scrape
     new GpuStarvation(identity), // tokentrace_pod_gpu_activity_while_busy_ratio, per sidecar scrape
@@ -85,7 +91,7 @@ export class Joiner {
   constructor(options: JoinerOptions = {}) {
     this.forward = options.forward ?? DEFAULT_FORWARD;
     this.identity = new IdentityStage({ identityWaitMs: options.identityWaitMs ?? 60_000, onIdentityTimeout: options.onIdentityTimeout, onExporterLabels: options.onExporterLabels });
-    this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000);
+    this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000, options.adapterParents ?? (() => undefined), options.onLoraAdaptersDropped);
   }
 
   /** The current GPU index (for tests and diagnostics). */

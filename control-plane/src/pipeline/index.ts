@@ -21,6 +21,7 @@ import { clientNodeLeaseReader, Handover, type MemberLeaseReader } from "./hando
 import { SeriesGate } from "./series-gate.js";
 import { WaypointScrapes } from "./waypoints.js";
 import type { PodIpIndex } from "../scrape/pod-ips.js";
+import { ModelLists } from "../engine/model-list.js";
 import { boundedCall } from "../k8s/bounded-call.js";
 import { unshardedDiscovery, validatePipelineConfig, type PipelineConfig } from "./config.js";
 
@@ -55,6 +56,8 @@ export interface RunningPipeline {
   scraper: Scraper;
   writer: RemoteWriter;
   joiner: Joiner;
+  /** vLLM targets' model lists (LoRA adapter -> base model). */
+  modelLists: ModelLists;
   gate: SeriesGate;
   /** The targets scraped now. */
   targets(): ScrapeTarget[];
@@ -94,7 +97,11 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     config.remoteWrite.targets.map((t) => ({ ...t, queueDir: joinPath(config.remoteWrite.queueDir, t.name) })),
     { clock, metrics: rwMetrics, log: (record) => deps.log?.(`remote write: ${JSON.stringify(record)}`), ...(deps.transportFor ? { transportFor: deps.transportFor } : {}) },
   );
+  // vLLM's adapter -> base model relation, asked apart from the scrape (a slow or failing model list never delays one).
+  const modelLists = new ModelLists({ clock, onFailure: (reason) => metrics.modelListFailures.inc({ reason }), onDropped: (n) => metrics.loraAdaptersDropped.inc(n) });
   const joiner = new Joiner({
+    adapterParents: (id) => modelLists.parentsOf(id),
+    onLoraAdaptersDropped: (n) => metrics.loraAdaptersDropped.inc(n),
     forward: config.join.forward,
     identityWaitMs: config.join.gpuIdentityWaitMs,
     rateWindowMs: config.join.rateWindowMs,
@@ -153,6 +160,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     if (!r.ok) metrics.scrapeFailures.inc({ kind, reason: r.error ?? "unknown" });
     if (r.parseErrors.length > 0) metrics.parseErrors.inc({ kind }, r.parseErrors.length);
     if (r.target.waypoint) return waypoints.onResult(r);
+    if (r.ok && kind === "vllm") void modelLists.refresh(r.target);
     const out = joiner.joinScrape(r);
     ship(reportSource(r.target.id), out.report, r.timestampMs);
     shipBatches(out.batches);
@@ -175,6 +183,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     for (const removed of scraper.setTargets(all, windows)) {
       if (removed.waypoint) waypoints.removed(removed, present.has(removed.id) ? undefined : clock.now());
       const released = joiner.removeTarget(removed);
+      modelLists.forget(removed.id);
       if (removed.kind === "dcgm") countSpellings();
       const now = clock.now();
       if (present.has(removed.id)) {
@@ -259,6 +268,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     scraper,
     writer,
     joiner,
+    modelLists,
     gate,
     targets: () => scraper.targets,
     members: () => (handover?.members ? [...handover.members] : undefined),

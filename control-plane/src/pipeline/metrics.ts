@@ -14,6 +14,8 @@ export interface PipelineMetrics {
   identityTimeouts: Counter;
   dcgmLabelSpellings: Gauge<"spelling">;
   waypointSeries: Counter<"outcome">;
+  modelListFailures: Counter<"reason">;
+  loraAdaptersDropped: Counter;
 }
 
 /** Creates them on `registry`. */
@@ -35,6 +37,13 @@ export function createPipelineMetrics(registry: Registry): PipelineMetrics {
       labelNames: ["outcome"],
       registers,
     }),
+    modelListFailures: new Counter({
+      name: "tokentrace_engine_model_list_failures_total",
+      help: "vLLM model lists (GET /v1/models, for each LoRA adapter's base model) not read, by reason (timeout, network, http_<status>, body_too_large, invalid_json); the last good list is kept.",
+      labelNames: ["reason"],
+      registers,
+    }),
+    loraAdaptersDropped: new Counter({ name: "tokentrace_engine_lora_adapters_dropped_total", help: "LoRA adapters left out by the per-pod bound (64) or with a name over 256 characters: from a vLLM model list when it is read, from vllm:lora_requests_info at every scrape that has them.", registers }),
     dcgmLabelSpellings: new Gauge({
       name: "tokentrace_join_dcgm_label_spellings",
       help: "dcgm-exporters whose latest scrape labelled pods other than the exporter's default way, by spelling: old_namespace (run with --use-old-namespace), honor_labels_renamed (scraped through a Prometheus with honor_labels false). The join reads both; other consumers do not.",

@@ -18,6 +18,8 @@ import { ruleFor } from "../../support/rule-names.js";
 const ENGINE_SERIES = [
   C.MODEL_REQUESTS_WAITING, C.MODEL_REQUESTS_RUNNING, C.MODEL_KV_CACHE_USAGE, C.MODEL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREEMPTIONS_PER_SECOND,
   C.MODEL_SPEC_DECODE_ACCEPTANCE, C.MODEL_GPU_UTILIZATION, C.MODEL_LATENCY_QUANTILE, C.ROUTE_LATENCY_QUANTILE,
+  C.MODEL_REQUESTS_WAITING_BY_REASON, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE,
+  C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, C.MODEL_REQUEST_TPOT_QUANTILE,
 ];
 const STEP = 16;
 const STEPS = 26;
@@ -155,6 +157,48 @@ describe("engine recording rules give the pipeline's join values, point by point
       latest(points, C.ROUTE_LATENCY_QUANTILE, { pod: "multi-0", model: qwen, phase: "outside_ttft", quantile: "0.5" }),
       latest(points, C.ROUTE_LATENCY_QUANTILE, { pod: "multi-0", model: LLAMA, phase: "outside_ttft", quantile: "0.5" }),
     );
+    await checkPoints(t, runner.promtool, test, checked);
+  });
+
+  it("SGLang under priority scheduling (the priority=\"\" total, not the per-priority copies) and under DP attention (each attention group's writer, global tp_rank)", async (t) => {
+    const qwen3 = "Qwen/Qwen3-30B-A3B";
+    const deepseek = "deepseek-ai/DeepSeek-V2-Lite-Chat";
+    const scrapes = [
+      ...every(target("vllm", "sgl-prio-0", 30000, "cpu-node"), 1, (k) => advance(fixture("sglang-priority.prom"), k, 0.25)),
+      ...every(target("vllm", "sgl-dpa-0", 30000, "cpu-node"), 2, (k) => advance(fixture("sglang-dp-attention.prom"), k, 0.25)),
+    ];
+    const { test, points, checked } = engineCase(scrapes);
+    const prio = { pod: "sgl-prio-0", model: qwen3 };
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING, prio), 7, "the total only: priorities 0, 1 and 2 (2 + 5 + 0) are its parts");
+    assert.equal(latest(points, C.MODEL_REQUESTS_RUNNING, prio), 12);
+    assert.equal(latest(points, C.MODEL_KV_CACHE_USAGE, prio), 0.41, "a scheduler gauge under priority=\"\" is read");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, prio)! - (62500 + 22500) / 100000) < 1e-12, "cached tokens of every cache_source over prompt tokens");
+    const dpa = { pod: "sgl-dpa-0", model: deepseek };
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING, dpa), 12, "both attention groups: tp_rank 0 (dp_rank 0) and tp_rank 2 (dp_rank 1)");
+    assert.equal(latest(points, C.MODEL_REQUESTS_RUNNING, dpa), 56);
+    assert.equal(latest(points, C.MODEL_KV_CACHE_USAGE, dpa), 0.6, "mean of the groups' token usage");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREEMPTIONS_PER_SECOND, dpa)! - (1 + 3) / STEP) < 1e-12, "retractions of both groups");
+    assert.ok(latest(points, C.MODEL_LATENCY_QUANTILE, { ...dpa, phase: "queue", quantile: "0.99" })! > 1, "group 1's slower queue is in the percentile");
+    await checkPoints(t, runner.promtool, test, checked);
+  });
+
+  it("vLLM's waiting requests by reason and its external (KV-connector) prefix cache; SGLang's prefix-cache hits per cache_source", async (t) => {
+    const scrapes = [
+      ...every(target("vllm", "kvc-0", 8000, "cpu-node"), 1, (k) => advance(fixture("vllm-waiting-by-reason-external-cache.prom"), k, 0.05, (name, labels, v) => (name === "vllm:num_requests_waiting_by_reason" && labels.includes("deferred") ? v + (k % 2) : v))),
+      ...every(target("vllm", "sgl-prio-0", 30000, "cpu-node"), 2, (k) => advance(fixture("sglang-priority.prom"), k, 0.25)),
+    ];
+    const { test, points, checked } = engineCase(scrapes);
+    const kvc = { pod: "kvc-0", model: LLAMA };
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING_BY_REASON, { ...kvc, reason: "capacity" }), 6);
+    assert.equal(latest(points, C.MODEL_REQUESTS_WAITING_BY_REASON, { ...kvc, reason: "deferred" }), 3 + (STEPS - 1) % 2);
+    assert.equal(latest(points, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, kvc), 0.25, "4000 of 16000 tokens a step");
+    assert.equal(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, kvc), 0.6, "the local cache, apart");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, kvc)! - 14000 / 50) < 1e-9, "computed tokens per request: 5% of the sum over 5% of the count a step");
+    const tpot = (q: string): number => latest(points, C.MODEL_REQUEST_TPOT_QUANTILE, { ...kvc, quantile: q })!;
+    assert.ok(tpot("0.5") > 0.025 && tpot("0.5") <= 0.05 && tpot("0.99") > tpot("0.5"), `per-request TPOT p50 ${tpot("0.5")}, p99 ${tpot("0.99")}`);
+    const sgl = { pod: "sgl-prio-0", model: "Qwen/Qwen3-30B-A3B" };
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, { ...sgl, cache_source: "device" })! - 62500 / 100000) < 1e-12, "cached tokens on the GPU over all prompt tokens");
+    assert.ok(Math.abs(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, { ...sgl, cache_source: "host" })! - 22500 / 100000) < 1e-12, "from host memory (HiCache)");
     await checkPoints(t, runner.promtool, test, checked);
   });
 

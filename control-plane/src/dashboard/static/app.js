@@ -181,13 +181,46 @@ async function refreshEngine() {
       figure.append(caption, el);
       $("engine-panels").append(figure);
       chart = createPanel(el, { unit: "ratio", series: [...ENGINE_SERIES, ...THRESHOLD_SERIES] });
+      chart.figure = figure;
       engineCharts.set(key, chart);
       charts[el.id] = chart;
     }
     const columns = { ...m.columns };
     for (const s of ENGINE_SERIES) columns[`${s.key}Threshold`] = m.columns.t.map(() => body.thresholds[s.key]);
     chart.setData(columns);
+    renderAdapters(chart.figure, m.adapters ?? []);
   }
+}
+
+/** The LoRA adapters of a base model under its panel: running and waiting now, per pod (vLLM says which adapters, not how many requests). */
+function renderAdapters(figure, adapters) {
+  let table = figure.querySelector("table.adapters");
+  if (adapters.length === 0) {
+    table?.remove();
+    return;
+  }
+  if (!table) {
+    table = document.createElement("table");
+    table.className = "adapters";
+    figure.append(table);
+  }
+  const head = document.createElement("tr");
+  for (const h of ["LoRA adapter", "running on", "waiting on", "loaded on"]) {
+    const th = document.createElement("th");
+    th.textContent = h;
+    head.append(th);
+  }
+  const rows = adapters.map((a) => {
+    const tr = document.createElement("tr");
+    for (const v of [a.adapter, a.runningPods.join(", ") || "-", a.waitingPods.join(", ") || "-", a.pods.join(", ")]) {
+      const td = document.createElement("td");
+      td.textContent = v;
+      tr.append(td);
+    }
+    if (a.waitingPods.length > 0) tr.className = "waiting";
+    return tr;
+  });
+  table.replaceChildren(head, ...rows);
 }
 
 async function loadStatus() {
