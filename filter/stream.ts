@@ -15,6 +15,7 @@ import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresho
 import { encodeSpan, errorTypeOf, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
 import { TailKeep } from "./telemetry/tail-keep";
+import { noteNowNs, recentNowMs } from "./telemetry/recent-quantile";
 import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./trace/token-trace-id";
 import { TraceHeaders } from "./trace/trace-headers";
 import {
@@ -381,21 +382,28 @@ export class TokentraceStream extends Context {
    */
   private keepPriority: f64 = 0;
 
-  private keepReason(spans: SpanConfig, llm: LlmExchange, code: i64, startNs: i64, durationNs: i64): KeepReason {
-    if (spans.keepErrors && errorTypeOf(code, this.responseComplete).length > 0) {
+  private keepReason(spans: SpanConfig, llm: LlmExchange, code: i64, startNs: i64, durationNs: i64, recentRank: f64): KeepReason {
+    if (spans.keepErrors && isErrorOutcome(code, this.responseComplete)) {
       this.keepPriority = ERROR_PRIORITY + <f64>durationNs;
       return KeepReason.Error;
     }
     let threshold = this.keepSlowerThanNs;
     let ttftThreshold: i64 = -1;
     const counted = llm.counted;
-    if (counted !== null && spans.keepLive.length > 0) {
-      counted.findLive(spans);
+    // The live thresholds in force now (a newer push than the request's start serves it: it is the
+    // same policy with fresher numbers), when the policy still keeps by them.
+    const current = this.active.config.spans;
+    const live = current !== null && current.keepLive.length > 0 ? current : spans;
+    if (counted !== null && live.keepLive.length > 0) {
+      counted.findLive(live);
       if (counted.liveDurationNs >= 0) threshold = counted.liveDurationNs;
       ttftThreshold = counted.liveTtftNs;
     }
-    let rank: f64 = 0;
-    if (threshold >= 0 && durationNs > threshold) rank = <f64>durationNs / <f64>(threshold > 0 ? threshold : <i64>1);
+    let rank: f64 = recentRank;
+    if (threshold >= 0 && durationNs > threshold) {
+      const r = <f64>durationNs / <f64>(threshold > 0 ? threshold : <i64>1);
+      if (r > rank) rank = r;
+    }
     const ttftNs = llm.firstContentNs > 0 && startNs > 0 ? llm.firstContentNs - startNs : -1;
     if (ttftThreshold >= 0 && ttftNs > ttftThreshold) {
       const r = <f64>ttftNs / <f64>(ttftThreshold > 0 ? ttftThreshold : <i64>1);
@@ -490,7 +498,15 @@ export class TokentraceStream extends Context {
       llm.record(startNs, startNs + durationNs, code, route);
       // Which span goes: a sampled request's, or (tail keep) an unsampled one that failed or was slow.
       if (spans !== null) {
-        const reason = this.spanSampled ? (this.forced ? KeepReason.Forced : KeepReason.Head) : spans.keeps ? this.keepReason(spans, llm, code, startNs, durationNs) : KeepReason.None;
+        // Every LLM request of the pair joins its recent window, sampled or not.
+        const recent = spans.keepRecent;
+        const counted = llm.counted;
+        let recentRank: f64 = 0;
+        if (recent !== null && counted !== null) {
+          if (startNs > 0) noteNowNs(startNs + durationNs);
+          recentRank = counted.recentRank(recent, durationNs, recentNowMs());
+        }
+        const reason = this.spanSampled ? (this.forced ? KeepReason.Forced : KeepReason.Head) : spans.keeps ? this.keepReason(spans, llm, code, startNs, durationNs, recentRank) : KeepReason.None;
         if (reason != KeepReason.None) this.exportSpan(spans, llm, route, reason, code, startNs, durationNs);
       }
     }
@@ -559,6 +575,11 @@ function destinationRoute(stats: Stats, route: RouteStats): RouteStats {
   }
   if (end <= start) return route;
   return stats.forDestination(route, sanitizeLabelValue(String.UTF8.decodeUnsafe(p + start, end - start)));
+}
+
+/** Whether a request failed as tail keep's errors count it: error.type would be set on its span (spans.ts errorTypeOf), without building it. */
+function isErrorOutcome(statusCode: i64, responseComplete: bool): bool {
+  return statusCode >= 400 || statusCode <= 0 || !responseComplete;
 }
 
 /** Tail keep: a route's own slow threshold, else the default, in ns (-1: none). */
