@@ -85,7 +85,7 @@ export class KeepBudgetConfig {
   tracesPerSecond: f64 = 0;
   /** The bucket holds this many seconds of budget, for a burst after a quiet spell. */
   burstSeconds: i32 = 10;
-  /** Encoded spans held for the next tick's decision (UTF-16 bytes as retained). */
+  /** Span records held for the next tick's decision (bytes as retained: spans.ts retainedBytesOf). */
   reservoirBytes: i32 = 262144;
 }
 
