@@ -46,9 +46,10 @@ const WITH_TTFT = process.env.TAIL_KEEP_TTFT === "1";
 /**
  * The filter's spans.keep: errors, a budget, and (unless TAIL_KEEP_RECENT=0) its own recent P95 per
  * pair. The budget (TAIL_KEEP_BUDGET spans/s) is 50 by default, four times the replay's mean rate,
- * so it never binds; 1.26 is a tenth of the mean rate, the volume of 10x compression.
+ * so it never binds; 1.26 is a tenth of the mean rate, the volume of 10x compression; its bucket
+ * holds TAIL_KEEP_BURST_SECONDS (10) of it.
  */
-const KEEP = { errors: true, budget: { tracesPerSecond: Number(process.env.TAIL_KEEP_BUDGET ?? 50) }, ...(process.env.TAIL_KEEP_RECENT === "0" ? {} : { recent: { quantile: QUANTILE, windowSeconds: WINDOW_MS / 1000 } }) };
+const KEEP = { errors: true, budget: { tracesPerSecond: Number(process.env.TAIL_KEEP_BUDGET ?? 50), burstSeconds: Number(process.env.TAIL_KEEP_BURST_SECONDS ?? 10) }, ...(process.env.TAIL_KEEP_RECENT === "0" ? {} : { recent: { quantile: QUANTILE, windowSeconds: WINDOW_MS / 1000 } }) };
 const T0 = 1_800_000_000_000_000_000n;
 const COST_REQUESTS = 20_000;
 /** Rounds of the cost comparison, each running every setup back to back; each setup's cost is its least round. */
