@@ -403,10 +403,10 @@ export class TokentraceStream extends Context {
     let threshold = this.keepSlowerThanNs;
     let ttftThreshold: i64 = -1;
     const counted = llm.counted;
-    // The live thresholds in force now (a newer push than the request's start serves it: it is the
-    // same policy with fresher numbers), when the policy still keeps by them.
+    // The live thresholds in force now: a push during the request is the same policy with fresher
+    // numbers, and one that withdrew a pair's entry (a quiet window) leaves it to the static ones.
     const current = this.active.config.spans;
-    const live = current !== null && current.keepLive.length > 0 ? current : spans;
+    const live = current !== null ? current : spans;
     if (counted !== null && live.keepLive.length > 0) {
       counted.findLive(live);
       if (counted.liveDurationNs >= 0) threshold = counted.liveDurationNs;

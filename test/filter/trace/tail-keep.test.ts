@@ -198,6 +198,17 @@ describe("tail keep: spans of unsampled requests that failed or were slow (emula
     s.end();
     await flush(vm);
     assert.equal(kept(vm, "chat", "slow"), 1, "300 ms is over the 200 ms in force when it ended");
+    // A push that withdraws the pair's entry while a request runs leaves it to the static threshold.
+    const t = vm.newStream({ routeName: "chat" });
+    t.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ["traceparent", UNSAMPLED]], false);
+    t.requestBody(JSON.stringify({ model: "m", stream: true, messages: [] }), true);
+    clock.advanceMs(300);
+    assert.equal(vm.configure(JSON.stringify(configOf({ slowerThanMs: 1000 }))), true);
+    t.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
+    t.responseBody(`data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n`, true);
+    t.end();
+    await flush(vm);
+    assert.equal(kept(vm, "chat", "slow"), 1, "300 ms: no live entry any more, and no static threshold at its start");
   });
 
   // spans.keep.recent: the filter's own P95 of the pair's last 60 s, the request itself included,
