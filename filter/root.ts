@@ -11,6 +11,7 @@ import { PollOutcome, PolicyPoller } from "./config/policy-source";
 import { SpanExporter } from "./telemetry/spans";
 import { Stats } from "./telemetry/stats";
 import { TailKeep } from "./telemetry/tail-keep";
+import { noteNowNs } from "./telemetry/recent-quantile";
 import { TokentraceStream } from "./stream";
 
 /** The tick period while pseudonyms need a key: its first fetch and retries wait at most this long. */
@@ -62,6 +63,7 @@ export class TokentraceRoot extends RootContext {
     if (source !== null) this.poller.maybePoll(source);
     const spans = this.active.config.spans;
     if (spans !== null) {
+      if (spans.keepRecent !== null) noteNowNs(<i64>host.nowNs());
       // Tail keep's spans of the last tick go first, so they are in this tick's batch.
       this.tailKeepOrInit().decide(spans, this.exporterOrInit());
       this.exporterOrInit().flush(spans);

@@ -15,6 +15,7 @@ import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresho
 import { encodeSpan, errorTypeOf, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
 import { TailKeep } from "./telemetry/tail-keep";
+import { noteNowNs, recentNowMs } from "./telemetry/recent-quantile";
 import { isValidTokenTraceId, markUuidV4, MAX_TOKEN_TRACE_ID_LENGTH, UUID_LENGTH, writeUuid } from "./trace/token-trace-id";
 import { TraceHeaders } from "./trace/trace-headers";
 import {
@@ -33,7 +34,6 @@ const UPSTREAM_ADDRESS_PROPERTY = host.utf8("upstream\0address");
 // Layout of a stream's span ids (hex).
 const SPAN_ID_OFFSET: usize = 32;
 const SPAN_PARENT_OFFSET: usize = 48;
-const SPAN_IDS_BYTES: i32 = 64;
 const NS_PER_MS: u64 = 1_000_000;
 /** Tail keep: an error outranks any slow request in the budget's order. */
 const ERROR_PRIORITY: f64 = 1e12;
@@ -90,10 +90,19 @@ export class TokentraceStream extends Context {
   /**
    * LLM calls with span export on: the span configuration at request start and the ids the span
    * would carry, as hex (trace-id 32, span id 16, parent-id 16 bytes; a zero span id is drawn
-   * when needed, an empty parent marks a root). Kept as bytes: a span is written only when it goes.
+   * when needed, an empty parent marks a root). Kept as bytes in the context itself (ids0..ids7,
+   * no allocation per request): a span is written only when it goes.
    */
   private spanConfig: SpanConfig | null = null;
-  private spanIds: ArrayBuffer | null = null;
+  private hasSpanIds: bool = false;
+  private ids0: u64 = 0;
+  private ids1: u64 = 0;
+  private ids2: u64 = 0;
+  private ids3: u64 = 0;
+  private ids4: u64 = 0;
+  private ids5: u64 = 0;
+  private ids6: u64 = 0;
+  private ids7: u64 = 0;
   private spanHasParent: bool = false;
   /** The request left sampled with this proxy's span in it: the span is exported at proxy_on_log. */
   private spanSampled: bool = false;
@@ -174,7 +183,7 @@ export class TokentraceStream extends Context {
     const spans = config.spans;
     let keeps = false;
     if (exportsSpan && spans !== null) keeps = spans.keeps;
-    let ids: ArrayBuffer | null = null;
+    let ids: usize = 0;
     if (continuing && (keeps || (exportsSpan && ((parsed & FLAG_SAMPLED) != 0 || setsSampled)))) ids = this.spanIdsFor(spans!);
     let sampled = false;
     if (continuing) {
@@ -185,11 +194,11 @@ export class TokentraceStream extends Context {
       // A trace this proxy starts: its span is the root, with the id sent upstream as the parent-id.
       if (exportsSpan && (sampled || keeps)) {
         ids = this.spanIdsFor(spans!);
-        memory.copy(changetype<usize>(ids), TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
-        memory.copy(changetype<usize>(ids) + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+        memory.copy(ids, TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
+        memory.copy(ids + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       }
     }
-    this.spanSampled = sampled && ids !== null;
+    this.spanSampled = sampled && ids != 0;
     // Content capture: sampled LLM calls only (a tail-kept span has none), when the policy and route ask for it.
     const content = spans !== null ? spans.content : null;
     if (this.spanSampled && content !== null && content.enabledFor(ROUTE_NAME.ptr, ROUTE_NAME.length)) {
@@ -218,13 +227,18 @@ export class TokentraceStream extends Context {
   }
 
   /** Room for this request's span ids, with the span settings and what the span needs from the request headers. */
-  private spanIdsFor(spans: SpanConfig): ArrayBuffer {
-    const ids = new ArrayBuffer(SPAN_IDS_BYTES);
-    this.spanIds = ids;
+  private spanIdsFor(spans: SpanConfig): usize {
+    this.hasSpanIds = true;
+    const ids = this.spanIdsAddress();
     this.spanConfig = spans;
     this.operation = operationOf(this.llm!.protocol, PATH_VALUE.ptr, PATH_VALUE.length);
     if (spans.keeps) this.keepSlowerThanNs = keepThresholdNs(spans, ROUTE_NAME.ptr, ROUTE_NAME.length);
     return ids;
+  }
+
+  /** Where ids0..ids7 live: 64 bytes of this context (u64 fields are laid out in order), written as raw bytes, holding no managed reference. */
+  private spanIdsAddress(): usize {
+    return changetype<usize>(this) + offsetof<TokentraceStream>("ids0");
   }
 
   /** Writes the new token trace id's 36 characters at TOKEN_ID_OUT and returns that address. */
@@ -241,7 +255,7 @@ export class TokentraceStream extends Context {
    * in place of the parent-id, and with `exportsSpan` that span is exported. The tracestate lines
    * are checked as one list. Returns whether the request leaves sampled.
    */
-  private continueTrace(parsed: i32, setSampled: bool, newParent: bool, ids: ArrayBuffer | null, allRead: bool): bool {
+  private continueTrace(parsed: i32, setSampled: bool, newParent: bool, ids: usize, allRead: bool): bool {
     let flags = <u8>(parsed & 0xff);
     let rewrite = (parsed & TRACEPARENT_REWRITE) != 0;
     if (setSampled) {
@@ -249,9 +263,9 @@ export class TokentraceStream extends Context {
       writeFlags(TRACEPARENT_OUT, flags);
       rewrite = true;
     }
-    if (ids !== null) {
+    if (ids != 0) {
       // The span's trace-id and its parent: the incoming parent-id (the span id follows, or is drawn later).
-      const p = changetype<usize>(ids);
+      const p = ids;
       memory.copy(p, TRACEPARENT_OUT + TRACE_ID_OFFSET, 32);
       memory.copy(p + SPAN_PARENT_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       this.spanHasParent = true;
@@ -259,7 +273,7 @@ export class TokentraceStream extends Context {
     if (newParent) {
       if (isAllZero(OWN_SPAN_BYTES, 8)) store<u8>(OWN_SPAN_BYTES + 7, 1);
       writeHex(TRACEPARENT_OUT + PARENT_ID_OFFSET, OWN_SPAN_BYTES, 8);
-      if (ids !== null) memory.copy(changetype<usize>(ids) + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
+      if (ids != 0) memory.copy(ids + SPAN_ID_OFFSET, TRACEPARENT_OUT + PARENT_ID_OFFSET, 16);
       rewrite = true;
     }
     if (rewrite) host.setHeader(host.HeaderMap.Request, TRACEPARENT, TRACEPARENT_OUT, TRACEPARENT_LENGTH);
@@ -381,21 +395,28 @@ export class TokentraceStream extends Context {
    */
   private keepPriority: f64 = 0;
 
-  private keepReason(spans: SpanConfig, llm: LlmExchange, code: i64, startNs: i64, durationNs: i64): KeepReason {
-    if (spans.keepErrors && errorTypeOf(code, this.responseComplete).length > 0) {
+  private keepReason(spans: SpanConfig, llm: LlmExchange, code: i64, startNs: i64, durationNs: i64, recentRank: f64): KeepReason {
+    if (spans.keepErrors && isErrorOutcome(code, this.responseComplete)) {
       this.keepPriority = ERROR_PRIORITY + <f64>durationNs;
       return KeepReason.Error;
     }
     let threshold = this.keepSlowerThanNs;
     let ttftThreshold: i64 = -1;
     const counted = llm.counted;
-    if (counted !== null && spans.keepLive.length > 0) {
-      counted.findLive(spans);
+    // The live thresholds in force now: a push during the request is the same policy with fresher
+    // numbers, and one that withdrew a pair's entry (a quiet window) leaves it to the static ones.
+    const current = this.active.config.spans;
+    const live = current !== null ? current : spans;
+    if (counted !== null && live.keepLive.length > 0) {
+      counted.findLive(live);
       if (counted.liveDurationNs >= 0) threshold = counted.liveDurationNs;
       ttftThreshold = counted.liveTtftNs;
     }
-    let rank: f64 = 0;
-    if (threshold >= 0 && durationNs > threshold) rank = <f64>durationNs / <f64>(threshold > 0 ? threshold : <i64>1);
+    let rank: f64 = recentRank;
+    if (threshold >= 0 && durationNs > threshold) {
+      const r = <f64>durationNs / <f64>(threshold > 0 ? threshold : <i64>1);
+      if (r > rank) rank = r;
+    }
     const ttftNs = llm.firstContentNs > 0 && startNs > 0 ? llm.firstContentNs - startNs : -1;
     if (ttftThreshold >= 0 && ttftNs > ttftThreshold) {
       const r = <f64>ttftNs / <f64>(ttftThreshold > 0 ? ttftThreshold : <i64>1);
@@ -407,7 +428,7 @@ export class TokentraceStream extends Context {
 
   /** The span of this request from its ids and what the exchange found; null when no span id could be drawn. */
   private spanRecord(llm: LlmExchange, route: RouteStats, code: i64, startNs: i64, durationNs: i64): SpanRecord | null {
-    const ids = changetype<usize>(this.spanIds!);
+    const ids = this.spanIdsAddress();
     if (load<u64>(ids + SPAN_ID_OFFSET) == 0 && load<u64>(ids + SPAN_ID_OFFSET + 8) == 0) {
       // No span id was sent upstream (an unsampled trace passed through): one for the span alone.
       if (!host.fillRandom(OWN_SPAN_BYTES, 8)) {
@@ -490,7 +511,15 @@ export class TokentraceStream extends Context {
       llm.record(startNs, startNs + durationNs, code, route);
       // Which span goes: a sampled request's, or (tail keep) an unsampled one that failed or was slow.
       if (spans !== null) {
-        const reason = this.spanSampled ? (this.forced ? KeepReason.Forced : KeepReason.Head) : spans.keeps ? this.keepReason(spans, llm, code, startNs, durationNs) : KeepReason.None;
+        // Every LLM request of the pair joins its recent window, sampled or not.
+        const recent = spans.keepRecent;
+        const counted = llm.counted;
+        let recentRank: f64 = 0;
+        if (recent !== null && counted !== null) {
+          if (startNs > 0) noteNowNs(startNs + durationNs);
+          recentRank = counted.recentRank(recent, durationNs, recentNowMs());
+        }
+        const reason = this.spanSampled ? (this.forced ? KeepReason.Forced : KeepReason.Head) : spans.keeps ? this.keepReason(spans, llm, code, startNs, durationNs, recentRank) : KeepReason.None;
         if (reason != KeepReason.None) this.exportSpan(spans, llm, route, reason, code, startNs, durationNs);
       }
     }
@@ -509,12 +538,12 @@ export class TokentraceStream extends Context {
     // Captured content (sampled requests only) goes through the content engine's seam (capture.ts).
     const capture = llm.capture;
     if (capture !== null && !capture.isEmpty()) span.capture = capture;
-    const encoded = encodeSpan(span, spans.providerName);
     const budget = spans.keepBudget;
     if (tail && budget !== null) {
-      this.tailKeep.offer(encoded, this.keepPriority, route.keepCounter(reason, false), route.keepCounter(reason, true), budget.reservoirBytes);
+      // Encoded at the tick, if the budget grants it (a tail-kept span has no captured content).
+      this.tailKeep.offer(span, this.keepPriority, route.keepCounter(reason, false), route.keepCounter(reason, true), budget.reservoirBytes);
     } else {
-      this.exporter.add(encoded, spans);
+      this.exporter.add(encodeSpan(span, spans.providerName), spans);
       this.stats.count(route.keepCounter(reason, false), 1);
       if (budget !== null) this.tailKeep.spendHead();
     }
@@ -559,6 +588,11 @@ function destinationRoute(stats: Stats, route: RouteStats): RouteStats {
   }
   if (end <= start) return route;
   return stats.forDestination(route, sanitizeLabelValue(String.UTF8.decodeUnsafe(p + start, end - start)));
+}
+
+/** Whether a request failed as tail keep's errors count it: error.type would be set on its span (spans.ts errorTypeOf), without building it. */
+function isErrorOutcome(statusCode: i64, responseComplete: bool): bool {
+  return statusCode >= 400 || statusCode <= 0 || !responseComplete;
 }
 
 /** Tail keep: a route's own slow threshold, else the default, in ns (-1: none). */

@@ -85,8 +85,19 @@ export class KeepBudgetConfig {
   tracesPerSecond: f64 = 0;
   /** The bucket holds this many seconds of budget, for a burst after a quiet spell. */
   burstSeconds: i32 = 10;
-  /** Encoded spans held for the next tick's decision (UTF-16 bytes as retained). */
+  /** Span records held for the next tick's decision (bytes as retained: spans.ts retainedBytesOf). */
   reservoirBytes: i32 = 262144;
+}
+
+/**
+ * Tail keep's own recent quantile per (route, model) (spans.keep.recent): a request slower than the
+ * `quantile` of the durations its pair ended with over the last `windowMs` on this VM is slow too.
+ */
+export class KeepRecentConfig {
+  quantile: f64 = 0.95;
+  windowMs: u32 = 60000;
+  /** Samples remembered per pair (each 6 bytes); past it the window is the last this many requests. */
+  maxSamples: i32 = 2048;
 }
 
 /** Export of one OTLP span per sampled LLM request; present only when configured. */
@@ -108,11 +119,13 @@ export class SpanConfig {
   keepLive: Array<LiveThreshold> = [];
   /** null: every kept span goes at once. */
   keepBudget: KeepBudgetConfig | null = null;
+  /** null: no recent quantile of the filter's own. */
+  keepRecent: KeepRecentConfig | null = null;
   /** Content capture (spans.content); null: off. */
   content: ContentConfig | null = null;
 
   get keeps(): bool {
-    return this.keepErrors || this.keepSlowerThanMs >= 0 || this.keepRoutes.length > 0 || this.keepLive.length > 0;
+    return this.keepErrors || this.keepSlowerThanMs >= 0 || this.keepRoutes.length > 0 || this.keepLive.length > 0 || this.keepRecent !== null;
   }
 }
 
@@ -608,7 +621,7 @@ class Validator {
   }
 
   private keep(v: JsonValue, sc: SpanConfig): bool {
-    if (!this.objectWithKeys(v, "spans.keep", ["errors", "slowerThanMs", "routes", "live", "budget"])) return false;
+    if (!this.objectWithKeys(v, "spans.keep", ["errors", "slowerThanMs", "routes", "live", "budget", "recent"])) return false;
     const errors = v.get("errors");
     if (errors !== null) {
       if (!this.boolean(errors, "spans.keep.errors")) return false;
@@ -623,6 +636,8 @@ class Validator {
     if (live !== null && !this.live(live, sc)) return false;
     const budget = v.get("budget");
     if (budget !== null && !this.budget(budget, sc)) return false;
+    const recent = v.get("recent");
+    if (recent !== null && !this.recent(recent, sc)) return false;
     const routes = v.get("routes");
     if (routes === null) return true;
     if (routes.kind != JsonKind.Array) return this.reject("spans.keep.routes", "must be an array");
@@ -675,6 +690,28 @@ class Validator {
       if (duration === null && ttft === null) return this.reject(field, "needs durationMs or ttftMs");
       sc.keepLive.push(t);
     }
+    return true;
+  }
+
+  private recent(v: JsonValue, sc: SpanConfig): bool {
+    if (!this.objectWithKeys(v, "spans.keep.recent", ["quantile", "windowSeconds", "maxSamples"])) return false;
+    const r = new KeepRecentConfig();
+    const q = v.get("quantile");
+    if (q !== null) {
+      if (q.kind != JsonKind.Number || !(q.num >= 0.5 && q.num <= 0.999)) return this.reject("spans.keep.recent.quantile", "must be a number between 0.5 and 0.999");
+      r.quantile = q.num;
+    }
+    const window = v.get("windowSeconds");
+    if (window !== null) {
+      if (!this.integer(window, "spans.keep.recent.windowSeconds", 1, 3600)) return false;
+      r.windowMs = <u32>window.num * 1000;
+    }
+    const samples = v.get("maxSamples");
+    if (samples !== null) {
+      if (!this.integer(samples, "spans.keep.recent.maxSamples", 64, 8192)) return false;
+      r.maxSamples = <i32>samples.num;
+    }
+    sc.keepRecent = r;
     return true;
   }
 

@@ -43,6 +43,20 @@ export class SpanRecord {
   capture: CaptureSink | null = null;
 }
 
+/** A bound on the bytes a SpanRecord retains (its strings as UTF-16, the object and its params), for a reservoir bounded in bytes. */
+export function retainedBytesOf(r: SpanRecord): i32 {
+  let chars = r.traceId.length + r.spanId.length + r.parentSpanId.length + r.requestModel.length + r.responseModel.length +
+    r.responseId.length + r.finishReason.length + r.tokenTraceId.length + r.route.length + r.serverAddress.length + r.keepReason.length;
+  const params = r.params;
+  if (params !== null) {
+    for (let i = 0; i < params.length; i++) {
+      const p = unchecked(params[i]);
+      if (p !== null) chars += p.length + 8;
+    }
+  }
+  return 256 + (chars << 1);
+}
+
 /** gen_ai.operation.name of an OpenAI-compatible endpoint. */
 export const enum Operation { Chat, TextCompletion, Embeddings }
 

@@ -2,7 +2,8 @@
 // reused, counters are slots flushed on a tick, and distinct route and model labels are capped
 // (Envoy never frees a stat: REFERENCE section 2).
 import { equalBytes } from "../bytes";
-import { SpanConfig } from "../config/config";
+import { KeepRecentConfig, SpanConfig } from "../config/config";
+import { bucketLowerUs, bucketOfUs, RecentQuantile } from "./recent-quantile";
 import * as host from "../host/host";
 import {
   FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
@@ -116,6 +117,10 @@ export class RouteStats {
   }
 }
 
+/** At most this many pairs per VM have a recent quantile (each up to 6 bytes x maxSamples + 1.7 KiB). */
+export const MAX_RECENT_PAIRS: i32 = 64;
+let recentPairs: i32 = 0;
+
 /** The LLM stats of one (route, model) pair. */
 export class LlmStats {
   route: string;
@@ -124,6 +129,8 @@ export class LlmStats {
   liveDurationNs: i64 = -1;
   liveTtftNs: i64 = -1;
   private liveOf: SpanConfig | null = null;
+  /** Tail keep's recent quantile of this pair (spans.keep.recent), made on first use. */
+  private recent: RecentQuantile | null = null;
   private prefix: string;
   private counters: Counters;
   /** [stream 0/1][finish reason] request counters, defined on first use. */
@@ -176,6 +183,30 @@ export class LlmStats {
     }
     this.liveDurationNs = durationMs < 0 ? -1 : <i64>durationMs * 1_000_000;
     this.liveTtftNs = ttftMs < 0 ? -1 : <i64>ttftMs * 1_000_000;
+  }
+
+  /**
+   * Adds a request that ended at `endMs` to the pair's recent window and returns how many times the
+   * quantile's lower bound it took when it is above the quantile (0: not slow, or no tracker: more
+   * pairs than MAX_RECENT_PAIRS). Within the quantile's own bucket, RecentQuantile.mayBeAboveInBucket decides.
+   */
+  recentRank(config: KeepRecentConfig, durationNs: i64, endMs: u32): f64 {
+    let recent = this.recent;
+    if (recent === null || !recent.hasSettings(config.quantile, config.windowMs, config.maxSamples)) {
+      // Changed settings start the window again; a new configuration with the same ones (every
+      // push of live thresholds is one) keeps it.
+      if (recent === null && recentPairs >= MAX_RECENT_PAIRS) return 0;
+      if (recent === null) recentPairs++;
+      recent = new RecentQuantile(config.quantile, config.windowMs, config.maxSamples);
+      this.recent = recent;
+    }
+    const us: u64 = durationNs > 0 ? <u64>durationNs / 1000 : 0;
+    const bucket = bucketOfUs(us);
+    recent.observe(bucket, endMs);
+    const at = recent.quantileBucket;
+    if (bucket < at || (bucket == at && !recent.mayBeAboveInBucket(us))) return 0;
+    const lowerNs = <f64>bucketLowerUs(at) * 1000;
+    return lowerNs > 0 ? <f64>durationNs / lowerNs : <f64>durationNs;
   }
 
   requestsFor(stream: bool, finishReason: i32): i32 {

@@ -15,7 +15,7 @@
 // A host that refuses shared data leaves each VM with a bucket of its own (at most workers x budget).
 import { KeepBudgetConfig, SpanConfig } from "../config/config";
 import * as host from "../host/host";
-import { SpanExporter } from "./spans";
+import { encodeSpan, retainedBytesOf, SpanExporter, SpanRecord } from "./spans";
 import { Stats } from "./stats";
 
 const BUDGET_KEY = host.utf8("tokentrace.keep.budget");
@@ -40,7 +40,10 @@ function refill(tokens: f64, elapsedNs: i64, rate: f64, capacity: f64): f64 {
 
 export class TailKeep {
   // The reservoir: a min-heap on priority (parallel arrays), so the least slow span is the first to go.
-  private spans: Array<string> = [];
+  // A span waits as its record and is encoded only if the tick grants it: the request path pays for
+  // the record alone, and a span the budget drops is never encoded.
+  private spans: Array<SpanRecord> = [];
+  private sizes: Array<i32> = [];
   private priorities: Array<f64> = [];
   private keptSlots: Array<i32> = [];
   private droppedSlots: Array<i32> = [];
@@ -69,8 +72,8 @@ export class TailKeep {
    * Holds a span tail keep chose until the tick; a full reservoir drops the least slow span (this
    * one, when none is slower) and counts it in `droppedSlot`.
    */
-  offer(span: string, priority: f64, keptSlot: i32, droppedSlot: i32, maxBytes: i32): void {
-    const size = span.length << 1;
+  offer(span: SpanRecord, priority: f64, keptSlot: i32, droppedSlot: i32, maxBytes: i32): void {
+    const size = retainedBytesOf(span);
     while (this.bytes + size > maxBytes && this.spans.length > 0) {
       if (unchecked(this.priorities[0]) >= priority) {
         this.stats.count(droppedSlot, 1);
@@ -83,6 +86,7 @@ export class TailKeep {
       return;
     }
     this.spans.push(span);
+    this.sizes.push(size);
     this.priorities.push(priority);
     this.keptSlots.push(keptSlot);
     this.droppedSlots.push(droppedSlot);
@@ -105,10 +109,11 @@ export class TailKeep {
       }
     }
     for (let i = 0; i < n; i++) {
-      exporter.add(unchecked(this.spans[i]), config);
+      exporter.add(encodeSpan(unchecked(this.spans[i]), config.providerName), config);
       this.stats.count(unchecked(this.keptSlots[i]), 1);
     }
     this.spans.length = 0;
+    this.sizes.length = 0;
     this.priorities.length = 0;
     this.keptSlots.length = 0;
     this.droppedSlots.length = 0;
@@ -161,10 +166,11 @@ export class TailKeep {
 
   private dropLeast(): void {
     this.stats.count(unchecked(this.droppedSlots[0]), 1);
-    this.bytes -= unchecked(this.spans[0]).length << 1;
+    this.bytes -= unchecked(this.sizes[0]);
     const last = this.spans.length - 1;
     this.move(last, 0);
     this.spans.length = last;
+    this.sizes.length = last;
     this.priorities.length = last;
     this.keptSlots.length = last;
     this.droppedSlots.length = last;
@@ -173,6 +179,7 @@ export class TailKeep {
 
   private move(from: i32, to: i32): void {
     unchecked((this.spans[to] = this.spans[from]));
+    unchecked((this.sizes[to] = this.sizes[from]));
     unchecked((this.priorities[to] = this.priorities[from]));
     unchecked((this.keptSlots[to] = this.keptSlots[from]));
     unchecked((this.droppedSlots[to] = this.droppedSlots[from]));
@@ -180,11 +187,13 @@ export class TailKeep {
 
   private swap(a: i32, b: i32): void {
     const span = unchecked(this.spans[a]);
+    const size = unchecked(this.sizes[a]);
     const priority = unchecked(this.priorities[a]);
     const kept = unchecked(this.keptSlots[a]);
     const dropped = unchecked(this.droppedSlots[a]);
     this.move(b, a);
     unchecked((this.spans[b] = span));
+    unchecked((this.sizes[b] = size));
     unchecked((this.priorities[b] = priority));
     unchecked((this.keptSlots[b] = kept));
     unchecked((this.droppedSlots[b] = dropped));

@@ -186,6 +186,81 @@ describe("tail keep: spans of unsampled requests that failed or were slow (emula
     assert.equal(kept(vm, "chat", "slow"), 3);
   });
 
+  it("a live threshold pushed while a request runs judges it when it ends (not the one in force at its start)", async () => {
+    const { vm, clock } = await setup({ live: [{ route: "chat", model: "m", durationMs: 1000 }] });
+    const s = vm.newStream({ routeName: "chat" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ["traceparent", UNSAMPLED]], false);
+    s.requestBody(JSON.stringify({ model: "m", stream: true, messages: [] }), true);
+    clock.advanceMs(300);
+    assert.equal(vm.configure(JSON.stringify(configOf({ live: [{ route: "chat", model: "m", durationMs: 200 }] }))), true);
+    s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
+    s.responseBody(`data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n`, true);
+    s.end();
+    await flush(vm);
+    assert.equal(kept(vm, "chat", "slow"), 1, "300 ms is over the 200 ms in force when it ended");
+    // A push that withdraws the pair's entry while a request runs leaves it to the static threshold.
+    const t = vm.newStream({ routeName: "chat" });
+    t.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ["traceparent", UNSAMPLED]], false);
+    t.requestBody(JSON.stringify({ model: "m", stream: true, messages: [] }), true);
+    clock.advanceMs(300);
+    assert.equal(vm.configure(JSON.stringify(configOf({ slowerThanMs: 1000 }))), true);
+    t.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
+    t.responseBody(`data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n`, true);
+    t.end();
+    await flush(vm);
+    assert.equal(kept(vm, "chat", "slow"), 1, "300 ms: no live entry any more, and no static threshold at its start");
+  });
+
+  // spans.keep.recent: the filter's own P95 of the pair's last 60 s, the request itself included,
+  // nearest rank (the ceil(0.95 n)-th smallest): 20 samples are the fewest with one above it.
+  const keptDurationsMs = (): number[] => receiver.spans.map((s) => Number((BigInt(s.endTimeUnixNano) - BigInt(s.startTimeUnixNano)) / 1_000_000n));
+  it("keeps a request slower than the P95 its pair ended with over the last 60 s on this VM (spans.keep.recent)", async () => {
+    const { vm, clock } = await setup({ recent: {} });
+    // 100, 110, ... 290 ms: each is the largest so far; the 20th (290) is the first above the P95 (280).
+    for (let i = 0; i < 20; i++) call(vm, clock, { status: 200, durationMs: 100 + 10 * i });
+    call(vm, clock, { status: 200, durationMs: 285 }); // 21 samples: the P95 is the 20th smallest, 285 itself: not above it
+    call(vm, clock, { status: 200, durationMs: 300 }); // 22: the 21st smallest, 290: above it
+    call(vm, clock, { route: "rag", status: 200, durationMs: 5000 }); // another pair: its own window, one sample
+    await flush(vm);
+    assert.deepEqual(keptDurationsMs(), [290, 300]);
+    assert.equal(kept(vm, "chat", "slow"), 2);
+    // A minute later those samples have left: after 69, 68, ... 50 ms (each the smallest so far), 100 ms is slow again.
+    receiver.spans.length = 0;
+    clock.advanceMs(61_000);
+    for (let i = 0; i < 20; i++) call(vm, clock, { status: 200, durationMs: 69 - i });
+    call(vm, clock, { status: 200, durationMs: 100 });
+    await flush(vm);
+    assert.deepEqual(keptDurationsMs(), [100]);
+  });
+
+  it("the recent window outlives a new configuration with the same settings (every live push is one), and restarts with new settings", async () => {
+    const { vm, clock } = await setup({ recent: {} });
+    for (let i = 0; i < 20; i++) call(vm, clock, { status: 200, durationMs: 100 + 10 * i });
+    assert.equal(vm.configure(JSON.stringify(configOf({ recent: {}, live: [{ route: "other", durationMs: 5 }] }))), true);
+    call(vm, clock, { status: 200, durationMs: 300 }); // 21 samples: above the 20th smallest (290)
+    assert.equal(vm.configure(JSON.stringify(configOf({ recent: { windowSeconds: 30 } }))), true);
+    call(vm, clock, { status: 200, durationMs: 400 }); // a new window: one sample, not above itself
+    await flush(vm);
+    assert.deepEqual(keptDurationsMs(), [290, 300]);
+  });
+
+  it("a pair whose durations all fall in one bucket keeps about its top share, not every request", async () => {
+    const { vm, clock } = await setup({ recent: {} });
+    for (let i = 0; i < 100; i++) call(vm, clock, { status: 200, durationMs: 1000 });
+    await flush(vm);
+    assert.deepEqual(keptDurationsMs(), []);
+  });
+
+  it("with maxSamples, the recent window is the last maxSamples requests", async () => {
+    const { vm, clock } = await setup({ recent: { maxSamples: 64 } });
+    // Falling durations: each is the smallest so far, never slow.
+    for (let i = 0; i < 64; i++) call(vm, clock, { status: 200, durationMs: 563 - i });
+    for (let i = 0; i < 64; i++) call(vm, clock, { status: 200, durationMs: 163 - i });
+    call(vm, clock, { status: 200, durationMs: 200 }); // the 500 ms ones have left: over the P95 of 101..163 ms and itself
+    await flush(vm);
+    assert.deepEqual(keptDurationsMs(), [200]);
+  });
+
   it("with a budget, the tick keeps the errors, then the slowest, drops the rest and counts them; head spans are paid first", async () => {
     const keep = { errors: true, slowerThanMs: 10, budget: { tracesPerSecond: 2, burstSeconds: 1 } };
     const { vm, clock } = await setup(keep);
@@ -291,6 +366,10 @@ describe("spans.keep configuration (emulated Envoy host)", () => {
     [{ live: [{ route: "chat", durationMs: 0 }] }, "spans.keep.live[0].durationMs: must be an integer between 1 and 3600000"],
     [{ live: Array.from({ length: 129 }, (_, i) => ({ route: `r${i}`, durationMs: 5 })) }, "spans.keep.live: at most 128 entries"],
     [{ budget: {} }, "spans.keep.budget.tracesPerSecond: is required"],
+    [{ recent: { quantile: 0.4 } }, "spans.keep.recent.quantile: must be a number between 0.5 and 0.999"],
+    [{ recent: { windowSeconds: 0 } }, "spans.keep.recent.windowSeconds: must be an integer between 1 and 3600"],
+    [{ recent: { maxSamples: 10 } }, "spans.keep.recent.maxSamples: must be an integer between 64 and 8192"],
+    [{ recent: { size: 1 } }, "spans.keep.recent.size: unknown key"],
     [{ budget: { tracesPerSecond: 0 } }, "spans.keep.budget.tracesPerSecond: must be a number between 0.001 and 100000"],
     [{ budget: { tracesPerSecond: 1, reservoirBytes: 100 } }, "spans.keep.budget.reservoirBytes: must be an integer between 16384 and 4194304"],
   ];
