@@ -63,6 +63,8 @@ interface Base {
   totalWhereEmpty?: string;
   /** A label the family is also reported by (its values bounded upstream): the join keeps it for a per-value series. */
   groupBy?: string;
+  /** When the server registers the family at all (a later release, a KV connector): absent elsewhere, and not a fault. */
+  registeredWhen?: string;
 }
 
 /** One engine metric the join reads. */
@@ -88,12 +90,12 @@ export const ENGINE_METRICS: readonly EngineMetric[] = [
   { name: "vllm:gpu_prefix_cache_queries_total", server: "vllm", kind: "counter", signal: "prefix_cache_queries", generation: 1, source: `${VLLM} (deprecated in 0.9)` },
   { name: "vllm:prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "prefix_cache_hits", generation: 0, source: `${VLLM} (0.9+; tokens)` },
   { name: "vllm:gpu_prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "prefix_cache_hits", generation: 1, source: `${VLLM} (deprecated in 0.9)` },
-  { name: "vllm:num_requests_waiting_by_reason", server: "vllm", kind: "gauge", signal: "waiting_by_reason", generation: 0, source: `${VLLM} (after #38435)`, groupBy: "reason" },
-  { name: "vllm:external_prefix_cache_queries_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_queries", generation: 0, source: `${VLLM} (KV connector; tokens)` },
-  { name: "vllm:external_prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_hits", generation: 0, source: `${VLLM} (KV connector; tokens)` },
-  { name: "vllm:request_time_per_output_token_seconds", server: "vllm", kind: "histogram", signal: "request_tpot", generation: 0, source: `${VLLM} (per request)` },
-  { name: "vllm:request_prefill_kv_computed_tokens_sum", server: "vllm", kind: "counter", signal: "prefill_kv_computed_tokens", generation: 0, source: `${VLLM} (histogram's sum; tokens)` },
-  { name: "vllm:request_prefill_kv_computed_tokens_count", server: "vllm", kind: "counter", signal: "prefill_kv_computed_requests", generation: 0, source: `${VLLM} (histogram's count; requests)` },
+  { name: "vllm:num_requests_waiting_by_reason", server: "vllm", kind: "gauge", signal: "waiting_by_reason", generation: 0, source: `${VLLM} (after #38435)`, groupBy: "reason", registeredWhen: "vLLM after #38435" },
+  { name: "vllm:external_prefix_cache_queries_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_queries", generation: 0, source: `${VLLM} (KV connector; tokens)`, registeredWhen: "vLLM after #38435, with a KV connector" },
+  { name: "vllm:external_prefix_cache_hits_total", server: "vllm", kind: "counter", signal: "external_prefix_cache_hits", generation: 0, source: `${VLLM} (KV connector; tokens)`, registeredWhen: "vLLM after #38435, with a KV connector" },
+  { name: "vllm:request_time_per_output_token_seconds", server: "vllm", kind: "histogram", signal: "request_tpot", generation: 0, source: `${VLLM} (per request)`, registeredWhen: "vLLM after #38435" },
+  { name: "vllm:request_prefill_kv_computed_tokens_sum", server: "vllm", kind: "counter", signal: "prefill_kv_computed_tokens", generation: 0, source: `${VLLM} (histogram's sum; tokens)`, registeredWhen: "vLLM after #38435" },
+  { name: "vllm:request_prefill_kv_computed_tokens_count", server: "vllm", kind: "counter", signal: "prefill_kv_computed_requests", generation: 0, source: `${VLLM} (histogram's count; requests)`, registeredWhen: "vLLM after #38435" },
   { name: "vllm:num_preemptions_total", server: "vllm", kind: "counter", signal: "preemptions", generation: 0, source: VLLM },
   { name: "vllm:spec_decode_num_draft_tokens_total", server: "vllm", kind: "counter", signal: "spec_draft_tokens", generation: 0, source: VLLM_SPEC },
   { name: "vllm:spec_decode_num_accepted_tokens_total", server: "vllm", kind: "counter", signal: "spec_accepted_tokens", generation: 0, source: VLLM_SPEC },
