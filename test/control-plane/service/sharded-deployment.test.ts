@@ -76,7 +76,10 @@ before(async () => {
   for (let n = 0; n < NODES; n++) {
     for (let p = 0; p < PODS_PER_NODE; p++) {
       const pod: Pod = { name: `vllm-${n}-${p}`, node: `node-${n}`, served: 0, server: undefined as unknown as Server };
-      pod.server = createServer((_req, res) => {
+      pod.server = createServer((req, res) => {
+        // The counter counts scrapes of /metrics only: the pipeline also asks vLLM for its model
+        // list (/v1/models, for LoRA adapters' base models), which this server does not serve.
+        if (req.url !== "/metrics") return void res.writeHead(404).end();
         pod.served += 1;
         res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4" }).end(`${METRIC}{model_name="m"} ${pod.served}\n`);
       });
