@@ -56,7 +56,12 @@ export const mappedToPod = (pod: PodIdentity): boolean => {
   return false;
 };
 
-/** Series windows per pod, each held long enough for the rate window and an instant selector's lookback before it. */
+/**
+ * Series windows per pod, each holding the longer of the rate window and an instant selector's
+ * lookback: every evaluation is at the newest scrape, where a range selector reads (t - window, t]
+ * and an instant selector the newest point in (t - lookback, t] (the window keeps the newest point
+ * before its horizon too). Holding their sum, as before, kept twice the points at the default 5 min.
+ */
 export class PodWindows<I> {
   private readonly windows = new Map<string, SeriesWindow<I>>();
 
@@ -73,7 +78,7 @@ export class PodWindows<I> {
   /** The pod's window, created on first use. */
   of(podKey: string): SeriesWindow<I> {
     let w = this.windows.get(podKey);
-    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(this.rateWindowMs + LOOKBACK_MS)));
+    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(Math.max(this.rateWindowMs, LOOKBACK_MS))));
     return w;
   }
 
