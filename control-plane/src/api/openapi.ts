@@ -323,6 +323,9 @@ const paths = {
         { name: "id", in: "query", required: false, schema: { type: "string" }, description: "A W3C trace id (any case) or an x-token-trace-id; then route and filters are ignored." },
         { name: "errors", in: "query", required: false, schema: { enum: ["true", "false"] } },
         { name: "minDurationMs", in: "query", required: false, schema: { type: "number", minimum: 0 } },
+        { name: "minTtftMs", in: "query", required: false, schema: { type: "number", minimum: 0 }, description: "Calls whose first chunk came at least this late (calls without a TTFT are left out)." },
+        { name: "fromMs", in: "query", required: false, schema: { type: "number", minimum: 0 }, description: "Calls started at or after this Unix time (ms)." },
+        { name: "toMs", in: "query", required: false, schema: { type: "number", minimum: 0 }, description: "Calls started at or before this Unix time (ms)." },
         { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500 } },
       ],
       responses: {

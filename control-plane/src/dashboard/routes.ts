@@ -58,6 +58,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/charts.js", join(staticDir, "charts.js"), js],
     ["/dashboard/policies.js", join(staticDir, "policies.js"), js],
     ["/dashboard/traces.js", join(staticDir, "traces.js"), js],
+    ["/dashboard/waterfall.js", join(staticDir, "waterfall.js"), js],
     ["/dashboard/diff.js", join(staticDir, "diff.js"), js],
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
     ["/dashboard/keep.js", join(staticDir, "keep.js"), js],

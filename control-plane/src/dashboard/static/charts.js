@@ -41,7 +41,10 @@
     return { last, mean: n > 0 ? sum / n : null, max };
   }
 
-  /** A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke, dash?}], unit}. */
+  /**
+   * A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke,
+   * dash?}], unit, onPick?}; onPick({tSeconds, key, label, value}) is called on a click on the plot.
+   */
   function createPanel(el, spec) {
     const unit = spec.unit;
     const plotEl = document.createElement("div");
@@ -81,6 +84,20 @@
       });
     };
 
+    // A click names the point under the cursor and the shown series nearest to it (a percentile line).
+    const pick = (u) => {
+      const idx = u.cursor.idx;
+      if (idx === null || idx === undefined || u.cursor.top === undefined || u.cursor.top < 0) return;
+      const y = u.posToVal(u.cursor.top, "y");
+      let best = null;
+      spec.series.forEach((s, i) => {
+        const v = u.data[i + 1][idx];
+        if (!u.series[i + 1].show || v === null || v === undefined) return;
+        if (best === null || Math.abs(v - y) < Math.abs(best.value - y)) best = { key: s.key, label: s.label, value: v };
+      });
+      if (best !== null) spec.onPick({ tSeconds: u.data[0][idx], ...best });
+    };
+
     const plot = new uPlot(
       {
         width: Math.max(280, el.clientWidth || 420),
@@ -93,7 +110,7 @@
           { space: 90, values: (u, splits) => splits.map(formatTime) },
           { size: 64, values: (u, splits) => splits.map((v) => formatValue(v, unit).replace(/ (ms|W|\/s)$/, "")) },
         ],
-        hooks: { setCursor: [updateCursorColumn] },
+        hooks: { setCursor: [updateCursorColumn], ready: spec.onPick ? [(u) => u.over.addEventListener("click", () => pick(u))] : [] },
       },
       [[], ...spec.series.map(() => [])],
       plotEl,
