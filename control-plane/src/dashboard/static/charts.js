@@ -41,6 +41,35 @@
     return { last, mean: n > 0 ? sum / n : null, max };
   }
 
+  // Where alerts started (alerts.js sets them): a vertical mark on every panel at each activeAt.
+  let markers = [];
+  const panels = new Set();
+
+  /** Draws `markers` ({tSec, label, state}) as vertical lines in the panel's overlay. */
+  function drawMarkers(u) {
+    for (const old of u.over.querySelectorAll(".alert-mark")) old.remove();
+    const [min, max] = [u.scales.x.min, u.scales.x.max];
+    if (min === undefined || max === undefined || min === null || max === null) return;
+    for (const m of markers) {
+      if (m.tSec < min || m.tSec > max) continue;
+      const mark = document.createElement("div");
+      mark.className = `alert-mark ${m.state}`;
+      mark.style.left = `${u.valToPos(m.tSec, "x")}px`;
+      mark.title = `${m.label}: ${m.state} since ${formatTime(m.tSec)}`;
+      mark.dataset.alert = m.label;
+      u.over.appendChild(mark);
+    }
+  }
+
+  /** Sets the alert marks of every panel, now and for panels created later. */
+  function setMarkers(list) {
+    markers = list;
+    for (const plot of panels) {
+      if (plot.root.isConnected) drawMarkers(plot);
+      else panels.delete(plot);
+    }
+  }
+
   /**
    * A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke,
    * dash?}], unit, onPick?}; onPick({tSeconds, key, label, value}) is called on a click on the plot.
@@ -110,11 +139,12 @@
           { space: 90, values: (u, splits) => splits.map(formatTime) },
           { size: 64, values: (u, splits) => splits.map((v) => formatValue(v, unit).replace(/ (ms|W|\/s)$/, "")) },
         ],
-        hooks: { setCursor: [updateCursorColumn], ready: spec.onPick ? [(u) => u.over.addEventListener("click", () => pick(u))] : [] },
+        hooks: { setCursor: [updateCursorColumn], draw: [drawMarkers], ready: spec.onPick ? [(u) => u.over.addEventListener("click", () => pick(u))] : [] },
       },
       [[], ...spec.series.map(() => [])],
       plotEl,
     );
+    panels.add(plot);
 
     return {
       plot,
@@ -142,5 +172,5 @@
     };
   }
 
-  window.tokentraceCharts = { createPanel, formatTime, formatValue };
+  window.tokentraceCharts = { createPanel, formatTime, formatValue, setMarkers };
 })();
