@@ -69,6 +69,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
     ["/dashboard/keep.js", join(staticDir, "keep.js"), js],
     ["/dashboard/alerts.js", join(staticDir, "alerts.js"), js],
+    ["/dashboard/slo.js", join(staticDir, "slo.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],

@@ -2,13 +2,17 @@
 // Prometheus (Debian's 2.42) that evaluates the SLO groups of istio/observability/prometheus-rules.yaml
 // every second over the sidecar's series, received by remote write: per route and model the objective
 // in force, goodput, budget left and the fast and slow burn, worst first; bounded in rows, bytes and
-// time (typed failures); one set of queries per cache period; "needs Prometheus" without one.
+// time (typed failures); one set of queries per cache period; "needs Prometheus" without one; and the
+// page's SLO section in a real browser (headless Debian Chromium) over the real control plane.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import express from "express";
+import { chromium } from "playwright-core";
 import { parse, stringify } from "yaml";
 import { encodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
 import { snappyCompress } from "../../../control-plane/src/remote-write/snappy.js";
@@ -16,7 +20,10 @@ import type { WriteSeries } from "../../../control-plane/src/remote-write/series
 import { PrometheusSloReader, sloQueries, type SloReaderOptions, type SloRow } from "../../../control-plane/src/dashboard/slo.js";
 import { SLO_OFF_HINT, sloRoutes, type SloSource } from "../../../control-plane/src/dashboard/slo-route.js";
 import { PrometheusInstance } from "../../support/prometheus.js";
+import { startTestApp } from "../helpers.js";
 
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const RULES = new URL("../../../istio/observability/prometheus-rules.yaml", import.meta.url);
 const SLO_GROUPS = ["tokentrace.slo-objectives", "tokentrace.slo"];
 
@@ -198,5 +205,36 @@ describe("the SLO view from a real Prometheus evaluating prometheus-rules.yaml's
     assert.match(SLO_OFF_HINT, /needs Prometheus/);
     const body = (await serve(new PrometheusSloReader(options({ now: () => Date.UTC(2026, 11, 5, 8, 0, 0) })))) as { ttft: SloRow[]; errors: SloRow[] } & Record<string, unknown>;
     assert.deepEqual({ ...body, ttft: rounded(body.ttft), errors: rounded(body.errors) }, { source: "prometheus", from: `${prom.url}/api/v1/query`, available: true, readAt: "2026-12-05T08:00:00.000Z", windows, ttft: TTFT_ROWS, errors: ERROR_ROWS, truncated: 0 });
+  });
+
+  it("the page's SLO section (real Chromium, real control plane): each objective worst first, a burn past its alert's threshold and an overspent budget marked; without Prometheus, what to configure", { timeout: 60_000 }, async () => {
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+    const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
+    const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+    const apps = [await startTestApp({ slo: new PrometheusSloReader(options()) }), await startTestApp()];
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(`${apps[0]!.url}/dashboard`);
+      await page.waitForSelector("#slo-table[data-rows='6']");
+      const table = await page.locator("#slo-table tbody tr").evaluateAll((rows) => rows.map((tr) => [...(tr as unknown as { cells: { textContent: string; className: string }[] }).cells].map((c) => (c.className === "bad" ? `${c.textContent}!` : c.textContent))));
+      assert.deepEqual(table, [
+        ["TTFT", "llm/chat", "m-a", "99.00%", "96.00%!", "-300.00%!", "4.00x", "4.00x!"],
+        ["TTFT", "llm/chat-premium", "llama-3.1-8b-instruct", "99.50%", "98.00%!", "-300.00%!", "4.00x", "4.00x!"],
+        ["TTFT", "llm/chat", "m-b", "99.00%", "99.50%", "50.00%", "0.50x", "0.50x"],
+        ["errors", "llm/chat", "all", "99.90%", "98.00%!", "-1900.00%!", "20.00x!", "20.00x!"],
+        ["errors", "llm/batch-embeddings", "all", "99.00%", "98.00%!", "-100.00%!", "2.00x", "2.00x"],
+        ["errors", "llm/search", "all", "99.90%", "100.00%", "100.00%", "0.00x", "0.00x"],
+      ]);
+      assert.deepEqual(await page.locator("#slo-table thead th").allTextContents(), ["SLI", "route", "model", "objective", "goodput", "budget left", "burn 1h (page > 14.4)", "burn 1d (ticket > 3)"]);
+      assert.match((await page.textContent("#slo-note")) ?? "", /^6 objectives, worst burn first; goodput over 1h, budget over 30d; from http:\/\/127\.0\.0\.1:\d+\/api\/v1\/query at /);
+      await page.goto(`${apps[1]!.url}/dashboard`);
+      await page.waitForFunction(() => ((globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null } | null } }).document.getElementById("slo-note")?.textContent ?? "") !== "");
+      assert.equal(await page.textContent("#slo-note"), SLO_OFF_HINT);
+      assert.equal(await page.getAttribute("#slo-table", "data-rows"), "0");
+    } finally {
+      await context.close();
+      for (const app of apps) await app.close();
+      rmSync(userDataDir, { recursive: true, force: true });
+    }
   });
 });
