@@ -119,7 +119,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     ...dashboardOption(dashboard, pipeline !== undefined),
     ...(traces !== undefined ? { traces: traces.api } : {}),
     ...alertsOption(config.alerts, config.adaptive.prometheus.url, metrics),
-    ...sloOption(config.alerts, config.adaptive.prometheus.url),
+    ...sloOption(config.alerts, config.adaptive.prometheus.url, metrics),
     contentKeys: filters.keys,
   });
   let server: Server;

@@ -36,8 +36,8 @@ export function alertsOption(config: AlertsConfig, adaptivePrometheusUrl: string
 }
 
 /** The dashboard's SLO reader: the same Prometheus and bounds as the alerts (rows bounded like alerts); none without a Prometheus. */
-export function sloOption(config: AlertsConfig, adaptivePrometheusUrl: string): { slo?: PrometheusSloReader } {
+export function sloOption(config: AlertsConfig, adaptivePrometheusUrl: string, metrics: Pick<ControlPlaneMetrics, "sloReadFailures">): { slo?: PrometheusSloReader } {
   const url = config.prometheusUrl || adaptivePrometheusUrl;
   if (url === "") return {};
-  return { slo: new PrometheusSloReader({ url, timeoutMs: config.timeoutMs, maxBytes: config.maxBytes, maxRows: config.maxAlerts, cacheMs: config.cacheMs }) };
+  return { slo: new PrometheusSloReader({ url, timeoutMs: config.timeoutMs, maxBytes: config.maxBytes, maxRows: config.maxAlerts, cacheMs: config.cacheMs }, (reason) => metrics.sloReadFailures.inc({ reason })) };
 }

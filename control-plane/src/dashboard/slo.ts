@@ -147,9 +147,12 @@ export class PrometheusSloReader {
         row[measure] = Number.isFinite(s.value) ? s.value : null;
       }
     }
-    // Worst first: the fastest burn, then the slow one; names break ties so the order is stable.
+    // Worst first: the fastest burn, then the slow one; names break ties so the order is stable. Burns
+    // are compared to 1e-6: Prometheus's float sums give equal burns a different last digit each read,
+    // which would swap rows between refreshes.
     const name = (r: SloRow): string => JSON.stringify([r.namespace, r.route, r.model ?? ""]);
-    const order = (a: SloRow, b: SloRow): number => (b.burnFast ?? -1) - (a.burnFast ?? -1) || (b.burnSlow ?? -1) - (a.burnSlow ?? -1) || (name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0);
+    const burn = (v: number | null): number => (v === null ? -1 : Math.round(v * 1e6));
+    const order = (a: SloRow, b: SloRow): number => burn(b.burnFast) - burn(a.burnFast) || burn(b.burnSlow) - burn(a.burnSlow) || (name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0);
     const ttft = [...rows.ttft.values()].sort(order);
     const errors = [...rows.errors.values()].sort(order);
     const { maxRows } = this.options;

@@ -19,6 +19,9 @@ import { snappyCompress } from "../../../control-plane/src/remote-write/snappy.j
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { PrometheusSloReader, sloQueries, type SloReaderOptions, type SloRow } from "../../../control-plane/src/dashboard/slo.js";
 import { SLO_OFF_HINT, sloRoutes, type SloSource } from "../../../control-plane/src/dashboard/slo-route.js";
+import { createMetrics, metricNames } from "../../../control-plane/src/api/metrics.js";
+import { sloOption } from "../../../control-plane/src/compose/dashboard.js";
+import { alertsSection } from "../../../control-plane/src/dashboard/alerts-config.js";
 import { PrometheusInstance } from "../../support/prometheus.js";
 import { startTestApp } from "../helpers.js";
 
@@ -173,6 +176,22 @@ describe("the SLO view from a real Prometheus evaluating prometheus-rules.yaml's
       silent.closeAllConnections();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
+  });
+
+  it("the control plane's reader: none without a Prometheus; else the alerts' Prometheus and bounds, its failed reads counted by reason", async () => {
+    const metrics = createMetrics();
+    assert.deepEqual(sloOption(alertsSection.defaults, "", metrics), {});
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const closedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const { slo } = sloOption({ ...alertsSection.defaults, prometheusUrl: closedUrl }, prom.url, metrics);
+    assert.equal(slo!.queryUrl, `${closedUrl}/api/v1/query`, "alerts.prometheusUrl before adaptive.prometheus.url");
+    assert.equal((await slo!.read()).ok, false);
+    assert.match(await metrics.registry.metrics(), new RegExp(`^${metricNames.sloReadFailures}\\{reason="unreachable"\\} 1$`, "m"));
+    const fromAdaptive = sloOption(alertsSection.defaults, prom.url, metrics).slo!;
+    assert.equal(fromAdaptive.queryUrl, `${prom.url}/api/v1/query`);
+    assert.equal((await fromAdaptive.read()).ok, true);
   });
 
   it("asks Prometheus once per cacheMs however many pages read", async () => {
