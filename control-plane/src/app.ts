@@ -13,6 +13,7 @@ import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import type { LiveThresholdView } from "./dashboard/keep-route.js";
 import type { AlertsSource } from "./dashboard/alerts-route.js";
+import type { SloSource } from "./dashboard/slo-route.js";
 import type { DashboardSource } from "./dashboard/series.js";
 import { traceReadRoutes } from "./traces/routes.js";
 import type { TraceStore } from "./traces/store.js";
@@ -50,6 +51,8 @@ export interface AppDeps {
   traces?: { store: TraceStore; linkTemplate: string };
   /** Firing and pending alerts for the dashboard (a Prometheus's rules API); absent: none configured. */
   alerts?: AlertsSource;
+  /** SLO figures for the dashboard (a Prometheus's query API over the SLO records); absent: none configured. */
+  slo?: SloSource;
 }
 
 /** Builds the express app. */

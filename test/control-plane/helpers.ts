@@ -15,6 +15,7 @@ import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import type { PolicyJournal } from "../../control-plane/src/policy/journal.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { TraceStore } from "../../control-plane/src/traces/store.js";
+import type { SloSource } from "../../control-plane/src/dashboard/slo-route.js";
 
 export const adminToken = "admin-secret-0123456789";
 export const ciToken = "ci-secret-abcdefghijkl";
@@ -51,6 +52,8 @@ export async function startTestApp(
     scopes?: string;
     /** Serve the OTLP span receiver (POST /v1/traces, GET /v1/dashboard/traces). */
     traces?: boolean;
+    /** The dashboard's SLO figures (GET /v1/dashboard/slo); absent: none configured. */
+    slo?: SloSource;
   } = {},
 ): Promise<TestApp> {
   let tick = 0;
@@ -79,6 +82,7 @@ export async function startTestApp(
     readiness: () => readiness,
     log: () => undefined,
     ...(traces !== undefined ? { traces: { store: traces, linkTemplate: "" } } : {}),
+    ...(options.slo !== undefined ? { slo: options.slo } : {}),
   });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));

@@ -132,6 +132,17 @@ describe("Grafana dashboard (queries checked against the emulated-stack catalogu
     assert.deepEqual(problems, []);
   });
 
+  it("has an SLO row whose queries read the SLO records (every query above is checked against them; test/istio/slo-panels.test.ts runs them)", () => {
+    const start = dashboard.panels.findIndex((p) => p.type === "row" && /^SLO\b/.test(p.title));
+    assert.ok(start >= 0, "an SLO row");
+    const end = dashboard.panels.findIndex((p, i) => i > start && p.type === "row");
+    const row = dashboard.panels.slice(start + 1, end);
+    const records = new Set(recordRules.map((r) => r.record));
+    const read = row.flatMap((p) => p.targets!.flatMap((t) => checkExpression(t.expr, produced).series));
+    assert.deepEqual(row.map((p) => p.title), ["TTFT goodput", "Error goodput", "Burn rate", "30-day error budget left", "Bad requests by status class"]);
+    assert.equal(read.filter((s) => records.has(s)).length, 18, "every query but the status classes' reads a record of the rule file");
+  });
+
   it("shows TTFT, decode, TPOT and duration P50/P95/P99 per route from the filter histograms", () => {
     for (const metric of ["tokentrace_llm_ttft_ms", "tokentrace_llm_decode_ms", "tokentrace_llm_tpot_us", "tokentrace_llm_duration_ms"]) {
       const panel = queryPanels.find((p) => p.targets!.some((t) => t.expr.includes(`${metric}_bucket`)));
@@ -190,6 +201,11 @@ describe("PrometheusRule alerts (queries checked against the emulated-stack cata
     assert.deepEqual(checkExpression('tokentrace_model_requests_running{model="m"} or namespace_pod_model:tokentrace_model_requests_running:sum{model="m"}', produced).problems, []);
     assert.deepEqual(checkExpression("tokentrace_model_requests_running or namespace_pod_model:tokentrace_model_requests_running:summ", produced).problems, ["namespace_pod_model:tokentrace_model_requests_running:summ is not a series the project produces"]);
     assert.deepEqual(checkExpression('namespace_pod_model:tokentrace_model_requests_running:sum{route="chat"}', produced).problems, ["namespace_pod_model:tokentrace_model_requests_running:sum has no label route"]);
+    // The SLO row reads the SLO records by name: one the rule file does not write, or a label its rule drops, is caught.
+    const budget = checkExpression('namespace_route_model:tokentrace_slo_ttft_error_budget_remaining:ratio_rate30d{route=~"chat"}', produced);
+    assert.deepEqual([budget.problems, [...budget.outputLabels].sort()], [[], ["model", "namespace", "route"]]);
+    assert.deepEqual(checkExpression('namespace_route_model:tokentrace_slo_ttft_goodput:ratio_rate1w{route=~"chat"}', produced).problems, ["namespace_route_model:tokentrace_slo_ttft_goodput:ratio_rate1w is not a series the project produces"]);
+    assert.deepEqual(checkExpression('namespace_route:tokentrace_slo_errors_burn_rate:rate1h{model=~"m"}', produced).problems, ["namespace_route:tokentrace_slo_errors_burn_rate:rate1h has no label model"]);
   });
 
   it("covers queueing-not-compute, filter errors, span export, remote-write queue growth and scrape targets down", () => {

@@ -37,8 +37,8 @@ export class PrometheusInstance {
     this.writeUrl = `${this.url}/api/v1/write`;
   }
 
-  /** Starts Prometheus and waits until /-/ready answers 200; `rules` is a rule file's text (groups) it evaluates. */
-  static async start(opts: { dataDir?: string; rules?: string } = {}): Promise<PrometheusInstance> {
+  /** Starts Prometheus and waits until /-/ready answers 200; `rules` is a rule file's text (groups) it evaluates every `evaluationInterval` (1m). */
+  static async start(opts: { dataDir?: string; rules?: string; evaluationInterval?: string } = {}): Promise<PrometheusInstance> {
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "tokentrace-prom-"));
     const configPath = join(dir, "prometheus.yml");
     let rulesLine = "";
@@ -47,7 +47,7 @@ export class PrometheusInstance {
       rulesLine = `rule_files:\n  - ${JSON.stringify(join(dir, "rules.yml"))}\n`;
     }
     // No scrape jobs: this instance only receives remote write (and evaluates rules over it).
-    writeFileSync(configPath, `global:\n  scrape_interval: 1m\n  evaluation_interval: 1m\n${rulesLine}`);
+    writeFileSync(configPath, `global:\n  scrape_interval: 1m\n  evaluation_interval: ${opts.evaluationInterval ?? "1m"}\n${rulesLine}`);
     const p = new PrometheusInstance(await freePort(), dir, configPath, opts.dataDir === undefined);
     await p.launch();
     return p;

@@ -315,6 +315,16 @@ const paths = {
       responses: { "200": { description: "The alerts, or why they are unavailable.", content: jsonContent({ type: "object" }) }, "401": errorResponse(status.readToken) },
     },
   },
+  "/v1/dashboard/slo": {
+    get: {
+      operationId: "dashboardSlo",
+      summary: "Per route and model, the SLO objective in force, goodput, 30-day error budget left and fast and slow burn rates, from the Prometheus the alerts are read from (its records of prometheus-rules.yaml's SLO groups)",
+      description:
+        "Always 200. source: prometheus or none (then hint says what to configure). available: false when the last read failed (reason: timeout, unreachable, http_status, too_large, invalid, error_status; detail). windows: goodput (1h), budget (30d), burnFast and burnSlow (window and the alerts' threshold: 1h at 14.4, 1d at 3). ttft (per namespace, route and model) and errors (per namespace and route), worst fast burn first, at most alerts.maxAlerts rows each (truncated counts the rest): objective, goodput, budgetLeft, burnFast, burnSlow, null where Prometheus has no value yet. One instant query per figure (/api/v1/query), all within alerts.timeoutMs, each answer at most alerts.maxBytes; a read is shared for alerts.cacheMs.",
+      security: readSecurity,
+      responses: { "200": { description: "The SLO figures, or why they are unavailable.", content: jsonContent({ type: "object" }) }, "401": errorResponse(status.readToken) },
+    },
+  },
   "/v1/dashboard/status": {
     get: {
       operationId: "dashboardStatus",

@@ -4,6 +4,7 @@ import type { AppDeps } from "../app.js";
 import type { ControlPlaneMetrics } from "../api/metrics.js";
 import type { AlertsConfig } from "../dashboard/alerts-config.js";
 import { PrometheusAlertsReader } from "../dashboard/alerts.js";
+import { PrometheusSloReader } from "../dashboard/slo.js";
 import { DashboardSeries } from "../dashboard/series.js";
 
 /** The series the dashboard charts, fed by the pipeline's batches. */
@@ -32,4 +33,11 @@ export function alertsOption(config: AlertsConfig, adaptivePrometheusUrl: string
   const url = config.prometheusUrl || adaptivePrometheusUrl;
   if (url === "") return {};
   return { alerts: new PrometheusAlertsReader({ ...config, url }, (reason) => metrics.alertsReadFailures.inc({ reason })) };
+}
+
+/** The dashboard's SLO reader: the same Prometheus and bounds as the alerts (rows bounded like alerts); none without a Prometheus. */
+export function sloOption(config: AlertsConfig, adaptivePrometheusUrl: string, metrics: Pick<ControlPlaneMetrics, "sloReadFailures">): { slo?: PrometheusSloReader } {
+  const url = config.prometheusUrl || adaptivePrometheusUrl;
+  if (url === "") return {};
+  return { slo: new PrometheusSloReader({ url, timeoutMs: config.timeoutMs, maxBytes: config.maxBytes, maxRows: config.maxAlerts, cacheMs: config.cacheMs }, (reason) => metrics.sloReadFailures.inc({ reason })) };
 }

@@ -69,7 +69,7 @@ export function boundedText(text: string, maxBytes = MAX_TEXT_BYTES): string {
 }
 
 /** The body of `response`, or null past `maxBytes` (the stream is cancelled there). */
-async function readBounded(response: Response, maxBytes: number): Promise<Buffer | null> {
+export async function readBounded(response: Response, maxBytes: number): Promise<Buffer | null> {
   const declared = Number(response.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) {
     await response.body?.cancel();

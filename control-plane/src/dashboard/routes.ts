@@ -17,6 +17,7 @@ import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
 import { alertsRoutes, type AlertsSource } from "./alerts-route.js";
+import { sloRoutes, type SloSource } from "./slo-route.js";
 import { policyFor } from "./route-policy.js";
 import { queryString, rangeOf, RANGES_SECONDS, routeOf } from "./query.js";
 
@@ -37,6 +38,8 @@ export interface DashboardDeps {
   liveThresholds?: LiveThresholdView;
   /** Firing and pending alerts from a Prometheus's rules API; absent: the page says alert state needs one. */
   alerts?: AlertsSource;
+  /** The SLO figures per route and model from a Prometheus's query API; absent: the page says the view needs one. */
+  slo?: SloSource;
 }
 
 /** What the page says when the metrics pipeline is off (`make run`'s default). */
@@ -66,6 +69,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
     ["/dashboard/keep.js", join(staticDir, "keep.js"), js],
     ["/dashboard/alerts.js", join(staticDir, "alerts.js"), js],
+    ["/dashboard/slo.js", join(staticDir, "slo.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
@@ -112,7 +116,7 @@ async function adaptiveTargets(store: PolicyRepository, namespace: string, times
   });
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route) and GET /v1/dashboard/alerts (firing and pending alerts). */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route) GET /v1/dashboard/alerts (firing and pending alerts) and GET /v1/dashboard/slo (goodput, budget and burn per route and model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -213,6 +217,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   gpuRoutes(router, { deps, read, now });
   keepRoutes(router, { deps, read, now });
   alertsRoutes(router, { alerts: deps.alerts, read });
+  sloRoutes(router, { slo: deps.slo, read });
   return router;
 }
 

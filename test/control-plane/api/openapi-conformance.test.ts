@@ -131,6 +131,8 @@ const rows: Row[] = [
   { app: "token", method: "GET", path: "/v1/dashboard/keep", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/alerts", status: 200 },
   { app: "token", method: "GET", path: "/v1/dashboard/alerts", status: 401 },
+  { app: "public", method: "GET", path: "/v1/dashboard/slo", status: 200 },
+  { app: "token", method: "GET", path: "/v1/dashboard/slo", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/status", status: 200 },
   { app: "token", method: "GET", path: "/v1/dashboard/status", status: 401 },
 
