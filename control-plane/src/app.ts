@@ -12,6 +12,7 @@ import { openApiDocument } from "./api/openapi.js";
 import { policyRoutes } from "./api/policies.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import type { LiveThresholdView } from "./dashboard/keep-route.js";
+import type { AlertsSource } from "./dashboard/alerts-route.js";
 import type { DashboardSource } from "./dashboard/series.js";
 import { traceReadRoutes } from "./traces/routes.js";
 import type { TraceStore } from "./traces/store.js";
@@ -47,6 +48,8 @@ export interface AppDeps {
   contentKeys?: { status(): ContentKeyStatus };
   /** What the span receiver (on the filter-facing listener) holds; absent: the trace list is off. */
   traces?: { store: TraceStore; linkTemplate: string };
+  /** Firing and pending alerts for the dashboard (a Prometheus's rules API); absent: none configured. */
+  alerts?: AlertsSource;
 }
 
 /** Builds the express app. */

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { adaptiveSection, type AdaptiveConfig } from "./adaptive/config.js";
+import { alertsSection, type AlertsConfig } from "./dashboard/alerts-config.js";
 import { apiSection, type ApiConfig } from "./api/config.js";
 import type { ConfigSection, JsonSchema } from "./config-section.js";
 import { contentSection, type ContentConfig } from "./content/config.js";
@@ -32,6 +33,8 @@ export interface Config {
   /** The metrics pipeline (scrape, join, remote write; control-plane/src/pipeline), off unless `enabled`. */
   pipeline: PipelineSection;
   traces: TracesConfig;
+  /** The dashboard's alert list: a Prometheus rules API and the bounds of each read. */
+  alerts: AlertsConfig;
   /** Where the pseudonym keys live. */
   content: ContentConfig;
   /** Time allowed for in-flight requests after SIGTERM before the process exits anyway. */
@@ -52,6 +55,7 @@ const sections: { [K in keyof Config]: ConfigSection<Config[K]> } = {
   adaptive: adaptiveSection,
   pipeline: pipelineSection,
   traces: tracesSection,
+  alerts: alertsSection,
   content: contentSection,
   shutdownGraceMs: shutdownGraceSection,
 };
@@ -88,6 +92,7 @@ export const envOverrides: Record<string, string> = {
   TOKENTRACE_LEADER_ELECTION_IDENTITY: "kubernetes.leaderElection.identity",
   TOKENTRACE_ADAPTIVE_ENABLED: "adaptive.enabled",
   TOKENTRACE_PROMETHEUS_URL: "adaptive.prometheus.url",
+  TOKENTRACE_ALERTS_PROMETHEUS_URL: "alerts.prometheusUrl",
   TOKENTRACE_PIPELINE_ENABLED: "pipeline.enabled",
   TOKENTRACE_SHARDING_NAMESPACE: "pipeline.sharding.namespace",
   TOKENTRACE_SHARDING_IDENTITY: "pipeline.sharding.identity",

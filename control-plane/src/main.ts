@@ -11,7 +11,7 @@ import { createApp } from "./app.js";
 import { applyScopes, loadTokens } from "./api/auth.js";
 import { createMetrics } from "./api/metrics.js";
 import { wireAdaptiveSampling } from "./compose/adaptive.js";
-import { dashboardLine, dashboardOption, dashboardSeries } from "./compose/dashboard.js";
+import { alertsOption, dashboardLine, dashboardOption, dashboardSeries } from "./compose/dashboard.js";
 import { openEmbeddedPolicies } from "./compose/embedded.js";
 import { openClusterPolicies, startClusterControl, type ClusterControl } from "./compose/kubernetes.js";
 import { enabledPipelineConfig, startPipelinePart } from "./compose/pipeline.js";
@@ -118,6 +118,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
     log,
     ...dashboardOption(dashboard, pipeline !== undefined),
     ...(traces !== undefined ? { traces: traces.api } : {}),
+    ...alertsOption(config.alerts, config.adaptive.prometheus.url, metrics),
     contentKeys: filters.keys,
   });
   let server: Server;

@@ -122,8 +122,8 @@ export interface EngineRequest {
   outputTokens: number;
   /** Called for each generated token (index from 0); the first call is the first token. */
   onToken?: (index: number) => void;
-  /** Called once when the request is done (after its last token, or its prefill when outputTokens is 0). */
-  onDone: () => void;
+  /** Called once when the request is done (after its last token, or its prefill when outputTokens is 0), with its timings. */
+  onDone: (timings: RequestTimings) => void;
 }
 
 /**
@@ -508,8 +508,9 @@ export class Engine {
         if (seq.firstTokenMs < 0) seq.firstTokenMs = now;
         this.release(seq);
         this.running = this.running.filter((s) => s !== seq);
-        seq.req.onDone();
-        this.onFinished?.({ arrivalMs: seq.arrivalMs, scheduledMs: seq.scheduledMs, firstTokenMs: seq.firstTokenMs, finishedMs: now, promptTokens: seq.req.promptTokens, outputTokens: seq.generated, preemptions: seq.preemptions });
+        const timings: RequestTimings = { arrivalMs: seq.arrivalMs, scheduledMs: seq.scheduledMs, firstTokenMs: seq.firstTokenMs, finishedMs: now, promptTokens: seq.req.promptTokens, outputTokens: seq.generated, preemptions: seq.preemptions };
+        seq.req.onDone(timings);
+        this.onFinished?.(timings);
       }
     }
     this.step();

@@ -6,7 +6,8 @@
 // it serves the engine's Prometheus metrics at GET /metrics on the same port (vllm-metrics.ts).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Engine } from "./engine.js";
+import type { Engine, RequestTimings } from "./engine.js";
+import { vllmRequestSpan, type OtlpJsonSpan } from "./vllm-spans.js";
 
 /** Options of the simulated server; every delay 0 in tests. */
 export interface LlmUpstreamOptions {
@@ -32,6 +33,8 @@ export interface LlmUpstreamOptions {
   random?: () => number;
   /** Completion tokens when the request sets no max_tokens, default 12. */
   defaultMaxTokens?: number;
+  /** Where a finished request's span goes, as vLLM exports it (vllm-spans.ts); absent: no spans. Needs an engine. */
+  spans?: { add(span: OtlpJsonSpan): void };
 }
 
 /** A running simulated server. */
@@ -86,15 +89,16 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
   const served = new Map<string, number>();
   let seq = 0;
 
-  /** Runs a request through the engine (or at once); resolves when it is done, calling onToken per token. */
-  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void, prefix?: { id: string; tokens: number }): Promise<void> => {
+  /** Runs a request through the engine (or at once); resolves when it is done (with its engine timings), calling onToken per token. */
+  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void, prefix?: { id: string; tokens: number }): Promise<{ timings: RequestTimings; arrivalWallMs: number } | undefined> => {
     if (!opts.engine) {
       for (let i = 0; i < outputTokens; i++) onToken(i);
-      return Promise.resolve();
+      return Promise.resolve(undefined);
     }
     const engine = opts.engine;
+    const arrivalWallMs = Date.now();
     return new Promise((resolve) => {
-      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: resolve, ...(prefix ? { prefix } : {}) });
+      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: (timings) => resolve({ timings, arrivalWallMs }), ...(prefix ? { prefix } : {}) });
       // A client that goes away leaves the queue or the batch, as vLLM aborts the request.
       res.once("close", () => handle.cancel());
     });
@@ -116,8 +120,15 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const words = Array.from({ length: completionTokens }, (_, i) => `tok${i} `);
     const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
 
+    const exportSpan = (done: { timings: RequestTimings; arrivalWallMs: number } | undefined): void => {
+      if (done === undefined || opts.spans === undefined) return;
+      const traceparent = typeof req.headers.traceparent === "string" ? req.headers.traceparent : undefined;
+      const span = vllmRequestSpan({ traceparent, ...done, requestId: id, model, finishReason, ...(typeof body.max_tokens === "number" ? { maxTokens: maxTokens } : {}) });
+      if (span !== undefined) opts.spans.add(span);
+    };
+
     if (body.stream !== true) {
-      await generate(res, promptTokens, completionTokens, () => undefined, added?.prefix);
+      exportSpan(await generate(res, promptTokens, completionTokens, () => undefined, added?.prefix));
       if (res.destroyed) return;
       const text = words.join("");
       const choice = kind === "chat" ? { index: 0, message: { role: "assistant", content: text }, finish_reason: finishReason } : { index: 0, text, finish_reason: finishReason };
@@ -129,11 +140,12 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     res.flushHeaders();
     const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
     const event = (choices: unknown[], extra: Record<string, unknown> = {}): string => `data: ${JSON.stringify({ id, object, created, model, choices, ...extra })}\n\n`;
-    await generate(res, promptTokens, completionTokens, (i) => {
+    const done = await generate(res, promptTokens, completionTokens, (i) => {
       if (res.destroyed) return;
       const delta = kind === "chat" ? { index: 0, delta: i === 0 ? { role: "assistant", content: words[i] } : { content: words[i] }, finish_reason: null } : { index: 0, text: words[i], finish_reason: null };
       res.write(event([delta]));
     }, added?.prefix);
+    exportSpan(done);
     if (res.destroyed) return;
     res.write(event([kind === "chat" ? { index: 0, delta: {}, finish_reason: finishReason } : { index: 0, text: "", finish_reason: finishReason }]));
     if (streamOptions?.include_usage === true) res.write(event([], { usage }));

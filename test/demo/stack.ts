@@ -34,6 +34,7 @@ import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
 import { startLoad, type Load } from "./load.js";
 import { VllmMetrics } from "./vllm-metrics.js";
+import { VllmSpanExporter } from "./vllm-spans.js";
 
 /** The simulated workload: namespace, pod and labels the policy selects and the GPUs map to. */
 export const DEMO_NAMESPACE = "demo";
@@ -242,7 +243,10 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   const engine = new Engine({ ...scenario.engine, ...opts.engine });
   closers.push(async () => engine.stop());
   const vllmMetrics = new VllmMetrics(engine, DEMO_MODEL);
+  // The model server's own spans (vLLM's --otlp-traces-endpoint) go to the same receiver as the filter's.
+  const vllmSpans = new VllmSpanExporter({ url: `${filtersUrl}/v1/traces` });
   const upstream = await startLlmUpstream({
+    spans: vllmSpans,
     port: opts.upstreamPort ?? 0,
     model: DEMO_MODEL,
     engine,
@@ -252,6 +256,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     errorRate: opts.errorRate,
   });
   closers.push(() => upstream.close());
+  closers.push(() => vllmSpans.close());
 
   // The filter's minimum poll interval is 1000 ms (filter/config.schema.json).
   const pollIntervalMs = Math.max(1000, intervalMs);

@@ -19,6 +19,7 @@ export const metricNames = {
   spansHeld: "tokentrace_control_plane_spans_held",
   spansHeldBytes: "tokentrace_control_plane_spans_held_bytes",
   filterRequests: "tokentrace_control_plane_filter_requests_total",
+  alertsReadFailures: "tokentrace_control_plane_alerts_read_failures_total",
 } as const;
 
 /** Every metric the control plane's API, push and adaptive parts export. */
@@ -53,6 +54,8 @@ export interface ControlPlaneMetrics {
   spansHeldBytes: Gauge;
   /** Filter-facing listener requests by method, route pattern and status code. */
   filterRequests: Counter<"method" | "route" | "code">;
+  /** The dashboard's reads of the Prometheus rules API that failed, by reason (dashboard/alerts.ts AlertsFailure). */
+  alertsReadFailures: Counter<"reason">;
 }
 
 /** Creates the catalogue on a new registry (with process metrics when `processMetrics`). */
@@ -76,5 +79,6 @@ export function createMetrics(processMetrics = false): ControlPlaneMetrics {
     spansHeld: new Gauge({ name: metricNames.spansHeld, help: "Spans the receiver holds.", registers: [registry] }),
     spansHeldBytes: new Gauge({ name: metricNames.spansHeldBytes, help: "Bytes the held spans keep, as counted against traces.maxBytes.", registers: [registry] }),
     filterRequests: new Counter({ name: metricNames.filterRequests, help: "Filter-facing listener requests by method, route and status code.", labelNames: ["method", "route", "code"], registers: [registry] }),
+    alertsReadFailures: new Counter({ name: metricNames.alertsReadFailures, help: "Reads of the Prometheus rules API for the dashboard's alert list that failed, by reason (timeout, unreachable, http_status, too_large, invalid, error_status).", labelNames: ["reason"], registers: [registry] }),
   };
 }

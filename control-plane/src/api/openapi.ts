@@ -305,6 +305,16 @@ const paths = {
       responses: { "200": { description: "The route's keep rates and thresholds.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
     },
   },
+  "/v1/dashboard/alerts": {
+    get: {
+      operationId: "dashboardAlerts",
+      summary: "Firing and pending alerts with their annotations, from the Prometheus rules API the control plane is configured with (alerts.prometheusUrl, else adaptive.prometheus.url)",
+      description:
+        "Always 200. source: prometheus or none (then hint says what to configure). available: false when the last read failed (reason: timeout, unreachable, http_status, too_large, invalid, error_status; detail). alerts, firing before pending, then by severity and oldest first, at most alerts.maxAlerts (truncated counts the rest): name, state, severity, activeAt (ISO) and activeAtMs (when the expression started holding), forSeconds, value, summary, description, runbook, runbookUrl (http(s) only), labels (the others, bounded). A read is shared for alerts.cacheMs.",
+      security: readSecurity,
+      responses: { "200": { description: "The alerts, or why they are unavailable.", content: jsonContent({ type: "object" }) }, "401": errorResponse(status.readToken) },
+    },
+  },
   "/v1/dashboard/status": {
     get: {
       operationId: "dashboardStatus",
@@ -323,6 +333,9 @@ const paths = {
         { name: "id", in: "query", required: false, schema: { type: "string" }, description: "A W3C trace id (any case) or an x-token-trace-id; then route and filters are ignored." },
         { name: "errors", in: "query", required: false, schema: { enum: ["true", "false"] } },
         { name: "minDurationMs", in: "query", required: false, schema: { type: "number", minimum: 0 } },
+        { name: "minTtftMs", in: "query", required: false, schema: { type: "number", minimum: 0 }, description: "Calls whose first chunk came at least this late (calls without a TTFT are left out)." },
+        { name: "fromMs", in: "query", required: false, schema: { type: "number", minimum: 0 }, description: "Calls started at or after this Unix time (ms)." },
+        { name: "toMs", in: "query", required: false, schema: { type: "number", minimum: 0 }, description: "Calls started at or before this Unix time (ms)." },
         { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500 } },
       ],
       responses: {

@@ -1,6 +1,9 @@
 // The dashboard: its series come from the pipeline's joined batches, so it is served only while
 // the pipeline runs; the start-up log says where it is and why its charts may be empty.
 import type { AppDeps } from "../app.js";
+import type { ControlPlaneMetrics } from "../api/metrics.js";
+import type { AlertsConfig } from "../dashboard/alerts-config.js";
+import { PrometheusAlertsReader } from "../dashboard/alerts.js";
 import { DashboardSeries } from "../dashboard/series.js";
 
 /** The series the dashboard charts, fed by the pipeline's batches. */
@@ -22,4 +25,11 @@ export function dashboardLine(url: string, pipelineRunning: boolean, historyMaxB
     historyMaxBytes,
     traces,
   };
+}
+
+/** The dashboard's alert reader: alerts.prometheusUrl, else the Prometheus adaptive sampling reads; none without either. */
+export function alertsOption(config: AlertsConfig, adaptivePrometheusUrl: string, metrics: Pick<ControlPlaneMetrics, "alertsReadFailures">): { alerts?: PrometheusAlertsReader } {
+  const url = config.prometheusUrl || adaptivePrometheusUrl;
+  if (url === "") return {};
+  return { alerts: new PrometheusAlertsReader({ ...config, url }, (reason) => metrics.alertsReadFailures.inc({ reason })) };
 }

@@ -16,6 +16,7 @@ import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns 
 import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
+import { alertsRoutes, type AlertsSource } from "./alerts-route.js";
 import { policyFor } from "./route-policy.js";
 import { queryString, rangeOf, RANGES_SECONDS, routeOf } from "./query.js";
 
@@ -34,6 +35,8 @@ export interface DashboardDeps {
   now?: () => number;
   /** Live tail-keep thresholds: their settings and whether this replica computes them (absent: off). */
   liveThresholds?: LiveThresholdView;
+  /** Firing and pending alerts from a Prometheus's rules API; absent: the page says alert state needs one. */
+  alerts?: AlertsSource;
 }
 
 /** What the page says when the metrics pipeline is off (`make run`'s default). */
@@ -58,9 +61,11 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/charts.js", join(staticDir, "charts.js"), js],
     ["/dashboard/policies.js", join(staticDir, "policies.js"), js],
     ["/dashboard/traces.js", join(staticDir, "traces.js"), js],
+    ["/dashboard/waterfall.js", join(staticDir, "waterfall.js"), js],
     ["/dashboard/diff.js", join(staticDir, "diff.js"), js],
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
     ["/dashboard/keep.js", join(staticDir, "keep.js"), js],
+    ["/dashboard/alerts.js", join(staticDir, "alerts.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
@@ -107,7 +112,7 @@ async function adaptiveTargets(store: PolicyRepository, namespace: string, times
   });
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod) and GET /v1/dashboard/keep (keep reasons and live thresholds per route). */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route) and GET /v1/dashboard/alerts (firing and pending alerts). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -207,6 +212,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   });
   gpuRoutes(router, { deps, read, now });
   keepRoutes(router, { deps, read, now });
+  alertsRoutes(router, { alerts: deps.alerts, read });
   return router;
 }
 

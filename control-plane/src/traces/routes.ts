@@ -216,17 +216,20 @@ export function traceReadRoutes(deps: { store: TraceStore; read: (req: Request, 
       next(new ApiError(400, "invalid query", [{ field: "limit", reason: `must be an integer in [1, 500], got ${JSON.stringify(limitText.slice(0, 32))}` }]));
       return;
     }
-    const minText = q("minDurationMs");
-    const minDurationMs = minText === undefined ? undefined : Number(minText);
-    if (minDurationMs !== undefined && !(Number.isFinite(minDurationMs) && minDurationMs >= 0)) {
-      next(new ApiError(400, "invalid query", [{ field: "minDurationMs", reason: `must be a number >= 0, got ${JSON.stringify(minText?.slice(0, 32))}` }]));
-      return;
+    // Optional non-negative numbers: the thresholds (ms) and the window of start times (Unix ms).
+    const numbers: { minDurationMs?: number; minTtftMs?: number; fromMs?: number; toMs?: number } = {};
+    for (const field of ["minDurationMs", "minTtftMs", "fromMs", "toMs"] as const) {
+      const text = q(field);
+      if (text === undefined) continue;
+      const value = Number(text);
+      if (!(Number.isFinite(value) && value >= 0)) {
+        next(new ApiError(400, "invalid query", [{ field, reason: `must be a number >= 0, got ${JSON.stringify(text.slice(0, 32))}` }]));
+        return;
+      }
+      numbers[field] = value;
     }
     const id = q("id");
-    const calls =
-      id !== undefined
-        ? deps.store.lookup(id)
-        : deps.store.recent({ route: q("route"), limit, errorsOnly: q("errors") === "true", ...(minDurationMs !== undefined ? { minDurationMs } : {}) });
+    const calls = id !== undefined ? deps.store.lookup(id) : deps.store.recent({ route: q("route"), limit, errorsOnly: q("errors") === "true", ...numbers });
     const anonymous = req.principal === undefined || req.principal === "anonymous";
     res.set("cache-control", "no-store").json({ held: deps.store.size, maxSpans: deps.store.maxSpans, heldBytes: deps.store.bytes, maxBytes: deps.store.maxBytes, items: anonymous ? calls.map(withoutContent) : calls });
   });

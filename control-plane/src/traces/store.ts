@@ -300,8 +300,11 @@ export class TraceStore {
     if (holders.entries.size === 0) this.byTokenTraceId.delete(tokenTraceId);
   }
 
-  /** The newest LLM calls (spans with gen_ai.operation.name), newest first, optionally of one route. */
-  recent(opts: { route?: string | undefined; limit: number; errorsOnly?: boolean; minDurationMs?: number }): LlmCall[] {
+  /**
+   * The newest LLM calls (spans with gen_ai.operation.name), newest first, optionally of one route,
+   * started within [fromMs, toMs], at least as long (or as slow to the first chunk) as asked.
+   */
+  recent(opts: { route?: string | undefined; limit: number; errorsOnly?: boolean; minDurationMs?: number; minTtftMs?: number; fromMs?: number; toMs?: number }): LlmCall[] {
     const out: LlmCall[] = [];
     for (let k = this.order.length - 1; k >= 0 && out.length < opts.limit; k--) {
       const entry = this.order[k] as Entry;
@@ -311,16 +314,26 @@ export class TraceStore {
       if (opts.route !== undefined && c.route !== opts.route) continue;
       if (opts.errorsOnly && c.statusCode !== 2 && (c.httpStatus ?? 0) < 400) continue;
       if (opts.minDurationMs !== undefined && c.durationMs < opts.minDurationMs) continue;
+      if (opts.minTtftMs !== undefined && (c.ttftMs === null || c.ttftMs < opts.minTtftMs)) continue;
+      if (opts.fromMs !== undefined && c.startMs < opts.fromMs) continue;
+      if (opts.toMs !== undefined && c.startMs > opts.toMs) continue;
       out.push(c);
     }
     return out;
   }
 
-  /** Every span of a trace id, or carrying a token trace id, oldest first. */
+  /**
+   * Every span of a trace id, or of the traces that carry a token trace id (so the model server's
+   * own spans, which know no token trace id, come with the proxy's), oldest first.
+   */
   lookup(id: string): LlmCall[] {
     const found = new Set<LlmCall>();
-    for (const e of this.byTraceId.get(id.toLowerCase()) ?? []) found.add(e.call);
-    for (const e of this.byTokenTraceId.get(id)?.entries ?? []) found.add(e.call);
+    const traceIds = new Set<string>([id.toLowerCase()]);
+    for (const e of this.byTokenTraceId.get(id)?.entries ?? []) {
+      found.add(e.call);
+      traceIds.add(e.call.traceId);
+    }
+    for (const traceId of traceIds) for (const e of this.byTraceId.get(traceId) ?? []) found.add(e.call);
     return [...found].sort((a, b) => a.startMs - b.startMs);
   }
 }

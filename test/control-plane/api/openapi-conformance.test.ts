@@ -129,6 +129,8 @@ const rows: Row[] = [
   { app: "public", method: "GET", path: "/v1/dashboard/keep?route=nope", status: 404 },
   { app: "public", method: "GET", path: "/v1/dashboard/keep?range=7", status: 400 },
   { app: "token", method: "GET", path: "/v1/dashboard/keep", status: 401 },
+  { app: "public", method: "GET", path: "/v1/dashboard/alerts", status: 200 },
+  { app: "token", method: "GET", path: "/v1/dashboard/alerts", status: 401 },
   { app: "public", method: "GET", path: "/v1/dashboard/status", status: 200 },
   { app: "token", method: "GET", path: "/v1/dashboard/status", status: 401 },
 

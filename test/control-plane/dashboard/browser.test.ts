@@ -168,7 +168,8 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     await page.waitForFunction(() => Number((globalThis as unknown as Win).document.getElementById("trace-table")?.dataset.rows ?? "0") > 0, undefined, { timeout: 15_000 });
     const tokenTraceId = `browser-${randomBytes(6).toString("hex")}`;
     await sendChat(stack, 1, tokenTraceId);
-    await until("our span at the receiver", () => stack.traces.lookup(tokenTraceId).length === 1);
+    // The proxy's span and the simulated vLLM's own llm_request span, its child.
+    await until("our spans at the receiver", () => stack.traces.lookup(tokenTraceId).length === 2);
     await page.fill("#trace-id", tokenTraceId);
     await page.click('#trace-lookup button[type="submit"]');
     await page.waitForSelector(`#trace-table tbody tr[data-token-trace-id="${tokenTraceId}"]`, { timeout: 10_000 });
@@ -181,7 +182,44 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     // ... and by its W3C trace id.
     await page.fill("#trace-id", row[7]!);
     await page.click('#trace-lookup button[type="submit"]');
-    await page.waitForFunction((id) => (globalThis as unknown as Win).document.getElementById("trace-result")?.textContent === `1 span(s) for ${id}`, row[7]!);
+    await page.waitForFunction((id) => (globalThis as unknown as Win).document.getElementById("trace-result")?.textContent === `1 call(s) for ${id}, 2 span(s) in the trace`, row[7]!);
+    // A click on the call opens the trace as a waterfall: the proxy's span with its first-chunk mark,
+    // the model server's span under it split into queue, prefill and decode.
+    await page.locator("#trace-table tbody tr").first().locator("td").first().click();
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("trace-waterfall")?.dataset.spans === "2", undefined, { timeout: 10_000 });
+    assert.deepEqual(await page.locator("#trace-waterfall .waterfall-row").evaluateAll((rows) => rows.map((r) => (r as unknown as El).dataset.spanName)), ["chat tokentrace-sim-1", "llm_request"]);
+    assert.deepEqual(await page.locator("#trace-waterfall .waterfall-row").nth(1).locator(".waterfall-phase").evaluateAll((els) => els.map((e) => (e as unknown as El).dataset.phase)), ["queue", "prefill", "decode"]);
+    assert.equal(await page.locator('#trace-waterfall .waterfall-row >> nth=0 >> [data-mark="ttft"]').count(), 1);
+    assert.match(await text(page, "#trace-waterfall .waterfall-row:nth-of-type(3) .waterfall-note"), /^\d+(\.\d+)? ms · queue [\d.]+ ms · prefill [\d.]+ ms · decode [\d.]+ ms$/);
+    // A click on a point of the TTFT chart lists the calls of that point's window at or above the percentile clicked.
+    // The chart sits above the traces section the page scrolled to: bring it into view before reading its box.
+    await page.locator("#chart-ttft").scrollIntoViewIfNeeded();
+    const ttftBox = (await page.locator("#chart-ttft .u-over").boundingBox())!;
+    // The newest point with a P50, where the chart draws it.
+    const point = await page.evaluate(() => {
+      const plot = (globalThis as unknown as Win).tokentraceDashboard.charts["chart-ttft"]!.plot as unknown as { data: (number | null)[][]; valToPos(v: number, scale: string): number };
+      let k = plot.data[1]!.length - 1;
+      while (k > 0 && plot.data[1]![k] === null) k--;
+      return { x: plot.valToPos(plot.data[0]![k]!, "x"), y: plot.valToPos(plot.data[1]![k]!, "y") };
+    });
+    const windowRequest = page.waitForRequest((r) => r.url().includes("/v1/dashboard/traces?") && r.url().includes("minTtftMs="));
+    // The newest point sits on the plot's right edge, one pixel outside the box: click just inside it (the cursor snaps to it).
+    await page.mouse.click(ttftBox.x + Math.min(point.x, ttftBox.width - 2), ttftBox.y + point.y);
+    const asked = new URL((await windowRequest).url()).searchParams;
+    assert.equal(asked.get("route"), "chat");
+    // A refresh may land between reading the point and the click; the chart's P50 at the window asked for is what counts.
+    const p50AtClick = await page.evaluate((toMs) => {
+      const plot = (globalThis as unknown as Win).tokentraceDashboard.charts["chart-ttft"]!.plot as unknown as { data: (number | null)[][] };
+      const k = plot.data[0]!.findIndex((t) => t !== null && t * 1000 === toMs);
+      return k < 0 ? null : plot.data[1]![k]!;
+    }, Number(asked.get("toMs")));
+    assert.ok(p50AtClick !== null, "the window asked for ends at a point of the chart");
+    assert.equal(asked.get("minTtftMs"), String(Math.floor(p50AtClick)), "the P50 line was clicked");
+    const { windowSeconds } = (await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/series?route=chat&range=300`)).json()) as { windowSeconds: number };
+    assert.equal(Number(asked.get("toMs")) - Number(asked.get("fromMs")), windowSeconds * 1000, "the chart's window");
+    assert.match(await text(page, "#trace-window-text"), /^calls started \d\d:\d\d:\d\d–\d\d:\d\d:\d\d with TTFT ≥ [\d.]+ ms \(P50 of that window\)$/);
+    await page.click("#trace-window-clear");
+    assert.equal(await page.locator("#trace-window").isHidden(), true);
 
     // The editor: field errors from the API, then a save with If-Match.
     await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("policy-editor")?.value.includes("demo-sampling") === true);

@@ -14,6 +14,7 @@ import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { readAccess } from "../../../control-plane/src/api/auth.js";
 import { traceReadRoutes, traceReceiverRoutes } from "../../../control-plane/src/traces/routes.js";
 import { TraceStore } from "../../../control-plane/src/traces/store.js";
+import { vllmRequestSpan } from "../../demo/vllm-spans.js";
 
 const NS = 1_796_000_000_000_000_000n;
 
@@ -181,5 +182,40 @@ test("OTLP/HTTP binary protobuf (a Collector's default): decoded by the same rul
     assert.equal(garbage.status, 400);
     assert.equal(garbage.headers.get("content-type"), "application/x-protobuf");
     assert.equal((await post(url, "x", { "content-type": "text/plain" })).status, 415);
+  });
+});
+
+test("a call looked up by x-token-trace-id comes with the model server's own span (vLLM's llm_request, which knows no token trace id); a chart point's window and threshold select calls", async () => {
+  const store = new TraceStore(100);
+  await withReceiver(store, async (url) => {
+    const proxy = filterSpan(7, { tokenTraceId: "walk-me", durationMs: 900 });
+    // The span vLLM writes as the proxy span's child (test/demo/vllm-spans.ts follows vLLM's do_tracing).
+    const startMs = Number((NS + 7n * 1_000_000_000n) / 1_000_000n);
+    const child = vllmRequestSpan({
+      traceparent: `00-${proxy.traceId as string}-${proxy.spanId as string}-01`,
+      arrivalWallMs: startMs + 5,
+      timings: { arrivalMs: 100, scheduledMs: 400, firstTokenMs: 520, finishedMs: 990, promptTokens: 16, outputTokens: 12, preemptions: 0 },
+      requestId: "chatcmpl-7",
+      model: "tokentrace-sim-1",
+      finishReason: "stop",
+    })!;
+    assert.equal((await post(url, exportBody([proxy, filterSpan(8, { durationMs: 200 }), child]))).status, 200);
+    const found = (await (await fetch(`${url}/v1/dashboard/traces?id=walk-me`)).json()) as { items: { name: string; parentSpanId: string; spanId: string; startMs: number; durationMs: number; attributes: Record<string, unknown> }[] };
+    assert.deepEqual(found.items.map((c) => c.name), ["chat tokentrace-sim-1", "llm_request"]);
+    const [p, c] = found.items as [(typeof found.items)[0], (typeof found.items)[0]];
+    assert.equal(c.parentSpanId, p.spanId);
+    assert.deepEqual([c.startMs - p.startMs, c.durationMs, c.attributes["gen_ai.latency.time_in_queue"], c.attributes["gen_ai.latency.time_in_model_prefill"], c.attributes["gen_ai.latency.time_in_model_decode"]], [5, 890, 0.3, 0.12, 0.47]);
+    const listed = (await (await fetch(`${url}/v1/dashboard/traces`)).json()) as { items: { name: string }[] };
+    assert.ok(!listed.items.some((i) => i.name === "llm_request"), "the model server's span is no LLM call of its own in the list");
+
+    const inWindow = async (query: string): Promise<string[]> => ((await (await fetch(`${url}/v1/dashboard/traces?${query}`)).json()) as { items: { tokenTraceId: string }[] }).items.map((i) => i.tokenTraceId);
+    assert.deepEqual(await inWindow(`fromMs=${startMs}&toMs=${startMs + 500}`), ["walk-me"]);
+    assert.deepEqual(await inWindow(`fromMs=${startMs}`), ["ttid-8", "walk-me"]);
+    assert.deepEqual(await inWindow(`toMs=${startMs + 999}&minDurationMs=100`), ["walk-me"]);
+    assert.deepEqual(await inWindow(`minTtftMs=125`), ["ttid-8", "walk-me"]);
+    assert.deepEqual(await inWindow(`minTtftMs=126`), []);
+    const bad = await fetch(`${url}/v1/dashboard/traces?fromMs=-1`);
+    assert.equal(bad.status, 400);
+    assert.deepEqual(((await bad.json()) as { details: unknown[] }).details, [{ field: "fromMs", reason: 'must be a number >= 0, got "-1"' }]);
   });
 });

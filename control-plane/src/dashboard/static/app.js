@@ -27,9 +27,9 @@ const PANELS = {
     ],
   },
   "chart-tokens": { unit: "/s", series: [{ key: "inputTokensPerSecond", label: "input tokens/s", stroke: "#00897b" }, { key: "outputTokensPerSecond", label: "output tokens/s", stroke: "#7b1fa2" }] },
-  "chart-ttft": { unit: "ms", series: LATENCY("ttft") },
+  "chart-ttft": { unit: "ms", series: LATENCY("ttft"), onPick: (p) => showTracesOf("ttft", p) },
   "chart-decode": { unit: "ms", series: LATENCY("decode") },
-  "chart-duration": { unit: "ms", series: LATENCY("duration") },
+  "chart-duration": { unit: "ms", series: LATENCY("duration"), onPick: (p) => showTracesOf("duration", p) },
   "chart-gpu-util": { unit: "%", series: [{ key: "gpuUtilizationPercent", label: "GPU utilisation", stroke: "#2e7d32" }] },
   "chart-gpu-power": { unit: "W", series: [{ key: "gpuPowerWatts", label: "GPU power", stroke: "#8d6e63" }] },
   "chart-sampling": {
@@ -48,6 +48,16 @@ const ENGINE_SERIES = [
   { key: "specDecodeAcceptance", label: "speculative acceptance", stroke: "#7b1fa2" },
 ];
 const THRESHOLD_SERIES = ENGINE_SERIES.map((s) => ({ key: `${s.key}Threshold`, label: `${s.label} alert threshold`, stroke: s.stroke, dash: [4, 4] }));
+
+/** The rate window of the series shown (seconds); a chart point summarises the calls of the window before it. */
+let windowSeconds = 0;
+
+/** A click on a latency chart's point: the traces of that point's window at or above its percentile. */
+function showTracesOf(metric, point) {
+  if (!window.tokentraceTraces || windowSeconds <= 0) return;
+  const toMs = point.tSeconds * 1000;
+  window.tokentraceTraces.showWindow({ metric, fromMs: toMs - windowSeconds * 1000, toMs, minMs: point.value, label: point.label });
+}
 
 const charts = {};
 /** Engine panels by namespace and model; created as models appear. */
@@ -128,6 +138,7 @@ async function refresh() {
     keepInUrl();
   }
   const scope = body.model === null ? "all models" : `model ${body.model}`;
+  windowSeconds = body.windowSeconds;
   const w = `${body.windowSeconds} s`;
   setCaption("chart-requests", `Requests per second (rate over ${w})`);
   setCaption("chart-errors", `Share of requests by status class (route, every model; over ${w})`);

@@ -41,7 +41,39 @@
     return { last, mean: n > 0 ? sum / n : null, max };
   }
 
-  /** A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke, dash?}], unit}. */
+  // Where alerts started (alerts.js sets them): a vertical mark on every panel at each activeAt.
+  let markers = [];
+  const panels = new Set();
+
+  /** Draws `markers` ({tSec, label, state}) as vertical lines in the panel's overlay. */
+  function drawMarkers(u) {
+    for (const old of u.over.querySelectorAll(".alert-mark")) old.remove();
+    const [min, max] = [u.scales.x.min, u.scales.x.max];
+    if (min === undefined || max === undefined || min === null || max === null) return;
+    for (const m of markers) {
+      if (m.tSec < min || m.tSec > max) continue;
+      const mark = document.createElement("div");
+      mark.className = `alert-mark ${m.state}`;
+      mark.style.left = `${u.valToPos(m.tSec, "x")}px`;
+      mark.title = `${m.label}: ${m.state} since ${formatTime(m.tSec)}`;
+      mark.dataset.alert = m.label;
+      u.over.appendChild(mark);
+    }
+  }
+
+  /** Sets the alert marks of every panel, now and for panels created later. */
+  function setMarkers(list) {
+    markers = list;
+    for (const plot of panels) {
+      if (plot.root.isConnected) drawMarkers(plot);
+      else panels.delete(plot);
+    }
+  }
+
+  /**
+   * A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke,
+   * dash?}], unit, onPick?}; onPick({tSeconds, key, label, value}) is called on a click on the plot.
+   */
   function createPanel(el, spec) {
     const unit = spec.unit;
     const plotEl = document.createElement("div");
@@ -81,6 +113,20 @@
       });
     };
 
+    // A click names the point under the cursor and the shown series nearest to it (a percentile line).
+    const pick = (u) => {
+      const idx = u.cursor.idx;
+      if (idx === null || idx === undefined || u.cursor.top === undefined || u.cursor.top < 0) return;
+      const y = u.posToVal(u.cursor.top, "y");
+      let best = null;
+      spec.series.forEach((s, i) => {
+        const v = u.data[i + 1][idx];
+        if (!u.series[i + 1].show || v === null || v === undefined) return;
+        if (best === null || Math.abs(v - y) < Math.abs(best.value - y)) best = { key: s.key, label: s.label, value: v };
+      });
+      if (best !== null) spec.onPick({ tSeconds: u.data[0][idx], ...best });
+    };
+
     const plot = new uPlot(
       {
         width: Math.max(280, el.clientWidth || 420),
@@ -93,11 +139,12 @@
           { space: 90, values: (u, splits) => splits.map(formatTime) },
           { size: 64, values: (u, splits) => splits.map((v) => formatValue(v, unit).replace(/ (ms|W|\/s)$/, "")) },
         ],
-        hooks: { setCursor: [updateCursorColumn] },
+        hooks: { setCursor: [updateCursorColumn], draw: [drawMarkers], ready: spec.onPick ? [(u) => u.over.addEventListener("click", () => pick(u))] : [] },
       },
       [[], ...spec.series.map(() => [])],
       plotEl,
     );
+    panels.add(plot);
 
     return {
       plot,
@@ -125,5 +172,5 @@
     };
   }
 
-  window.tokentraceCharts = { createPanel, formatTime, formatValue };
+  window.tokentraceCharts = { createPanel, formatTime, formatValue, setMarkers };
 })();

@@ -1,7 +1,9 @@
 // The traces section, as a Jaeger search page reads: the newest sampled LLM calls of the route
 // (duration, TTFT, tokens, status, model), filters for errors and a minimum duration, a lookup by
-// x-token-trace-id or trace id, a row's span details on click, and each trace id linked to the
-// tracing UI through the configured template ({traceId}, {spanId}, {startMs}, {endMs}).
+// x-token-trace-id or trace id, a row's whole trace as a waterfall on click (waterfall.js), the
+// calls of one chart point's window above its value (showWindow, from a click on a latency chart),
+// and each trace id linked to the tracing UI through the configured template ({traceId},
+// {spanId}, {startMs}, {endMs}).
 /* global document, window */
 "use strict";
 
@@ -13,6 +15,8 @@
   let linkTemplate = "";
   let route = "";
   let lookupId = "";
+  /** A latency chart's point: calls started in [fromMs, toMs] at least as slow as its value. */
+  let windowFilter = null;
 
   function linkFor(call) {
     if (!linkTemplate) return null;
@@ -50,11 +54,26 @@
       } else idCell.textContent = c.traceId;
       tr.addEventListener("click", (e) => {
         if (e.target.tagName === "A") return;
-        const pre = $("trace-detail");
-        pre.textContent = JSON.stringify(c, null, 2);
-        pre.hidden = false;
+        void openTrace(c);
       });
     }
+  }
+
+  /** Every span of the call's trace (the model server's too) as a waterfall, the call's attributes below. */
+  async function openTrace(call) {
+    $("trace-detail").textContent = JSON.stringify(call, null, 2);
+    $("trace-raw").hidden = false;
+    const res = await fetch(`/v1/dashboard/traces?id=${encodeURIComponent(call.traceId)}`, { cache: "no-store", headers: dash().authHeaders() });
+    const body = await res.json();
+    const box = $("trace-waterfall");
+    if (!res.ok) {
+      box.textContent = dash().describeError(body);
+      box.hidden = false;
+      return;
+    }
+    window.tokentraceWaterfall.render(box, body.items.length > 0 ? body.items : [call]);
+    box.dataset.spans = String(body.items.length);
+    box.hidden = false;
   }
 
   async function load() {
@@ -62,6 +81,11 @@
     const q = new window.URLSearchParams();
     if (lookupId) q.set("id", lookupId);
     else {
+      if (windowFilter) {
+        q.set("fromMs", String(Math.floor(windowFilter.fromMs)));
+        q.set("toMs", String(Math.ceil(windowFilter.toMs)));
+        q.set(windowFilter.metric === "ttft" ? "minTtftMs" : "minDurationMs", String(Math.floor(windowFilter.minMs)));
+      }
       if (route) q.set("route", route);
       if ($("trace-errors").checked) q.set("errors", "true");
       const min = $("trace-min-ms").value.trim();
@@ -75,14 +99,17 @@
       result.className = "error";
       return;
     }
-    render(body.items);
+    // A lookup answers every span of the trace; the table lists its LLM calls (the waterfall shows the rest).
+    const calls = body.items.filter((c) => c.operation !== "");
+    const rows = calls.length > 0 ? calls : body.items;
+    render(rows);
     result.className = "";
     result.textContent = lookupId
       ? body.items.length === 0
         ? `no span with trace id or x-token-trace-id ${lookupId} among the newest ${body.held} spans (only sampled requests are exported)`
-        : `${body.items.length} span(s) for ${lookupId}`
+        : `${rows.length} call(s) for ${lookupId}, ${body.items.length} span(s) in the trace`
       : `${body.items.length} newest of ${body.held} spans held (at most ${body.maxSpans})`;
-    $("trace-table").dataset.rows = String(body.items.length);
+    $("trace-table").dataset.rows = String(rows.length);
   }
 
   $("trace-lookup").addEventListener("submit", (e) => {
@@ -93,6 +120,11 @@
   $("trace-clear").addEventListener("click", () => {
     lookupId = "";
     $("trace-id").value = "";
+    void load();
+  });
+  $("trace-window-clear").addEventListener("click", () => {
+    windowFilter = null;
+    $("trace-window").hidden = true;
     void load();
   });
   $("trace-errors").addEventListener("change", () => void load());
@@ -106,6 +138,15 @@
       $("trace-table").hidden = !enabled;
       $("traces-off").hidden = enabled;
       $("traces-off").textContent = enabled ? "" : traces.hint;
+      void load();
+    },
+    /** From a latency chart's point: the calls of its window at or above its value (`metric`: "ttft" or "duration"). */
+    showWindow(filter) {
+      windowFilter = filter;
+      lookupId = "";
+      $("trace-window-text").textContent = `calls started ${formatTime(filter.fromMs / 1000)}–${formatTime(filter.toMs / 1000)} with ${filter.metric === "ttft" ? "TTFT" : "duration"} ≥ ${formatValue(filter.minMs, "ms")} (${filter.label} of that window)`;
+      $("trace-window").hidden = false;
+      $("traces").scrollIntoView({ block: "start" });
       void load();
     },
     setRoute(r) {
