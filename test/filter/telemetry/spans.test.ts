@@ -283,7 +283,7 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     assert.equal(vm.failed, false);
     assert.equal(vm.stats.value("tokentrace_span_export_failures_total"), 1);
     assert.equal(vm.stats.value("tokentrace_spans_dropped_total"), 3);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama-3.1-8b", stream: "true", finish_reason: "stop" }), 3);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama-3.1-8b", stream: "true", finish_reason: "stop", status_class: "2xx" }), 3);
   });
 
   it("a slow receiver never blocks traffic: requests flow while one export is in flight, the buffer is bounded", async () => {
