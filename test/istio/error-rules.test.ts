@@ -2,7 +2,8 @@
 // engine (Debian's promtool 2.42, `test rules`), fed tokentrace_llm_requests_total as a sidecar
 // exports it (status_class always, error_type on a call that failed; the label sets are those of
 // test/filter/telemetry/errors-by-model.test.ts): the failed share of each (route, model) and the
-// failures per error type; a healthy model reads 0, an idle one has no ratio.
+// failures per error type; a healthy model reads 0, an idle one has no ratio; and the dashboard's two
+// error panels, which read the counter itself, show the same figures.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -15,6 +16,7 @@ import { ISTIO_DIR } from "./support.js";
 const FILE = join(ISTIO_DIR, "observability/prometheus-rules.yaml");
 interface Rule { record?: string; expr: string }
 const group = (parse(readFileSync(FILE, "utf8")) as { spec: { groups: { name: string; rules: Rule[] }[] } }).spec.groups.filter((g) => g.name === "tokentrace.errors");
+const dashboard = JSON.parse(readFileSync(join(ISTIO_DIR, "observability/grafana-dashboard.json"), "utf8")) as { panels: { title: string; targets?: { expr: string }[] }[] };
 const RATIO = "namespace_route_model:tokentrace_llm_requests_failed:ratio_rate5m";
 const BY_TYPE = "namespace_route_model_error_type:tokentrace_llm_requests_failed:rate5m";
 
@@ -87,6 +89,21 @@ describe("errors by model (promtool test rules, Prometheus's rule engine)", () =
 
   it("a fifth of m-limited failed (429), half of m-broken (503, resets, response.failed), none of m-healthy; m-idle has no ratio", () => {
     const r = promtool([atFifteen(EXPECTED_RATIO, EXPECTED_BY_TYPE)]);
+    assert.equal(r.status, 0, r.output);
+  });
+
+  it("the dashboard's two error panels read the same figures from the filter's counter (route \"chat\", namespace \"llm\" selected)", () => {
+    const panels = dashboard.panels.filter((p) => p.title === "Failed share of LLM calls per model" || p.title === "LLM failures per model by error.type");
+    assert.equal(panels.length, 2);
+    const [share, byType] = panels.map((p) => p.targets![0]!.expr.replaceAll("$namespace", "llm").replaceAll("$route", "chat").replaceAll("$__rate_interval", "5m"));
+    const r = promtool([{
+      interval: "1m",
+      input_series: INPUT.map((i) => ({ series: series(i.labels), values: counter(i.perMinute) })),
+      promql_expr_test: [
+        { expr: `round(${share!}, 0.000001)`, eval_time: "15m", exp_samples: EXPECTED_RATIO.map((e) => ({ labels: e.labels.replace(',namespace="llm"', ""), value: e.value })) },
+        { expr: `round(${byType!}, 0.000001)`, eval_time: "15m", exp_samples: EXPECTED_BY_TYPE.map((e) => ({ labels: e.labels.replace(',namespace="llm",route="chat"', ""), value: e.value })) },
+      ],
+    }]);
     assert.equal(r.status, 0, r.output);
   });
 
