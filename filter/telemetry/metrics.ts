@@ -237,10 +237,10 @@ export function finishReasonName(index: i32): string {
 /**
  * error.type of an LLM call as a closed set of small integers (0: no error), shared by its span and
  * its stats: an error status is its code (400..599); below them the reasons without one. Per
- * open-telemetry/semantic-conventions@384d661 docs/http/http-spans.md (error.type note): the status
+ * open-telemetry/semantic-conventions@00e4b4e docs/http/http-spans.md (error.type note): the status
  * code as a string when the response says error, a low-cardinality identifier when it failed before
- * one; docs/registry/attributes/error.md: `_OTHER` when the instrumentation defines no value (a
- * generation that failed under a 2xx, a code outside 100..599).
+ * one; @0ebb1a0 docs/registry/attributes/error.md: `_OTHER` when the instrumentation defines no value
+ * (a generation that failed under a 2xx, a code outside 100..599).
  */
 export const ERROR_TYPE_NONE: i32 = 0;
 export const ERROR_TYPE_RESET_BEFORE_RESPONSE: i32 = 1;

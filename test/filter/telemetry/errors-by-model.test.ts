@@ -1,9 +1,9 @@
 // Errors by model (issue #26 item 6): an LLM call's request counter carries its response status
 // class and OpenTelemetry's error.type, so "which model is failing" is one query; a Responses API
 // stream that ends in `response.failed` counts as finish_reason="error". error.type follows
-// open-telemetry/semantic-conventions@384d661 docs/http/http-spans.md (the status code as a string for
-// an error status, a low-cardinality reason when there is none) and docs/registry/attributes/error.md
-// (`_OTHER` where no custom value is defined). Real filter.wasm under the emulated Envoy host.
+// open-telemetry/semantic-conventions@00e4b4e docs/http/http-spans.md (the status code as a string for
+// an error status, a low-cardinality reason when there is none) and @0ebb1a0
+// docs/registry/attributes/error.md (`_OTHER` where no custom value is defined). Real filter.wasm under the emulated Envoy host.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock, type FilterVm } from "../../host/index.js";
