@@ -10,9 +10,9 @@ import { matchedPrefixLength, protocolOf } from "./protocols/llm-paths";
 import { kserveModelOf } from "./protocols/kserve";
 import { Protocol } from "./protocols";
 import { contentEngine } from "./capture";
-import { codeClassIndex, CONTENT_UNAVAILABLE, ErrorReason, KeepReason, keepReasonName, sanitizeLabelValue } from "./telemetry/metrics";
+import { codeClassIndex, CONTENT_UNAVAILABLE, ERROR_TYPE_NONE, ErrorReason, KeepReason, keepReasonName, sanitizeLabelValue } from "./telemetry/metrics";
 import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./trace/sampler";
-import { encodeSpan, errorTypeOf, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
+import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
 import { TailKeep } from "./telemetry/tail-keep";
 import { noteNowNs, recentNowMs } from "./telemetry/recent-quantile";
@@ -396,7 +396,8 @@ export class TokentraceStream extends Context {
   private keepPriority: f64 = 0;
 
   private keepReason(spans: SpanConfig, llm: LlmExchange, code: i64, startNs: i64, durationNs: i64, recentRank: f64): KeepReason {
-    if (spans.keepErrors && isErrorOutcome(code, this.responseComplete)) {
+    // error.type set on its span: the same verdict as the call's stats (llm.record).
+    if (spans.keepErrors && llm.errorType != ERROR_TYPE_NONE) {
       this.keepPriority = ERROR_PRIORITY + <f64>durationNs;
       return KeepReason.Error;
     }
@@ -508,7 +509,7 @@ export class TokentraceStream extends Context {
       durationNs = startNs > 0 && nowNs > startNs ? nowNs - startNs : 0;
     }
     if (llm !== null) {
-      llm.record(startNs, startNs + durationNs, code, route);
+      llm.record(startNs, startNs + durationNs, code, this.responseComplete, route);
       // Which span goes: a sampled request's, or (tail keep) an unsampled one that failed or was slow.
       if (spans !== null) {
         // Every LLM request of the pair joins its recent window, sampled or not.
@@ -588,11 +589,6 @@ function destinationRoute(stats: Stats, route: RouteStats): RouteStats {
   }
   if (end <= start) return route;
   return stats.forDestination(route, sanitizeLabelValue(String.UTF8.decodeUnsafe(p + start, end - start)));
-}
-
-/** Whether a request failed as tail keep's errors count it: error.type would be set on its span (spans.ts errorTypeOf), without building it. */
-function isErrorOutcome(statusCode: i64, responseComplete: bool): bool {
-  return statusCode >= 400 || statusCode <= 0 || !responseComplete;
 }
 
 /** Tail keep: a route's own slow threshold, else the default, in ns (-1: none). */

@@ -7,7 +7,7 @@ import { ENVOY_BUFFER_LIMIT_BYTES, LlmConfig } from "../config/config";
 import { CaptureSink } from "../content/sink";
 import * as host from "../host/host";
 import { JsonScanner } from "./json-scan";
-import { ErrorReason, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "../telemetry/metrics";
+import { codeClassIndex, ERROR_TYPE_NONE, ErrorReason, errorTypeIndex, FINISH_REASON_ERROR, finishReasonIndex, MODEL_UNKNOWN, sanitizeLabelValue } from "../telemetry/metrics";
 import { finishReasonOf, Protocol } from "../protocols";
 import { SseScanner } from "./sse";
 import { LlmStats, RouteStats, Stats } from "../telemetry/stats";
@@ -103,6 +103,8 @@ export class LlmExchange {
   responseModel: string = "";
   responseId: string = "";
   finishReason: string = "";
+  /** error.type of the call as metrics.ts errorTypeIndex gives it (ERROR_TYPE_NONE: it did not fail). */
+  errorType: i32 = ERROR_TYPE_NONE;
   inputTokens: i64 = -1;
   outputTokens: i64 = -1;
   cachedTokens: i64 = -1;
@@ -289,11 +291,11 @@ export class LlmExchange {
   }
 
   /**
-   * Records the request's LLM stats; `startNs` and `endNs` are wall-clock request start and end,
-   * `statusCode` the response's (0: none).
+   * Records the call's stats, under `route` (the request's, or on a waypoint its destination pod's);
+   * `startNs` and `endNs` are wall-clock request start and end, `statusCode` the response's (0: none),
+   * `responseComplete` whether the response ended whole.
    */
-  /** Records the call's stats, under `route` (the request's, or on a waypoint its destination pod's). */
-  record(startNs: i64, endNs: i64, statusCode: i64, route: RouteStats): void {
+  record(startNs: i64, endNs: i64, statusCode: i64, responseComplete: bool, route: RouteStats): void {
     this.endResponse();
     const request = this.requestScanner;
     if (request !== null) request.finish();
@@ -379,7 +381,10 @@ export class LlmExchange {
     const model = this.requestModel.length > 0 ? this.requestModel : responseModel;
     const llm = this.stats.forLlm(route, model.length == 0 ? MODEL_UNKNOWN : sanitizeLabelValue(model));
     this.counted = llm;
-    this.stats.count(llm.requestsFor(stream, finishReasonIndex(finishReason)), 1);
+    const finishIndex = finishReasonIndex(finishReason);
+    const errorType = errorTypeIndex(statusCode, responseComplete, finishIndex == FINISH_REASON_ERROR);
+    this.errorType = errorType;
+    this.stats.count(llm.requestsFor(stream, finishIndex, codeClassIndex(statusCode), errorType), 1);
     const durationNs = endNs - startNs;
     if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));
     // Streams only: a non-streaming response's first byte is the whole generation, not a first token.

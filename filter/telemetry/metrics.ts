@@ -54,6 +54,8 @@ export const TAG_STREAM = "stream";
 export const TAG_FINISH_REASON = "finish_reason";
 export const TAG_STATUS_CLASS = "status_class";
 export const TAG_ERROR = "error";
+/** OpenTelemetry's error.type on LLM calls that failed (no tag ends with "error_type", and it ends with none). */
+export const TAG_ERROR_TYPE = "error_type";
 /** Why a span went (head, forced, slow, error); no tag ends with "keep_reason", and it ends with none. */
 export const TAG_KEEP_REASON = "keep_reason";
 /** The type of a value redacted from captured content (no tag ends with "redacted", and it ends with none). */
@@ -203,8 +205,10 @@ export function tagSegment(tag: string, value: string): string {
   return tag + "=.=" + value + ";.;";
 }
 
-/** finish_reason label values: OpenAI's set; anything else is "other", absent is "none". */
-export const FINISH_REASON_COUNT: i32 = 7;
+/** finish_reason label values: OpenAI's set and "error" (a generation that failed); anything else is "other", absent is "none". */
+export const FINISH_REASON_COUNT: i32 = 8;
+/** The finish reason of a generation that failed (the Responses API's `failed` status). */
+export const FINISH_REASON_ERROR: i32 = 6;
 
 export function finishReasonIndex(reason: string): i32 {
   if (reason.length == 0) return 0;
@@ -213,7 +217,8 @@ export function finishReasonIndex(reason: string): i32 {
   if (reason == "tool_calls") return 3;
   if (reason == "content_filter") return 4;
   if (reason == "function_call") return 5;
-  return 6;
+  if (reason == "error") return FINISH_REASON_ERROR;
+  return 7;
 }
 
 export function finishReasonName(index: i32): string {
@@ -224,7 +229,40 @@ export function finishReasonName(index: i32): string {
     case 3: return "tool_calls";
     case 4: return "content_filter";
     case 5: return "function_call";
+    case FINISH_REASON_ERROR: return "error";
     default: return "other";
+  }
+}
+
+/**
+ * error.type of an LLM call as a closed set of small integers (0: no error), shared by its span and
+ * its stats: an error status is its code (400..599); below them the reasons without one. Per
+ * open-telemetry/semantic-conventions@00e4b4e docs/http/http-spans.md (error.type note): the status
+ * code as a string when the response says error, a low-cardinality identifier when it failed before
+ * one; @0ebb1a0 docs/registry/attributes/error.md: `_OTHER` when the instrumentation defines no value
+ * (a generation that failed under a 2xx, a code outside 100..599).
+ */
+export const ERROR_TYPE_NONE: i32 = 0;
+export const ERROR_TYPE_RESET_BEFORE_RESPONSE: i32 = 1;
+export const ERROR_TYPE_RESET_DURING_RESPONSE: i32 = 2;
+export const ERROR_TYPE_OTHER: i32 = 3;
+
+export function errorTypeIndex(statusCode: i64, responseComplete: bool, failed: bool): i32 {
+  if (statusCode >= 400 && statusCode <= 599) return <i32>statusCode;
+  if (statusCode <= 0) return ERROR_TYPE_RESET_BEFORE_RESPONSE;
+  if (statusCode > 599 || statusCode < 100) return ERROR_TYPE_OTHER;
+  if (!responseComplete) return ERROR_TYPE_RESET_DURING_RESPONSE;
+  return failed ? ERROR_TYPE_OTHER : ERROR_TYPE_NONE;
+}
+
+/** The error.type value of an errorTypeIndex ("" for none). */
+export function errorTypeName(index: i32): string {
+  switch (index) {
+    case ERROR_TYPE_NONE: return "";
+    case ERROR_TYPE_RESET_BEFORE_RESPONSE: return "reset_before_response";
+    case ERROR_TYPE_RESET_DURING_RESPONSE: return "reset_during_response";
+    case ERROR_TYPE_OTHER: return "_OTHER";
+    default: return index.toString();
   }
 }
 

@@ -7,6 +7,7 @@ import { Param } from "../protocols/json-path";
 import * as host from "../host/host";
 import { Protocol } from "../protocols";
 import { Stats } from "./stats";
+import { errorTypeIndex, errorTypeName } from "./metrics";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "../host/names";
 
 /** What a span says about one LLM request; prompt and completion text only when it captures content (redacted). */
@@ -94,17 +95,6 @@ function operationName(op: Operation): string {
   return op == Operation.Embeddings ? "embeddings" : op == Operation.TextCompletion ? "text_completion" : "chat";
 }
 
-/**
- * error.type of a request that failed, else "": the status code for 4xx and 5xx (a CLIENT span's
- * error, OpenTelemetry HTTP client spans), and for a stream cut short by a reset, whether a
- * response had begun. The values are documented in docs/filter.md (Spans).
- */
-export function errorTypeOf(statusCode: i64, responseComplete: bool): string {
-  if (statusCode >= 400) return statusCode.toString();
-  if (statusCode <= 0) return "reset_before_response";
-  return responseComplete ? "" : "reset_during_response";
-}
-
 /** A JSON string literal (its pieces joined once: captured content, JSON itself, escapes hundreds of quotes). */
 export function jsonString(s: string): string {
   let run = 0;
@@ -179,7 +169,8 @@ function paramAttr(param: Param, text: string): string {
 export function encodeSpan(r: SpanRecord, providerName: string): string {
   const operation = operationName(r.operation);
   const embeddings = r.operation == Operation.Embeddings;
-  const errorType = errorTypeOf(r.statusCode, r.responseComplete);
+  // The same error.type as the call's stats (metrics.ts errorTypeIndex); docs/filter.md lists the values.
+  const errorType = errorTypeName(errorTypeIndex(r.statusCode, r.responseComplete, r.finishReason == "error"));
   const attrs = new Array<string>();
   attrs.push(stringAttr("gen_ai.operation.name", operation));
   attrs.push(stringAttr("gen_ai.provider.name", providerName));

@@ -6,7 +6,7 @@ import { KeepRecentConfig, SpanConfig } from "../config/config";
 import { bucketLowerUs, bucketOfUs, RecentQuantile } from "./recent-quantile";
 import * as host from "../host/host";
 import {
-  FINISH_REASON_COUNT, finishReasonName, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
+  ERROR_TYPE_NONE, ERROR_TYPE_OTHER, errorTypeName, finishReasonName, TAG_ERROR_TYPE, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
   LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
   MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_BUDGET_DROPPED_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CONTENT_CAPTURED_TOTAL, CONTENT_KEY_UPDATES_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED, KeepReason, keepReasonName, TAG_KEEP_REASON,
@@ -117,6 +117,13 @@ export class RouteStats {
   }
 }
 
+/**
+ * Distinct error types a (route, model) pair labels its requests with; later ones count as `_OTHER`.
+ * Each is a series Envoy keeps for the proxy's life, so a server answering with many codes cannot
+ * grow them without bound (docs/filter.md, Stat budget).
+ */
+export const MAX_ERROR_TYPES: i32 = 8;
+
 /** At most this many pairs per VM have a recent quantile (each up to 6 bytes x maxSamples + 1.7 KiB). */
 export const MAX_RECENT_PAIRS: i32 = 64;
 let recentPairs: i32 = 0;
@@ -133,8 +140,11 @@ export class LlmStats {
   private recent: RecentQuantile | null = null;
   private prefix: string;
   private counters: Counters;
-  /** [stream 0/1][finish reason] request counters, defined on first use. */
-  private requests: StaticArray<i32> = new StaticArray<i32>(2 * FINISH_REASON_COUNT);
+  /** Request counters by outcome key (see requestsFor), each defined on first use, with its slot. */
+  private outcomeKeys: Array<i32> = [];
+  private outcomeSlots: Array<i32> = [];
+  /** The distinct error types this pair has counted (at most MAX_ERROR_TYPES). */
+  private errorTypes: Array<i32> = [];
   ttftMs: u32;
   decodeMs: u32;
   tpotUs: u32;
@@ -150,7 +160,6 @@ export class LlmStats {
     const prefix = route.prefix + tagSegment(TAG_MODEL, model);
     this.prefix = prefix;
     this.counters = counters;
-    for (let i = 0; i < 2 * FINISH_REASON_COUNT; i++) this.requests[i] = NO_COUNTER;
     this.ttftMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TTFT_MS);
     this.decodeMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DECODE_MS);
     this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
@@ -209,17 +218,30 @@ export class LlmStats {
     return lowerNs > 0 ? <f64>durationNs / lowerNs : <f64>durationNs;
   }
 
-  requestsFor(stream: bool, finishReason: i32): i32 {
-    const index = (stream ? FINISH_REASON_COUNT : 0) + finishReason;
-    let slot = this.requests[index];
-    if (slot == NO_COUNTER) {
-      slot = this.counters.define(
-        this.prefix + tagSegment(TAG_STREAM, stream ? "true" : "false") + tagSegment(TAG_FINISH_REASON, finishReasonName(finishReason)) + LLM_REQUESTS_TOTAL,
-      );
-      this.requests[index] = slot;
+  /**
+   * The request counter of one outcome: stream or not, finish reason, status class and error type
+   * (metrics.ts errorTypeIndex; the label is left out when the call did not fail, as OpenTelemetry
+   * leaves error.type unset). Past MAX_ERROR_TYPES distinct error types a new one counts as `_OTHER`.
+   */
+  requestsFor(stream: bool, finishReason: i32, codeClass: i32, errorType: i32): i32 {
+    const types = this.errorTypes;
+    if (errorType != ERROR_TYPE_NONE && !types.includes(errorType)) {
+      if (types.length < MAX_ERROR_TYPES) types.push(errorType);
+      else errorType = ERROR_TYPE_OTHER;
     }
+    const key = (errorType << 8) | (codeClass << 4) | (finishReason << 1) | (stream ? 1 : 0);
+    const keys = this.outcomeKeys;
+    for (let i = 0; i < keys.length; i++) if (unchecked(keys[i]) == key) return unchecked(this.outcomeSlots[i]);
+    const errorName = errorTypeName(errorType);
+    const slot = this.counters.define(
+      this.prefix + tagSegment(TAG_STREAM, stream ? "true" : "false") + tagSegment(TAG_FINISH_REASON, finishReasonName(finishReason)) +
+        tagSegment(TAG_STATUS_CLASS, codeClassName(codeClass)) + (errorName.length > 0 ? tagSegment(TAG_ERROR_TYPE, errorName) : "") + LLM_REQUESTS_TOTAL,
+    );
+    keys.push(key);
+    this.outcomeSlots.push(slot);
     return slot;
   }
+
 }
 
 export class Stats {

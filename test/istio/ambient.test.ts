@@ -98,7 +98,7 @@ describe("the waypoints' WasmPlugin", () => {
     s.responseHeaders([[":status", "200"], ["content-type", "application/json"]], false);
     s.responseBody(JSON.stringify({ model: "llama", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 2 } }), true);
     s.end();
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama", stream: "false", finish_reason: "stop", pod_ip: "10.1.2.3" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama", stream: "false", finish_reason: "stop", status_class: "2xx", pod_ip: "10.1.2.3" }), 1);
     // The base configuration (a sidecar's) adds no pod label.
     const base = await loadFilter({ config: basePlugin.spec.pluginConfig });
     const t = base.newStream({ routeName: "chat", upstream: { address: "10.1.2.3:8000", port: 8000 } });

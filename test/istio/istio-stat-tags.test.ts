@@ -40,7 +40,8 @@ function istioBootstrapTags(extra: readonly string[]): Array<[string, RegExp]> {
 /** The labels each of the filter's stats gets in the sidecar's /stats/prometheus. */
 async function sidecarLabels(routes: string[]): Promise<Map<string, Map<string, string>>> {
   const vm = await loadFilter({ config: { stats: { maxRoutes: 64 } } });
-  for (const route of routes) exchange(vm, { headers: baseRequest(), route, status: 200 });
+  // A 429 too, so the LLM stats of a failed call (status_class, error_type) are extracted as well.
+  for (const route of routes) for (const status of [200, 429]) exchange(vm, { headers: baseRequest(), route, status });
   const tags = istioBootstrapTags(extraStatTags);
   const out = new Map<string, Map<string, string>>();
   for (const name of vm.stats.names()) out.set(name, new Map(extractTags(WASM_CUSTOM_PREFIX + name, tags).tags));
@@ -60,6 +61,8 @@ describe("route names under Istio's built-in stat tags (filter.wasm, emulated En
       if (route !== undefined) routes.add(route);
     }
     assert.deepEqual([...routes].sort(), names.map(sanitized).sort());
+    const failed = [...labels.values()].filter((t) => t.get("error_type") !== undefined);
+    assert.deepEqual(failed.map((t) => `${t.get("route")} ${t.get("status_class")} ${t.get("error_type")}`).sort(), names.map((n) => `${sanitized(n)} 4xx 429`).sort());
   });
 
   it("only a '.' an unanchored pattern could use becomes '_'; other dots stay (llama-3.1)", async () => {

@@ -53,7 +53,7 @@ describe("the produced-series catalogue the checks rely on (filter.wasm under th
       for (const s of histogram ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name]) assert.ok(sidecar.has(s), `${s} is exported by the sidecar`);
     }
     assert.deepEqual([...sidecar.get("tokentrace_llm_ttft_ms_bucket")!].sort(), ["le", "model", "route"]);
-    assert.deepEqual([...sidecar.get("tokentrace_llm_requests_total")!].sort(), ["finish_reason", "model", "route", "stream"]);
+    assert.deepEqual([...sidecar.get("tokentrace_llm_requests_total")!].sort(), ["error_type", "finish_reason", "model", "route", "status_class", "stream"]);
     const tags = new Set([...sidecar.values()].flatMap((s) => [...s]));
     tags.delete("le");
     assert.deepEqual([...tags].sort(), FILTER_STAT_TAGS.filter((t) => !WAYPOINT_STAT_TAGS.includes(t)).sort());

@@ -113,7 +113,8 @@ async function contentCaptureSeries(pluginConfig: unknown, statTags: string[]): 
 
 /**
  * The series of tail keep with a budget (spans.keep), which a VM defines per route and reason on
- * first use: two failed calls against a budget of one span, so one is kept and one dropped.
+ * first use: two failed calls against a budget of one span, so one is kept and one dropped; and the
+ * LLM request counter of those calls (status_class, error_type).
  */
 async function tailKeepSeries(pluginConfig: unknown, statTags: string[]): Promise<SeriesCatalogue> {
   const config = { ...(pluginConfig as object), sampling: { defaultRate: 0 }, spans: { cluster: "otel", keep: { errors: true, budget: { tracesPerSecond: 0.001, burstSeconds: 1 } } } };
@@ -129,7 +130,8 @@ async function tailKeepSeries(pluginConfig: unknown, statTags: string[]): Promis
   vm.tick();
   const out: SeriesCatalogue = new Map();
   for (const sample of parseText(vm.stats.prometheus()).samples) {
-    if (sample.name.startsWith("tokentrace_spans_kept") || sample.name.startsWith("tokentrace_spans_budget")) addSeries(out, sample.name, sample.labels.filter((_, i) => i % 2 === 0));
+    // The failed calls' LLM request counter too: only a failure carries error_type.
+    if (sample.name.startsWith("tokentrace_spans_kept") || sample.name.startsWith("tokentrace_spans_budget") || sample.name === "tokentrace_llm_requests_total") addSeries(out, sample.name, sample.labels.filter((_, i) => i % 2 === 0));
   }
   return out;
 }

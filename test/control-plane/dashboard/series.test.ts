@@ -96,6 +96,21 @@ test("one pod, two scrapes 2 s apart: rates, status-class shares, TTFT / decode 
   assert.deepEqual([onlyB.llmRequestsPerSecond, onlyB.ttftP50, onlyB.requestsPerSecond], [[0], [null], [10]], "model b was idle; route-wide requests stay");
 });
 
+test("a model's LLM calls split by status_class and error_type (the filter labels failures) still add up to its request rate", () => {
+  const d = new DashboardSeries();
+  const text = (ok: number, limited: number, reset: number): string => [
+    "# TYPE tokentrace_llm_requests_total counter",
+    `tokentrace_llm_requests_total{route="chat",model="a",stream="true",finish_reason="stop",status_class="2xx"} ${ok}`,
+    `tokentrace_llm_requests_total{route="chat",model="a",stream="false",finish_reason="none",status_class="4xx",error_type="429"} ${limited}`,
+    `tokentrace_llm_requests_total{route="chat",model="a",stream="true",finish_reason="none",status_class="none",error_type="reset_before_response"} ${reset}`,
+    "",
+  ].join("\n");
+  d.observe(batch(text(10, 0, 0), T0, null), { target: target("p0"), timestampMs: T0 });
+  d.observe(batch(text(16, 3, 1), T0 + 2000, null), { target: target("p0"), timestampMs: T0 + 2000 });
+  const cols = windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + 2000, rangeMs: 2000, stepMs: 2000, windowMs: 8000, samplingWindowMs: 60_000, model: "a" });
+  assert.deepEqual(cols.llmRequestsPerSecond, [5], "6 ok + 3 limited + 1 reset in 2 s");
+});
+
 test("two pods: rates add up, buckets add before the quantile, utilisation is the mean and power the sum, a point without data is null", () => {
   const d = new DashboardSeries();
   const b = (ok: number, ttft: number[]) => statsText({ ok, e4: 0, e5: 0, sampled: 0, models: { a: { ...zero, ttft, calls: ok } } });

@@ -23,7 +23,7 @@ describe("configuration defaults (emulated Envoy host)", () => {
       s.end();
     }
     const n = (model: string): number | undefined =>
-      vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model, stream: "false", finish_reason: "none" });
+      vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model, stream: "false", finish_reason: "none", status_class: "2xx" });
     assert.equal(n("m31"), 1);
     assert.equal(n("m32"), undefined);
     assert.equal(n("other"), 1);
@@ -43,7 +43,7 @@ describe("configuration defaults (emulated Envoy host)", () => {
       s.responseHeaders([[":status", "200"]], true);
       s.end();
     }
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "big", stream: "false", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "big", stream: "false", finish_reason: "none", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_body_limit_exceeded_total", { route: "chat" }), 1);
   });
 

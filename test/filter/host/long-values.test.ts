@@ -36,7 +36,7 @@ describe("values longer than the in-place read slots (emulated Envoy host)", () 
   it("recognises an LLM call by a 2,000-byte :path", async () => {
     const vm = await loadFilter({ random: countingRandom() });
     exchange(vm, { headers: baseRequest([], `/v1/chat/completions?pad=${"x".repeat(1975)}`), route: "chat", status: 200 });
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "unknown", stream: "false", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "unknown", stream: "false", finish_reason: "none", status_class: "2xx" }), 1);
   });
 
   it("matches a 1,024-byte path-prefix rule on a 2,000-byte :path", async () => {

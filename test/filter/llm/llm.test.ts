@@ -80,7 +80,7 @@ describe("LLM telemetry, non-streaming (emulated Envoy host)", () => {
   it("records model, tokens, finish reason, TTFT and duration of a chat completion", async () => {
     const { vm, clock } = await setup();
     call(vm, clock, { requestBody: chatRequest(), ttftMs: 150, chunks: [completionResponse.slice(0, 40), completionResponse.slice(40)], gapMs: 50 });
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "stop" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "stop", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 12);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 34);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [], "TTFT is for streams only: this first byte is the whole generation");
@@ -97,7 +97,7 @@ describe("LLM telemetry, non-streaming (emulated Envoy host)", () => {
     const labels = { route: "embed", model: "bge-m3" };
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", labels), 7);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", labels), 0);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: "false", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: "false", finish_reason: "none", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", labels), 0);
   });
 
@@ -119,7 +119,7 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     call(vm, clock, { requestBody: chatRequest({ stream: true, stream_options: { include_usage: true } }), ttftMs: 100, chunks: events, gapMs: 10, contentType: "text/event-stream" });
     // 9 events: the first (empty content) at 100 ms, the first content at 110 ms, the end at
     // 100 + 8 * 10 ms; decode = 180 - 110 ms; TPOT = 70 ms / (5 - 1) tokens.
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 5);
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 9);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 5);
@@ -134,7 +134,7 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     const { vm, clock } = await setup();
     const noUsage = sse([chunk("a"), chunk("b"), chunk(null, "stop")]);
     call(vm, clock, { requestBody: chatRequest({ stream: true }), ttftMs: 40, chunks: [noUsage], contentType: "text/event-stream; charset=utf-8" });
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "stop" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "stop", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [40]);
@@ -145,7 +145,7 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     const { vm, clock } = await setup();
     const events = stream.split(/(?<=\n\n)/).slice(0, 3);
     call(vm, clock, { requestBody: chatRequest({ stream: true }), ttftMs: 30, chunks: events, gapMs: 5, cancel: true, contentType: "text/event-stream" });
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "none", status_class: "2xx", error_type: "reset_during_response" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [40]);
@@ -171,7 +171,7 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     const labels = { route: "chat", model: "m2" };
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", labels), 2);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", labels), 2);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: "true", finish_reason: "stop" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: "true", finish_reason: "stop", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "sse_malformed" }), 0);
   });
 
@@ -191,7 +191,7 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     const runs = 150 + body.length - 1;
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 5 * runs);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 5 * runs);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length" }), runs);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "length", status_class: "2xx" }), runs);
     assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "sse_malformed" }), 0);
   });
 });
@@ -215,7 +215,7 @@ describe("LLM telemetry, what is not read (emulated Envoy host)", () => {
     call(vm, clock, { requestBody: chatRequest(), chunks: ["\x1f\x8b\x08binary"], responseHeaders: [["content-encoding", "gzip"]] });
     assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "body_encoded" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 0);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "none" }), 1);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "none", status_class: "2xx" }), 1);
   });
 
   it("counts a request body that is not JSON and leaves the model unknown", async () => {

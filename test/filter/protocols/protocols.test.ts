@@ -161,7 +161,7 @@ function drive(vm: FilterVm, clock: ManualClock, c: ProtocolCase, parts: string[
 function figures(vm: FilterVm, c: ProtocolCase, route = "llm"): Record<string, number | undefined> {
   const labels = { route, model: c.model };
   return {
-    requests: vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: String(c.stream), finish_reason: c.finishReason }),
+    requests: vm.stats.value("tokentrace_llm_requests_total", { ...labels, stream: String(c.stream), finish_reason: c.finishReason, status_class: "2xx" }),
     input: vm.stats.value("tokentrace_llm_input_tokens_total", labels),
     output: vm.stats.value("tokentrace_llm_output_tokens_total", labels),
     chunks: vm.stats.value("tokentrace_llm_stream_chunks_total", labels),
@@ -236,9 +236,11 @@ describe("LLM protocols: paths and shapes (emulated Envoy host)", () => {
     // An error answer has its own shape: not counted.
     drive(vm, clock, { ...generic, path: "/v1/messages", request: "{}", responseType: "application/json", status: 429, body: "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\"}}" }, ["{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\"}}"]);
     assert.equal(vm.stats.value("tokentrace_filter_errors_total", { error: "unknown_shape" }), 4);
-    const requests = (model: string, stream: string): number | undefined => vm.stats.value("tokentrace_llm_requests_total", { route: "llm", model, stream, finish_reason: "none" });
-    // Every call is still counted (the KServe one under the model its path names).
-    assert.deepEqual([requests("unknown", "false"), requests("unknown", "true"), requests("m", "true")], [3, 1, 1]);
+    const requests = (model: string, stream: string): number | undefined =>
+      vm.stats.value("tokentrace_llm_requests_total", { route: "llm", model, stream, finish_reason: "none", status_class: "2xx" });
+    // Every call is still counted (the KServe one under the model its path names), the 429 under its status.
+    assert.deepEqual([requests("unknown", "false"), requests("unknown", "true"), requests("m", "true")], [2, 1, 1]);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "llm", model: "unknown", stream: "false", finish_reason: "none", status_class: "4xx", error_type: "429" }), 1);
   });
 
   it("matches each protocol by its own paths: KServe needs its prefix, the query is ignored, first match wins", async () => {
@@ -259,7 +261,7 @@ describe("LLM protocols: paths and shapes (emulated Envoy host)", () => {
       s.responseBody("{\"usage\":{\"input_tokens\":5}}", true);
       s.end();
     }
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "other", model: "unknown", stream: "false", finish_reason: "none" }), undefined);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "other", model: "unknown", stream: "false", finish_reason: "none", status_class: "2xx" }), undefined);
   });
 
   it("per-protocol paths from the configuration replace that protocol's defaults only; an empty list turns one off", async () => {
@@ -276,7 +278,7 @@ describe("LLM protocols: paths and shapes (emulated Envoy host)", () => {
     drive(vm, clock, kserve, [kserve.body], "plain");
     drive(vm, clock, CASES[0]!, [CASES[0]!.body], "responses");
     const requests = (route: string, model: string, stream: string, finish: string): number | undefined =>
-      vm.stats.value("tokentrace_llm_requests_total", { route, model, stream, finish_reason: finish });
+      vm.stats.value("tokentrace_llm_requests_total", { route, model, stream, finish_reason: finish, status_class: "2xx" });
     assert.equal(requests("llm", "claude-sonnet-4-5", "false", "length"), 1);
     assert.equal(requests("old", "claude-sonnet-4-5", "false", "length"), undefined, "the default path is replaced");
     assert.equal(requests("tgi", "unknown", "false", "length"), undefined, "TGI is off");

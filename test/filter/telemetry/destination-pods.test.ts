@@ -20,7 +20,7 @@ function call(vm: FilterVm, address: string | undefined, status = 200): void {
 }
 
 const llmRequests = (vm: FilterVm, podIp?: string): number | undefined =>
-  vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama", stream: "false", finish_reason: "stop", ...(podIp === undefined ? {} : { pod_ip: podIp }) });
+  vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama", stream: "false", finish_reason: "stop", status_class: "2xx", ...(podIp === undefined ? {} : { pod_ip: podIp }) });
 
 describe("destination pods on a waypoint (filter.wasm, emulated Envoy host)", () => {
   const addresses: Array<[string, string, string]> = [

@@ -180,6 +180,30 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     });
   }
 
+  it("marks a Responses stream ending in response.failed ERROR under its 200, error.type _OTHER (no custom value defined), finish_reasons [\"error\"]", async () => {
+    reset();
+    const clock = new ManualClock(T0);
+    const vm = await loadFilter({ clock, random: countingRandom(), config: spansConfig(), clusters: { otel: receiver.url } });
+    const s = vm.newStream({ routeName: "chat" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/responses"], [":authority", "llm.svc"]], false);
+    s.requestBody(JSON.stringify({ model: "m", stream: true, input: "hi" }), true);
+    clock.advanceMs(40);
+    s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
+    // openai/openai-openapi@f85dbe2 ResponseFailedEvent: the response, its status "failed".
+    const response = { error: { code: "server_error", message: "failed" }, id: "resp_1", model: "m", object: "response", output: [], status: "failed", usage: null };
+    s.responseBody(`event: response.failed\ndata: ${JSON.stringify({ response, sequence_number: 0, type: "response.failed" })}\n\n`, true);
+    s.end();
+    vm.tick();
+    await vm.settle();
+    const span = receiver.spans[0]!;
+    assert.deepEqual(span.status, { code: 2 });
+    const a = attributes(span);
+    assert.equal(a["error.type"], "_OTHER");
+    assert.deepEqual(a["gen_ai.response.finish_reasons"], ["error"]);
+    assert.equal(a["http.response.status_code"], 200);
+    assert.deepEqual(receiver.problems, []);
+  });
+
   it("names the span by the requested model only (the operation alone without one), and decodes escapes in it", async () => {
     reset();
     const clock = new ManualClock(T0);
@@ -283,7 +307,7 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     assert.equal(vm.failed, false);
     assert.equal(vm.stats.value("tokentrace_span_export_failures_total"), 1);
     assert.equal(vm.stats.value("tokentrace_spans_dropped_total"), 3);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama-3.1-8b", stream: "true", finish_reason: "stop" }), 3);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "llama-3.1-8b", stream: "true", finish_reason: "stop", status_class: "2xx" }), 3);
   });
 
   it("a slow receiver never blocks traffic: requests flow while one export is in flight, the buffer is bounded", async () => {

@@ -93,7 +93,7 @@ describe("counter flushing (emulated Envoy host)", () => {
     vm.tick();
     assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 5);
     assert.equal(vm.stats.value("tokentrace_traces_started_total", { route: "chat" }), 5);
-    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "unknown", stream: "false", finish_reason: "none" }), 5);
+    assert.equal(vm.stats.value("tokentrace_llm_requests_total", { route: "chat", model: "unknown", stream: "false", finish_reason: "none", status_class: "2xx" }), 5);
     assert.equal(increments() - beforeTick, 3, "one call per counter that moved: requests, traces started, LLM requests");
     assert.ok(vm.hostCalls > callsBefore);
   });

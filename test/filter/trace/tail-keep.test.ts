@@ -29,17 +29,21 @@ interface Call {
   headers?: Array<[string, string]>;
   /** The upstream host's address (a waypoint labels stats with its IP). */
   upstream?: string;
+  /** Default /v1/chat/completions. */
+  path?: string;
+  /** The response body; default one chat completion chunk that stops. */
+  body?: string;
 }
 
 function call(vm: FilterVm, clock: ManualClock, c: Call): FilterStream {
   const s = vm.newStream({ routeName: c.route ?? "chat", ...(c.upstream === undefined ? {} : { upstream: { address: c.upstream, port: 8000 } }) });
   const tp = c.traceparent === undefined ? UNSAMPLED : c.traceparent;
-  s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc"], ...(tp === null ? [] : [["traceparent", tp] as [string, string]]), ...(c.headers ?? [])], false);
+  s.requestHeaders([[":method", "POST"], [":path", c.path ?? "/v1/chat/completions"], [":authority", "llm.svc"], ...(tp === null ? [] : [["traceparent", tp] as [string, string]]), ...(c.headers ?? [])], false);
   s.requestBody(JSON.stringify({ model: c.model ?? "m", stream: true, messages: [] }), true);
   clock.advanceMs(c.durationMs ?? 10);
   if (c.status !== undefined) {
     s.responseHeaders([[":status", String(c.status)], ["content-type", "text/event-stream"]], false);
-    s.responseBody(`data: {"model":"${c.model ?? "m"}","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n`, !c.cut);
+    s.responseBody(c.body ?? `data: {"model":"${c.model ?? "m"}","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n`, !c.cut);
   }
   s.end();
   return s;
@@ -79,6 +83,8 @@ describe("tail keep: spans of unsampled requests that failed or were slow (emula
     ["a 429 (error.type set)", { status: 429 }, "error"],
     ["a reset before any response", {}, "reset"],
     ["a stream cut after its response began", { status: 200, cut: true }, "reset"],
+    // openai/openai-openapi@f85dbe2 ResponseFailedEvent: error.type _OTHER under the 200.
+    ["a Responses stream that ends in response.failed", { path: "/v1/responses", status: 200, body: `event: response.failed\ndata: ${JSON.stringify({ response: { id: "resp_1", model: "m", object: "response", output: [], status: "failed" }, sequence_number: 0, type: "response.failed" })}\n\n` }, "error"],
   ];
   for (const [name, c, reason] of errors) {
     it(`keeps the span of ${name} with keep.errors, says why, counts it, and leaves the trace context as it came`, async () => {
