@@ -139,9 +139,15 @@ export class EngineSignals {
       }
       entry.points.push(point);
       this.heldBytes += POINT_BYTES;
-      let drop = Math.max(0, entry.points.length - this.limits.maxPointsPerModel);
-      while (drop < entry.points.length && entry.points[drop]!.tMs <= source.timestampMs - this.limits.retentionMs) drop++;
-      this.dropOldest(entry.points, drop);
+      this.dropOldest(entry.points, Math.max(0, entry.points.length - this.limits.maxPointsPerModel));
+    }
+    // Every model's points past the retention go, a model whose servers stopped reporting too (it
+    // would otherwise keep its points and its place among maxModels for good).
+    for (const [k, e] of this.byModel) {
+      let drop = 0;
+      while (drop < e.points.length && e.points[drop]!.tMs <= source.timestampMs - this.limits.retentionMs) drop++;
+      this.dropOldest(e.points, drop);
+      if (e.points.length === 0) this.byModel.delete(k);
     }
     this.trimToBudget();
   }
@@ -171,6 +177,7 @@ export class EngineSignals {
       while (count < oldest.length && count < over && (count === 0 || oldest[count]!.tMs <= next)) count++;
       this.dropOldest(oldest, count);
     }
+    for (const [k, e] of this.byModel) if (e.points.length === 0) this.byModel.delete(k);
   }
 
   /** Models with data, sorted by namespace then model. */
@@ -183,6 +190,26 @@ export class EngineSignals {
 
   points(key: ModelKey): readonly ModelPoint[] {
     return this.byModel.get(keyOf(key))?.points ?? [];
+  }
+
+  /**
+   * The interval between the model's scrapes (the median of each pod's recent gaps, to 100 ms),
+   * default 2 s. Per pod: two pods scraped 100 ms apart are not a 100 ms scrape.
+   */
+  scrapeIntervalMs(key: ModelKey): number {
+    const byPod = new Map<string, number[]>();
+    for (const p of this.points(key).slice(-200)) {
+      const times = byPod.get(p.pod) ?? [];
+      times.push(p.tMs);
+      byPod.set(p.pod, times);
+    }
+    const gaps: number[] = [];
+    for (const times of byPod.values()) {
+      times.sort((a, b) => a - b);
+      for (let i = 1; i < times.length; i++) if (times[i]! > times[i - 1]!) gaps.push(times[i]! - times[i - 1]!);
+    }
+    gaps.sort((a, b) => a - b);
+    return gaps.length > 0 ? Math.max(100, Math.round(gaps[Math.floor(gaps.length / 2)]! / 100) * 100) : 2000;
   }
 
   /** Whether any point of the model has a value in `column`. */

@@ -13,7 +13,8 @@ import type { Policy } from "../policy/model.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { DashboardSource, RouteKey } from "./series.js";
 import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
-import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
+import { SLO_THRESHOLDS } from "./engine-signals.js";
+import { engineCausesRoutes } from "./engine-causes-route.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
 import { alertsRoutes, type AlertsSource } from "./alerts-route.js";
@@ -66,6 +67,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
     ["/dashboard/keep.js", join(staticDir, "keep.js"), js],
     ["/dashboard/alerts.js", join(staticDir, "alerts.js"), js],
+    ["/dashboard/engine.js", join(staticDir, "engine.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
@@ -112,7 +114,7 @@ async function adaptiveTargets(store: PolicyRepository, namespace: string, times
   });
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route) and GET /v1/dashboard/alerts (firing and pending alerts). */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route), GET /v1/dashboard/alerts (firing and pending alerts) and GET /v1/dashboard/engine-causes (the cause panels per model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -191,7 +193,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const keys = [...(engine?.models(namespace) ?? [])];
     for (const k of lora?.models(namespace) ?? []) if (!keys.some((x) => x.namespace === k.namespace && x.model === k.model)) keys.push(k);
     keys.sort((a, b) => (a.namespace !== b.namespace ? (a.namespace < b.namespace ? -1 : 1) : a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
-    const scrapeMs = engine && keys.length > 0 ? modelScrapeIntervalOf(engine.points(keys[0]!)) : 2000;
+    const scrapeMs = engine && keys.length > 0 ? engine.scrapeIntervalMs(keys[0]!) : 2000;
     const grid = resolution(rangeSeconds * 1000, scrapeMs);
     res.set("cache-control", "no-store").json({
       source: "pipeline",
@@ -213,12 +215,6 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   gpuRoutes(router, { deps, read, now });
   keepRoutes(router, { deps, read, now });
   alertsRoutes(router, { alerts: deps.alerts, read });
+  engineCausesRoutes(router, { deps, read, now });
   return router;
-}
-
-/** The interval between a model's scrapes (the median of the recent gaps, to 100 ms), default 2 s. */
-function modelScrapeIntervalOf(points: readonly ModelPoint[]): number {
-  const times = [...new Set(points.slice(-42).map((p) => p.tMs))].sort((a, b) => a - b);
-  const gaps = times.slice(1).map((t, i) => t - times[i]!).sort((a, b) => a - b);
-  return gaps.length > 0 ? Math.max(100, Math.round(gaps[Math.floor(gaps.length / 2)]! / 100) * 100) : 2000;
 }
