@@ -33,8 +33,8 @@ export const TPOT_COLUMNS = ["tpotP50Ms", "tpotP95Ms", "tpotP99Ms"] as const;
 /** What each panel needs the model server to export (vLLM's names; SGLang and TGI map theirs, docs/dashboard.md). */
 export const CAUSE_NEEDS = {
   queue: "vllm:num_requests_waiting and vllm:num_requests_running (always on)",
-  kvCache: "vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before v1) and vllm:num_preemptions_total",
-  cacheHits: "vllm:prefix_cache_queries_total and _hits_total (--enable-prefix-caching); speculative acceptance needs --speculative-config",
+  kvCache: "vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before 0.9) and vllm:num_preemptions_total",
+  cacheHits: "vllm:prefix_cache_queries_total and _hits_total with prefix caching on (vLLM v1's default); speculative acceptance needs --speculative-config",
   tpot: "vllm:request_time_per_output_token_seconds, else vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds before 0.11)",
   phases: "vllm:request_queue_time_seconds, vllm:request_prefill_time_seconds and vllm:request_decode_time_seconds (vLLM v1); the TTFT beside them is the sidecar filter's tokentrace_llm_ttft_ms",
 } as const;
