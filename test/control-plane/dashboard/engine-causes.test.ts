@@ -8,6 +8,8 @@ import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express from "express";
@@ -204,6 +206,17 @@ test("engine signals store: a model whose servers stop reporting leaves after th
   assert.equal(store.bytes, 30 * POINT_BYTES, "stays keeps its last 60 s of 2 s scrapes");
   store.observe(engineBatch("pod-c", "new", T0 + 40 * STEP_MS, v), { ...vllm("pod-c"), timestampMs: T0 + 40 * STEP_MS });
   assert.deepEqual(store.models().map((m) => m.model), ["new", "stays"]);
+});
+
+test("engine signals store: POINT_BYTES is at least what one point costs V8 and at most twice it, label values parsed from each scrape's text (measured with --expose-gc)", { timeout: 120_000 }, (t) => {
+  const child = fileURLToPath(new URL("./engine-signals-memory-child.ts", import.meta.url));
+  const r = JSON.parse(execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000"], { encoding: "utf8" })) as { held: number; measuredPerPoint: number; estimatedPerPoint: number };
+  t.diagnostic(`measured ${r.measuredPerPoint.toFixed(0)} B, estimated ${r.estimatedPerPoint.toFixed(0)} B per point`);
+  assert.equal(r.held, 3000);
+  // A pod name kept as the label's slice of the scrape text would keep that whole text alive: kilobytes a point.
+  assert.ok(r.estimatedPerPoint >= r.measuredPerPoint, `estimate ${r.estimatedPerPoint} below the measured ${r.measuredPerPoint}`);
+  // Twice, not 1.5 times: a collection of the warm-up's leftovers during the run shows as less growth (179 B once, 240-264 B usually).
+  assert.ok(r.estimatedPerPoint <= 2 * r.measuredPerPoint, `estimate ${r.estimatedPerPoint} far above the measured ${r.measuredPerPoint}`);
 });
 
 test("engine signals store: over the byte budget the oldest points of any model go first, and a model left with none is dropped", () => {
