@@ -114,6 +114,11 @@ async function adaptiveTargets(store: PolicyRepository, namespace: string, times
   });
 }
 
+/** The signals' ratios to 4 decimals (0.01 %), `t` as is: a full double is 18 characters, a point of the page's JSON per refresh. */
+function roundedRatios(columns: Record<string, (number | null)[]>): Record<string, (number | null)[]> {
+  return Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, name === "t" ? values : values.map((v) => (v === null ? null : Math.round(v * 10_000) / 10_000))]));
+}
+
 /** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route), GET /v1/dashboard/alerts (firing and pending alerts) and GET /v1/dashboard/engine-causes (the cause panels per model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
@@ -207,7 +212,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
         namespace: k.namespace,
         model: k.model,
         pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(),
-        columns: engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }),
+        columns: roundedRatios(engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs })),
         adapters: lora?.adapters(k.namespace, k.model, now(), grid.windowMs) ?? [],
       })),
     });
