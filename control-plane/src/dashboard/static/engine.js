@@ -49,7 +49,7 @@
     ],
     [
       "phases",
-      (b) => `Where P99 goes: the engine's queue, prefill and decode P99 (the worst pod's) beside the sidecars' TTFT P99 for this model (every route, histogram over ${b.lookbackSeconds} s).`,
+      (b) => `Where P99 goes: the engine's queue, prefill and decode P99 (the worst pod's; vLLM's buckets start at 0.3 s, so a phase under it reads 297 ms) beside the sidecars' TTFT P99 for this model (every route, histogram over ${b.lookbackSeconds} s).`,
       {
         unit: "ms",
         series: [
