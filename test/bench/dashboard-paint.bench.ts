@@ -1,0 +1,179 @@
+// The dashboard's first paint with 15 minutes of data (issue #25's bars: under 1 s, and under 200 KB
+// of JSON per refresh), in headless Chromium, beside the same page over a pipeline with no data yet.
+// The data is the demo's own: the joined batches the pipeline hands the dashboard (the filter's
+// stats from the real .wasm, the simulated vLLM's and dcgm-exporter's) are recorded for a few
+// scrapes, then replayed as 450 scrapes 2 s apart (15 minutes) with counters carried forward, into
+// the app the control plane serves. First paint: from navigation start until every chart on the
+// page has drawn its points (the page's clock, performance.now()).
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { createApp } from "../../control-plane/src/app.js";
+import { createMetrics } from "../../control-plane/src/api/metrics.js";
+import { DashboardSeries, type BatchSource } from "../../control-plane/src/dashboard/series.js";
+import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
+import type { WriteSeries } from "../../control-plane/src/remote-write/series.js";
+import { seedPolicy, startDemoStack } from "../demo/stack.js";
+import { FILTER_WASM, requireArtifact } from "../filter/support.js";
+import type { BenchRow } from "./table.js";
+
+export const runs = 5;
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const INTERVAL_MS = 2000;
+const SCRAPES = 450;
+const RECORD_MS = 14_000;
+
+interface Recorded {
+  series: WriteSeries[];
+  source: BatchSource;
+}
+
+let recorded: Map<string, Recorded[]> | undefined;
+
+/** The demo's joined batches per target, a few scrapes of each (recorded once per process). */
+async function record(): Promise<Map<string, Recorded[]>> {
+  if (recorded) return recorded;
+  const stack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), errorRate: 0.01, prometheus: "off", scrapeIntervalMs: INTERVAL_MS });
+  const byTarget = new Map<string, Recorded[]>();
+  const observe = stack.dashboard.observe.bind(stack.dashboard);
+  stack.dashboard.observe = (series, source) => {
+    const copy = JSON.parse(JSON.stringify({ series, source: { target: source.target, timestampMs: source.timestampMs } })) as Recorded;
+    const list = byTarget.get(source.target.id) ?? [];
+    list.push(copy);
+    byTarget.set(source.target.id, list);
+    observe(series, source);
+  };
+  try {
+    await new Promise((r) => setTimeout(r, RECORD_MS));
+  } finally {
+    await stack.close();
+  }
+  if (![...byTarget.values()].some((l) => l[0]?.source.target.kind === "envoy" && l.length >= 3)) throw new Error("the demo produced fewer than 3 sidecar scrapes to replay");
+  recorded = byTarget;
+  return byTarget;
+}
+
+const isCounter = (name: string): boolean => /(_total|_bucket|_count|_sum)$/.test(name);
+const keyOf = (labels: string[]): string => labels.join("\u0000");
+const nameOf = (labels: string[]): string => labels[labels.indexOf("__name__") + 1] ?? "";
+
+/** `scrapes` scrapes per target ending now, the recorded ones over and over, counters carried forward so they only grow. */
+function replay(byTarget: Map<string, Recorded[]>, scrapes: number): DashboardSeries {
+  const d = new DashboardSeries();
+  const endMs = Date.now();
+  const targets = [...byTarget.values()];
+  for (let k = 0; k < scrapes; k++) {
+    const ts = endMs - (scrapes - 1 - k) * INTERVAL_MS;
+    for (const list of targets) {
+      const n = list.length;
+      const cycle = Math.floor(k / n);
+      const first = new Map(list[0]!.series.map((s) => [keyOf(s.labels), s.samples.at(-1)?.value ?? 0]));
+      const last = new Map(list[n - 1]!.series.map((s) => [keyOf(s.labels), s.samples.at(-1)?.value ?? 0]));
+      const batch = list[k % n]!.series.map((s): WriteSeries => {
+        const key = keyOf(s.labels);
+        const v = s.samples.at(-1)?.value ?? 0;
+        // One cycle adds what the recording added, plus one mean step, so the join of two cycles is a step too.
+        const span = (last.get(key) ?? v) - (first.get(key) ?? v);
+        const value = isCounter(nameOf(s.labels)) ? v + cycle * (span + (n > 1 ? span / (n - 1) : 0)) : v;
+        return { labels: s.labels, samples: [{ value, timestampMs: ts }] };
+      });
+      d.observe(batch, { target: list[0]!.source.target, timestampMs: ts });
+    }
+  }
+  return d;
+}
+
+async function serve(dashboard: DashboardSeries): Promise<{ url: string; close: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "tt-bench-paint-"));
+  const store = new FilePolicyStore({ path: join(dir, "policies.json"), fsync: false });
+  const created = await store.create(seedPolicy(), { by: "bench" });
+  if (!created.ok) throw new Error("the demo policy was refused");
+  const app = createApp({ store, tokens: [], reads: "public", bodyLimitBytes: 65536, metrics: createMetrics(), overrides: () => undefined, readiness: () => ({}), log: () => undefined, dashboard });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      await new Promise<void>((r) => server.close(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Paint {
+  ms: number;
+  jsonBytes: number;
+  charts: number;
+}
+
+type Doc = { document: { querySelectorAll(s: string): ArrayLike<{ id: string; dataset: Record<string, string | undefined> }> } };
+
+/**
+ * Opens the page in a fresh browser: ms from navigation start until `drawn` charts hold points (the
+ * page's first refresh drawn; undefined: wait until the network is idle and count them), and the
+ * JSON bytes of that first refresh.
+ */
+async function paint(url: string, drawn?: number): Promise<Paint> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+    const bodies: Promise<number>[] = [];
+    page.on("response", (r) => {
+      if (new URL(r.url()).pathname.startsWith("/v1/")) bodies.push(r.body().then((b) => b.length, () => 0));
+    });
+    await page.goto(`${url}/dashboard`);
+    const countDrawn = (): number => Array.from((globalThis as unknown as Doc).document.querySelectorAll(".chart")).filter((c) => Number(c.dataset.points ?? "0") > 0).length;
+    let ms: number;
+    let charts: number;
+    if (drawn === undefined) {
+      await page.waitForLoadState("networkidle");
+      charts = await page.evaluate(countDrawn);
+      ms = await page.evaluate(() => performance.now());
+    } else {
+      const handle = await page.waitForFunction(
+        (want) => {
+          const n = Array.from((globalThis as unknown as Doc).document.querySelectorAll(".chart")).filter((c) => Number(c.dataset.points ?? "0") > 0).length;
+          return n >= want ? { ms: performance.now(), charts: n } : false;
+        },
+        drawn,
+        { timeout: 30_000, polling: "raf" },
+      );
+      ({ ms, charts } = (await handle.jsonValue()) as { ms: number; charts: number });
+      await page.waitForLoadState("networkidle");
+    }
+    const jsonBytes = (await Promise.all(bodies)).reduce((a, b) => a + b, 0);
+    return { ms, jsonBytes, charts };
+  } finally {
+    await browser.close();
+  }
+}
+
+export async function run(): Promise<BenchRow[]> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  const byTarget = await record();
+  const full = await serve(replay(byTarget, SCRAPES));
+  const empty = await serve(new DashboardSeries());
+  try {
+    // A first visit of each counts the charts that draw (a panel without data, e.g. throttling on a
+    // GPU that never throttled, draws none); then each is timed, back to back.
+    const fullCharts = (await paint(full.url)).charts;
+    if (fullCharts < 12) throw new Error(`only ${fullCharts} charts drew the replayed data`);
+    const emptyCharts = (await paint(empty.url)).charts;
+    const base = await paint(empty.url, emptyCharts);
+    const with15 = await paint(full.url, fullCharts);
+    console.error(`dashboard paint: 15 min of data ${with15.ms.toFixed(0)} ms (${with15.charts} charts, ${with15.jsonBytes} B of JSON), no data ${base.ms.toFixed(0)} ms (${base.jsonBytes} B)`);
+    return [
+      { figure: "dashboard first paint, 15 min of the demo's data (headless Chromium)", value: with15.ms, unit: "ms", baseline: { name: "no data yet", value: base.ms }, ratio: { value: with15.ms / base.ms, of: "data/empty", better: "lower" }, bar: { on: "value", max: 1000 } },
+      { figure: "dashboard JSON per refresh, 15 min of the demo's data", value: with15.jsonBytes / 1000, unit: "KB", baseline: { name: "no data yet", value: base.jsonBytes / 1000 }, bar: { on: "value", max: 200 } },
+    ];
+  } finally {
+    await full.close();
+    await empty.close();
+  }
+}
