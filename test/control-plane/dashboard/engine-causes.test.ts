@@ -125,7 +125,7 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
       decodeP99Ms: null,
       tpotP50Ms: 8,
       tpotP95Ms: 12,
-      tpotP99Ms: 15.123,
+      tpotP99Ms: 15.1,
       sidecarTtftP99Ms: null,
     });
     const big = body.models[0]!.columns;
@@ -142,7 +142,7 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
   }
 });
 
-test("engine-causes from the real join of vLLM v1 scrapes: each column the join's newest value for that model in ms or as a ratio, rounded to 3 decimals", async () => {
+test("engine-causes from the real join of vLLM v1 scrapes: each column the join's newest value for that model, latencies in ms to 0.1 ms, the rest to 3 decimals", async () => {
   const LLAMA = "meta-llama/Llama-3.1-8B-Instruct";
   const QWEN = "Qwen/Qwen2.5-7B-Instruct";
   const POD = "chat-6f8d-aaaaa";
@@ -167,7 +167,8 @@ test("engine-causes from the real join of vLLM v1 scrapes: each column the join'
   }
   const newest = (model: string, name: string, labels: Record<string, string> = {}): number | undefined =>
     joined.filter((x) => labelValue(x.labels, "__name__") === name && labelValue(x.labels, "model") === model && Object.entries(labels).every(([k, v]) => labelValue(x.labels, k) === v)).at(-1)?.samples.at(-1)?.value;
-  const r3 = (v: number | undefined, scale = 1): number | null => (v === undefined ? null : Math.round(v * scale * 1000) / 1000);
+  const r3 = (v: number | undefined): number | null => (v === undefined ? null : Math.round(v * 1000) / 1000);
+  const ms = (v: number | undefined): number | null => (v === undefined ? null : Math.round(v * 1000 * 10) / 10);
   const { url, close } = await serve(d, T0 + 19 * STEP_MS + 500);
   try {
     const body = (await (await fetch(`${url}/v1/dashboard/engine-causes?range=300`)).json()) as CausesBody;
@@ -179,10 +180,10 @@ test("engine-causes from the real join of vLLM v1 scrapes: each column the join'
         requestsRunning: r3(newest(m.model, C.MODEL_REQUESTS_RUNNING)),
         kvCacheUsage: r3(newest(m.model, C.MODEL_KV_CACHE_USAGE)),
         preemptionsPerSecond: r3(newest(m.model, C.MODEL_PREEMPTIONS_PER_SECOND)),
-        queueP99Ms: r3(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "queue", quantile: "0.99" }), 1000),
-        prefillP99Ms: r3(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "prefill", quantile: "0.99" }), 1000),
-        decodeP99Ms: r3(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "decode", quantile: "0.99" }), 1000),
-        tpotP95Ms: r3(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "inter_token", quantile: "0.95" }), 1000),
+        queueP99Ms: ms(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "queue", quantile: "0.99" })),
+        prefillP99Ms: ms(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "prefill", quantile: "0.99" })),
+        decodeP99Ms: ms(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "decode", quantile: "0.99" })),
+        tpotP95Ms: ms(newest(m.model, C.MODEL_LATENCY_QUANTILE, { phase: "inter_token", quantile: "0.95" })),
       };
       for (const [k, v] of Object.entries(expected)) assert.notEqual(v, null, `${m.model}: the join wrote ${k}`);
       assert.deepEqual(Object.fromEntries(Object.keys(expected).map((k) => [k, last(k)])), expected, m.model);
