@@ -268,7 +268,7 @@ const paths = {
       operationId: "dashboardModels",
       summary: "The engine SLO signals per model (one dashboard panel each), from the metrics pipeline's model-server scrapes",
       description:
-        "Per model (namespace, model): columns for uPlot, one point per step over the range: t (s); gpuUtilization (ratio of the pods' GPUs busy, tokentrace_model_gpu_utilization_percent / 100), prefixCacheHitRatio, specDecodeAcceptance; each the mean over the model's pods of their newest value within lookbackSeconds, null where none. thresholds: the SLO alerts' thresholds (gpuUtilization 0.85, prefixCacheHitRatio 0.92, specDecodeAcceptance 0.8). adapters: the LoRA adapters whose base model it is, now (each pod's newest state within lookbackSeconds): adapter; runningPods and waitingPods, the pods where it has running (waiting) requests; pods, every pod reporting it (vLLM exports which adapters have requests, not how many).",
+        "Per model (namespace, model): columns for uPlot, one point per step over the range: t (s); gpuUtilization (ratio of the pods' GPUs busy, tokentrace_model_gpu_utilization_percent / 100), prefixCacheHitRatio, specDecodeAcceptance; each the mean over the model's pods of their newest value within lookbackSeconds, rounded to 4 decimals, null where none. thresholds: the SLO alerts' thresholds (gpuUtilization 0.85, prefixCacheHitRatio 0.92, specDecodeAcceptance 0.8). adapters: the LoRA adapters whose base model it is, now (each pod's newest state within lookbackSeconds): adapter; runningPods and waitingPods, the pods where it has running (waiting) requests; pods, every pod reporting it (vLLM exports which adapters have requests, not how many).",
       security: readSecurity,
       parameters: [
         { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's models; default every namespace." },
@@ -289,6 +289,20 @@ const paths = {
         rangeParameter,
       ],
       responses: { "200": { description: "Pods with GPU data and their columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
+    },
+  },
+  "/v1/dashboard/engine-causes": {
+    get: {
+      operationId: "dashboardEngineCauses",
+      summary: "The cause panels per model (why it is slow): waiting and running requests, KV-cache usage, preemptions, prefix-cache hits, speculative acceptance, TPOT percentiles and the engine's P99 split into queue, prefill and decode beside the sidecars' TTFT P99",
+      description:
+        "Per model (namespace, model) its model servers report, from the metrics pipeline's joined scrapes (tokentrace_model_*): pods; tpotSource (request_tpot: vLLM's per-request time per output token; inter_token: its inter-token latency where the server exports no per-request TPOT; null: neither); columns for uPlot, one point per step over the range, latencies (…Ms) rounded to 0.1 ms and the rest to 3 decimals: t (s); requestsWaiting, requestsRunning, preemptionsPerSecond (summed over pods); kvCacheUsage, prefixCacheHitRatio, specDecodeAcceptance (ratios, mean over pods); tpotP50Ms, tpotP95Ms, tpotP99Ms, queueP99Ms, prefillP99Ms, decodeP99Ms (ms, the worst pod's); each pod's newest value within lookbackSeconds, null where none; sidecarTtftP99Ms (the sidecar filters' TTFT P99 of that model over every route of its namespace, histogram over lookbackSeconds). needs: what each panel needs the model server to export.",
+      security: readSecurity,
+      parameters: [
+        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's models; default every namespace." },
+        rangeParameter,
+      ],
+      responses: { "200": { description: "Models with engine data and their cause columns.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken) },
     },
   },
   "/v1/dashboard/keep": {

@@ -13,7 +13,8 @@ import type { Policy } from "../policy/model.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { DashboardSource, RouteKey } from "./series.js";
 import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
-import { SLO_THRESHOLDS, type ModelPoint } from "./engine-signals.js";
+import { SLO_THRESHOLDS } from "./engine-signals.js";
+import { engineCausesRoutes } from "./engine-causes-route.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
 import { alertsRoutes, type AlertsSource } from "./alerts-route.js";
@@ -70,6 +71,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/keep.js", join(staticDir, "keep.js"), js],
     ["/dashboard/alerts.js", join(staticDir, "alerts.js"), js],
     ["/dashboard/slo.js", join(staticDir, "slo.js"), js],
+    ["/dashboard/engine.js", join(staticDir, "engine.js"), js],
     ["/dashboard/style.css", join(staticDir, "style.css"), "text/css; charset=utf-8"],
     ["/dashboard/vendor/uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), js],
     ["/dashboard/vendor/uPlot.min.css", join(uplotDir, "uPlot.min.css"), "text/css; charset=utf-8"],
@@ -116,7 +118,12 @@ async function adaptiveTargets(store: PolicyRepository, namespace: string, times
   });
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route) GET /v1/dashboard/alerts (firing and pending alerts) and GET /v1/dashboard/slo (goodput, budget and burn per route and model). */
+/** The signals' ratios to 4 decimals (0.01 %), `t` as is: a full double is 18 characters, a point of the page's JSON per refresh. */
+function roundedRatios(columns: Record<string, (number | null)[]>): Record<string, (number | null)[]> {
+  return Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, name === "t" ? values : values.map((v) => (v === null ? null : Math.round(v * 10_000) / 10_000))]));
+}
+
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route), GET /v1/dashboard/alerts (firing and pending alerts), GET /v1/dashboard/slo (goodput, budget and burn per route and model) and GET /v1/dashboard/engine-causes (the cause panels per model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -195,7 +202,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const keys = [...(engine?.models(namespace) ?? [])];
     for (const k of lora?.models(namespace) ?? []) if (!keys.some((x) => x.namespace === k.namespace && x.model === k.model)) keys.push(k);
     keys.sort((a, b) => (a.namespace !== b.namespace ? (a.namespace < b.namespace ? -1 : 1) : a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
-    const scrapeMs = engine && keys.length > 0 ? modelScrapeIntervalOf(engine.points(keys[0]!)) : 2000;
+    const scrapeMs = engine && keys.length > 0 ? engine.scrapeIntervalMs(keys[0]!) : 2000;
     const grid = resolution(rangeSeconds * 1000, scrapeMs);
     res.set("cache-control", "no-store").json({
       source: "pipeline",
@@ -209,7 +216,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
         namespace: k.namespace,
         model: k.model,
         pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(),
-        columns: engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }),
+        columns: roundedRatios(engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs })),
         adapters: lora?.adapters(k.namespace, k.model, now(), grid.windowMs) ?? [],
       })),
     });
@@ -218,12 +225,6 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   keepRoutes(router, { deps, read, now });
   alertsRoutes(router, { alerts: deps.alerts, read });
   sloRoutes(router, { slo: deps.slo, read });
+  engineCausesRoutes(router, { deps, read, now });
   return router;
-}
-
-/** The interval between a model's scrapes (the median of the recent gaps, to 100 ms), default 2 s. */
-function modelScrapeIntervalOf(points: readonly ModelPoint[]): number {
-  const times = [...new Set(points.slice(-42).map((p) => p.tMs))].sort((a, b) => a - b);
-  const gaps = times.slice(1).map((t, i) => t - times[i]!).sort((a, b) => a - b);
-  return gaps.length > 0 ? Math.max(100, Math.round(gaps[Math.floor(gaps.length / 2)]! / 100) * 100) : 2000;
 }

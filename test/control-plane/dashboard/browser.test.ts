@@ -25,7 +25,7 @@ interface El {
   querySelectorAll(sel: string): ArrayLike<El>;
 }
 interface Chart {
-  plot: { data: (number | null)[][]; series: { label?: string }[] };
+  plot: { data: (number | null)[][]; series: { label?: string; scale?: string }[]; axes: { scale?: string; _values?: string[] | null }[] };
 }
 interface Win {
   document: { getElementById(id: string): El | null; querySelectorAll(sel: string): ArrayLike<El> };
@@ -112,6 +112,41 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     assert.deepEqual(engine.map((e) => e.model), ["tokentrace-sim-1"], "one panel for the one model");
     assert.deepEqual(engine[0]!.labels, ["GPU utilisation", "prefix-cache hit ratio", "speculative acceptance", "GPU utilisation alert threshold", "prefix-cache hit ratio alert threshold", "speculative acceptance alert threshold"]);
     assert.match(await text(page, "#engine-panels figcaption"), /^tokentrace-sim-1 \(demo\): engine SLO signals$/);
+    // The cause panels: one group for the model, its queue, KV cache, preemptions, TPOT and P99-split
+    // panels with the simulated vLLM's points, the sidecar's TTFT P99 beside the engine's phases, and
+    // axes that scale (latencies labelled in ms or s, more than one time tick).
+    const CAUSES = ["queue", "kv", "preemptions", "tpot", "phases"];
+    const causePanels = (): Promise<{ id: string; model: string | undefined; nonNull: Record<string, number>; xTicks: number; yLabels: string[] }[]> =>
+      page.evaluate(() => {
+        const w = globalThis as unknown as Win;
+        return Object.entries(w.tokentraceDashboard.charts)
+          .filter(([id]) => id.startsWith("chart-cause-"))
+          .map(([id, c]) => ({
+            id,
+            model: w.document.getElementById(id)?.dataset.model,
+            nonNull: Object.fromEntries(c.plot.series.slice(1).map((s, i) => [s.label, c.plot.data[i + 1]!.filter((v) => v !== null && v !== undefined).length])),
+            xTicks: c.plot.axes[0]!._values?.length ?? 0,
+            yLabels: c.plot.axes[1]!._values ?? [],
+          }));
+      });
+    await until("the cause panels to hold the engine's signals and the sidecar's TTFT", async () => (await causePanels()).length === CAUSES.length && (await causePanels()).every((p) => Object.values(p.nonNull).filter((n) => n > 0).length >= (p.id.endsWith("kv") ? 2 : p.id.endsWith("phases") ? 4 : 1)), 15_000).catch(async (e: unknown) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await causePanels())}`);
+    });
+    const causes = await causePanels();
+    assert.deepEqual(causes.map((c) => [c.id, c.model]), CAUSES.map((suffix) => [`chart-cause-0-${suffix}`, "tokentrace-sim-1"]), "one group of cause panels for the one model");
+    assert.deepEqual(Object.keys(causes[4]!.nonNull), ["queue P99", "prefill P99", "decode P99", "TTFT P99 (sidecar)"]);
+    for (const c of causes) assert.ok(c.xTicks > 1, `${c.id}: ${c.xTicks} time ticks`);
+    for (const c of causes.filter((x) => x.id.endsWith("tpot") || x.id.endsWith("phases"))) for (const label of c.yLabels) assert.match(label, /^\d+(\.\d+)? (ms|s)$/, `${c.id} axis label ${label}`);
+    assert.equal(await text(page, "#causes-panels h3"), "tokentrace-sim-1 (demo) on llm-sim-0");
+    // Units that scale, as the page formats them; input and output tokens on axes of their own.
+    assert.deepEqual(
+      await page.evaluate(() => {
+        const { formatAxis } = (globalThis as unknown as { tokentraceCharts: { formatAxis(v: number, unit: string): string } }).tokentraceCharts;
+        return [formatAxis(1200, "ms"), formatAxis(250, "ms"), formatAxis(10_000, "ms"), formatAxis(1500, "/s"), formatAxis(2_500_000, "/s"), formatAxis(0.5, "ratio")];
+      }),
+      ["1.2 s", "250 ms", "10 s", "1.5k", "2.5M", "50 %"],
+    );
+    assert.deepEqual(await page.evaluate(() => (globalThis as unknown as Win).tokentraceDashboard.charts["chart-tokens"]!.plot.axes.map((a) => a.scale)), ["x", "y", "y2"]);
     // The GPU health family: one group for the demo's pod, its panels with data, each caption saying what it needs dcgm-exporter to export.
     const gpuPanels = (): Promise<{ id: string; pod: string | undefined; nonNull: number }[]> =>
       page.evaluate(() => {
@@ -150,18 +185,20 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     // Legends show last, mean and max without hovering.
     const legend = await page.locator("#chart-ttft table.legend tbody tr").first().locator("td").allTextContents();
     assert.equal(legend[0], "P50");
-    for (const cell of legend.slice(2)) assert.match(cell, /^\d+(\.\d+)? ms$/, `legend ${JSON.stringify(legend)}`);
+    for (const cell of legend.slice(2)) assert.match(cell, /^\d+(\.\d+)? m?s$/, `legend ${JSON.stringify(legend)}`);
     // One crosshair: hovering one panel moves every panel's cursor to the same time.
     const box = (await page.locator("#chart-ttft .u-over").boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
     const cursorTimes = await page.locator("table.legend thead th:nth-child(2)").allTextContents();
-    assert.equal(cursorTimes.length, PANELS.length + engine.length + gpu.length + 1, "the route's panels, the engine panel, the GPU panels and the keep-reasons panel");
+    assert.equal(cursorTimes.length, PANELS.length + causes.length + engine.length + gpu.length + 1, "the route's panels, the cause panels, the engine panel, the GPU panels and the keep-reasons panel");
     assert.match(cursorTimes[0]!, /^\d\d:\d\d:\d\d$/);
     assert.deepEqual(new Set(cursorTimes).size, 1, `cursor times ${JSON.stringify(cursorTimes)}`);
     // The time range picker: 5 minutes (at this scrape interval, one point a second) instead of 15.
     const { stepSeconds } = (await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/series?route=chat&range=300`)).json()) as { stepSeconds: number };
     await page.selectOption("#range", "300");
     await page.waitForFunction((n) => (globalThis as unknown as Win).tokentraceDashboard.charts["chart-ttft"]!.plot.data[0]!.length === n, 300 / stepSeconds);
+    // More than one time tick on a 5-minute range too (uPlot's own steps go from 1 to 5 minutes).
+    assert.ok((await page.evaluate(() => (globalThis as unknown as Win).tokentraceDashboard.charts["chart-ttft"]!.plot.axes[0]!._values?.length ?? 0)) > 1, "time ticks at 5 minutes");
     assert.match(await text(page, '[data-caption-for="chart-sampling"]'), /^Sampled traces\/s \(mean over 60 s\); policy demo-sampling: 25 % \(route rule\), no adaptive target$/);
 
     // Traces: the list fills with sampled calls of the route, and the lookup finds the request we send now.

@@ -84,6 +84,8 @@ test("GET /v1/dashboard/models: one panel's columns per model, each signal the j
     assert.ok(s, `${name} of ${model} in the join's output`);
     return s.samples.at(-1)!.value;
   };
+  // The answer's ratios are rounded to 4 decimals.
+  const r4 = (v: number): number => Math.round(v * 10_000) / 10_000;
   const { url, close } = await serve(dashboard, nowMs);
   try {
     const res = await fetch(`${url}/v1/dashboard/models?namespace=llm&range=300`);
@@ -93,9 +95,9 @@ test("GET /v1/dashboard/models: one panel's columns per model, each signal the j
     assert.deepEqual(body.thresholds, { gpuUtilization: 0.85, prefixCacheHitRatio: 0.92, specDecodeAcceptance: 0.8 });
     for (const m of body.models) {
       const last = (key: string): number | null | undefined => m.columns[key]!.at(-1);
-      assert.equal(last("gpuUtilization"), newest(C.MODEL_GPU_UTILIZATION, m.model) / 100, `${m.model}: GPU utilisation`);
-      assert.equal(last("prefixCacheHitRatio"), newest(C.MODEL_PREFIX_CACHE_HIT_RATIO, m.model), `${m.model}: prefix-cache hit ratio`);
-      assert.equal(last("specDecodeAcceptance"), newest(C.MODEL_SPEC_DECODE_ACCEPTANCE, m.model), `${m.model}: speculative acceptance`);
+      assert.equal(last("gpuUtilization"), r4(newest(C.MODEL_GPU_UTILIZATION, m.model) / 100), `${m.model}: GPU utilisation`);
+      assert.equal(last("prefixCacheHitRatio"), r4(newest(C.MODEL_PREFIX_CACHE_HIT_RATIO, m.model)), `${m.model}: prefix-cache hit ratio`);
+      assert.equal(last("specDecodeAcceptance"), r4(newest(C.MODEL_SPEC_DECODE_ACCEPTANCE, m.model)), `${m.model}: speculative acceptance`);
       assert.equal(m.columns.t!.length, Math.floor(300 / body.stepSeconds), "the range in steps");
       assert.equal(m.columns.gpuUtilization![0], null, "nothing before the first scrape");
     }

@@ -26,7 +26,8 @@ const PANELS = {
       { key: "ratioReset", label: "reset before response", stroke: "#6d4c41", dash: [5, 3] },
     ],
   },
-  "chart-tokens": { unit: "/s", series: [{ key: "inputTokensPerSecond", label: "input tokens/s", stroke: "#00897b" }, { key: "outputTokensPerSecond", label: "output tokens/s", stroke: "#7b1fa2" }] },
+  // Output tokens on an axis of their own (right): beside prompts ten times their size they look flat.
+  "chart-tokens": { unit: "/s", series: [{ key: "inputTokensPerSecond", label: "input tokens/s (left axis)", stroke: "#00897b" }, { key: "outputTokensPerSecond", label: "output tokens/s (right axis)", stroke: "#7b1fa2", scale: "y2" }] },
   "chart-ttft": { unit: "ms", series: LATENCY("ttft"), onPick: (p) => showTracesOf("ttft", p) },
   "chart-decode": { unit: "ms", series: LATENCY("decode") },
   "chart-duration": { unit: "ms", series: LATENCY("duration"), onPick: (p) => showTracesOf("duration", p) },

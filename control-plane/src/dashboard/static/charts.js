@@ -8,6 +8,9 @@
 (() => {
   const SYNC_KEY = "tokentrace";
 
+  /** Steps between time ticks (seconds). */
+  const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 300, 600, 900, 1200, 1800, 3600, 7200];
+
   /** The one time format of the page. */
   function formatTime(seconds) {
     if (seconds === null || seconds === undefined) return "–";
@@ -16,14 +19,31 @@
     return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
   }
 
-  /** A value with its unit, rounded for reading. */
+  const rounded = (v) => {
+    const abs = Math.abs(v);
+    return abs >= 100 ? v.toFixed(0) : abs >= 10 ? v.toFixed(1) : abs >= 1 ? v.toFixed(2) : v.toFixed(3);
+  };
+
+  /** A value with its unit, rounded for reading: ms as s from 1,000 ms, counts and rates with k and M. */
   function formatValue(v, unit) {
     if (v === null || v === undefined || Number.isNaN(v)) return "–";
     if (unit === "%") return `${v.toFixed(v < 10 ? 2 : 1)} %`;
     if (unit === "ratio") return `${(v * 100).toFixed(v < 0.1 ? 2 : 1)} %`;
     const abs = Math.abs(v);
-    const text = abs >= 100 ? v.toFixed(0) : abs >= 10 ? v.toFixed(1) : abs >= 1 ? v.toFixed(2) : v.toFixed(3);
-    return `${text} ${unit}`;
+    if (unit === "ms" && abs >= 1000) return `${rounded(v / 1000)} s`;
+    if (unit === "" || unit === "/s") {
+      const [scaled, prefix] = abs >= 1e6 ? [v / 1e6, "M"] : abs >= 1e3 ? [v / 1e3, "k"] : [v, ""];
+      return `${rounded(scaled)}${prefix}${unit === "" ? "" : ` ${unit}`}`;
+    }
+    return `${rounded(v)} ${unit}`;
+  }
+
+  /** An axis label: the value's reading without trailing zeros, latencies with their unit ("250 ms", "1.5 s"), rates without "/s" (the caption says it). */
+  function formatAxis(v, unit) {
+    return formatValue(v, unit)
+      .replace(/(\.\d*?)0+(?=\D|$)/, "$1")
+      .replace(/\.(?=\D|$)/, "")
+      .replace(/ (W|\/s)$/, "");
   }
 
   function summary(values) {
@@ -72,7 +92,7 @@
 
   /**
    * A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke,
-   * dash?}], unit, onPick?}; onPick({tSeconds, key, label, value}) is called on a click on the plot.
+   * dash?, scale?}], unit, onPick?} (a series with scale "y2" is drawn against a right-hand axis); onPick({tSeconds, key, label, value}) is called on a click on the plot.
    */
   function createPanel(el, spec) {
     const unit = spec.unit;
@@ -127,17 +147,21 @@
       if (best !== null) spec.onPick({ tSeconds: u.data[0][idx], ...best });
     };
 
+    const range = (u, min, max) => [Math.min(0, min ?? 0), max === null || max <= 0 ? 1 : max * 1.1];
+    const yScales = [...new Set(["y", ...spec.series.map((s) => s.scale ?? "y")])];
     const plot = new uPlot(
       {
         width: Math.max(280, el.clientWidth || 420),
         height: 180,
         legend: { show: false },
         cursor: { sync: { key: SYNC_KEY, setSeries: false }, drag: { x: false, y: false } },
-        scales: { x: { time: true }, y: { range: (u, min, max) => [Math.min(0, min ?? 0), max === null || max <= 0 ? 1 : max * 1.1] } },
-        series: [{ value: (u, v) => formatTime(v) }, ...spec.series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.6, spanGaps: false, points: { show: false } }))],
+        scales: { x: { time: true }, ...Object.fromEntries(yScales.map((k) => [k, { range }])) },
+        series: [{ value: (u, v) => formatTime(v) }, ...spec.series.map((s) => ({ label: s.label, scale: s.scale ?? "y", stroke: s.stroke, dash: s.dash, width: 1.6, spanGaps: false, points: { show: false } }))],
+        // A series on a scale of its own (spec.series[].scale) gets an axis on the right: magnitudes apart stay readable.
         axes: [
-          { space: 90, values: (u, splits) => splits.map(formatTime) },
-          { size: 64, values: (u, splits) => splits.map((v) => formatValue(v, unit).replace(/ (ms|W|\/s)$/, "")) },
+          // uPlot's own time steps jump from 1 to 5 minutes: 5 minutes on a narrow panel got one tick.
+          { space: 90, incrs: TIME_INCRS, values: (u, splits) => splits.map(formatTime) },
+          ...yScales.map((k, i) => ({ scale: k, side: i === 0 ? 3 : 1, size: 64, grid: { show: i === 0 }, values: (u, splits) => splits.map((v) => formatAxis(v, unit)) })),
         ],
         hooks: { setCursor: [updateCursorColumn], draw: [drawMarkers], ready: spec.onPick ? [(u) => u.over.addEventListener("click", () => pick(u))] : [] },
       },
@@ -172,5 +196,5 @@
     };
   }
 
-  window.tokentraceCharts = { createPanel, formatTime, formatValue, setMarkers };
+  window.tokentraceCharts = { createPanel, formatTime, formatValue, formatAxis, setMarkers };
 })();
