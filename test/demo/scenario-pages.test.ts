@@ -211,13 +211,19 @@ function judge(story: PageStory, seen: Seen): void {
   for (const chart of ["chart-ttft", "chart-gpu-util", "chart-requests"]) assert.ok(seen.alertMarks.includes(chart), `${story.scenario}: ${story.alert}'s start marked on ${chart} (${JSON.stringify(seen.alertMarks)})`);
 }
 
-const selected = process.env.TOKENTRACE_DEMO_PAGES === "all" ? STORIES : STORIES.filter((s) => s.scenario === "kv-cache-pressure");
+/** TOKENTRACE_DEMO_PAGES: "all", or scenario names separated by commas; unset, the walk-through's scenario. */
+const pages = process.env.TOKENTRACE_DEMO_PAGES ?? "kv-cache-pressure";
+const selected = pages === "all" ? STORIES : STORIES.filter((s) => pages.split(",").includes(s.scenario));
 
 test("scenario pages: a page story for every demo scenario, each expecting the scenario's own alert", () => {
   assert.deepEqual(
     STORIES.map((s) => [s.scenario, s.alert]),
     [...SCENARIOS.values()].map((s) => [s.name, s.alert]),
   );
+});
+
+test("scenario pages: TOKENTRACE_DEMO_PAGES names scenarios that exist", () => {
+  assert.ok(selected.length > 0 && selected.length === (pages === "all" ? STORIES.length : pages.split(",").length), `TOKENTRACE_DEMO_PAGES=${pages}: use all or names of ${STORIES.map((s) => s.scenario).join(", ")}`);
 });
 
 test(`scenario pages in headless Chromium (${selected.map((s) => s.scenario).join(", ")}): within 90 s of the demo stack's start the panels tell the scenario's story and the Alerts section lists its alert firing, marked on the charts`, { timeout: selected.length * 150_000 }, async (t) => {
