@@ -96,7 +96,7 @@ demo: build/filter.wasm ## the whole local stack on 127.0.0.1: control plane + d
 	@node --import tsx test/demo/main.ts
 
 # make test checks one scenario's page (kv-cache-pressure); each needs its own stack for a minute or more.
-demo-pages: build/filter.wasm test-deps ## every demo scenario's story and alert on the dashboard, in headless Chromium (about 6.5 minutes)
+demo-pages: build/filter.wasm test-deps ## every demo scenario's story and alert on the dashboard, in headless Chromium (4 to 7 minutes)
 	@echo "==> opening the dashboard of every demo scenario in headless Chromium (TOKENTRACE_DEMO_PAGES=all)"
 	TOKENTRACE_DEMO_PAGES=all node --import tsx --test --test-timeout=1200000 --test-reporter=spec test/demo/scenario-pages.test.ts
 
