@@ -31,9 +31,8 @@ test("demo scenario gpu-starved (stock dcgm-exporter counters, simulated engine 
     assert.deepEqual(await query(url, "tokentrace_pod_gpu_sm_occupancy_ratio"), [], "not exported by the default counters");
     assert.deepEqual((await firingAlerts(url)).filter((a) => LATENCY_ALERTS.includes(a)), [], "starved, not queueing: TTFT stays under the latency alerts");
 
-    // docs/demo.md's walk-through, run as written with bash, curl and jq against this stack (the demo
-    // drops `for`: when one second's utilisation dips under 80% the alert clears for an evaluation, and
-    // a collection in which no request ran shows an idle GPU with no activity per busy second; rerun).
+    // docs/demo.md's walk-through, run as written with bash, curl and jq against this stack (a
+    // collection in which no request ran shows an idle GPU with no activity per busy second; rerun).
     const run = async (): Promise<string> => (await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", gpuWalkthrough()], { env: { PATH: process.env.PATH ?? "", PROM: url } })).stdout;
     const told = (out: string): boolean => out.startsWith("TokentraceGPUBusyButStarved: ") && /^tokentrace_pod_gpu_activity_while_busy_ratio tensor_dram /m.test(out);
     let stdout = await run();

@@ -13,9 +13,9 @@ import { startDemoStack, type DemoStack } from "./stack.js";
 
 test("demo scenario gpu-thermal (the clock-event reasons added to the exporter's counters, real pipeline and Prometheus): once the GPU throttles for heat the reasons are decoded, TTFT rises and TokentraceGPUThrottledTTFTRise fires with cause thermal; nothing says starved", { timeout: 280_000 }, async () => {
   assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
-  // The throttle starts by request count, not after the scenario's 25 s: the alert compares TTFT
+  // The throttle starts by request count, not after the scenario's 45 s: the alert compares TTFT
   // P95 with its lowest of the last hour, and the first requests (cold prefix cache) hold that
-  // P95 high for about 200 requests, which a loaded machine may take far longer than 25 s to serve.
+  // P95 high for about 200 requests, which a loaded machine may take far longer than 45 s to serve.
   const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "gpu-thermal", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto", throttleStart: "manual" });
   try {
     const url = stack.prometheus!.url;

@@ -105,7 +105,7 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
     "gpu-thermal",
     {
       name: "gpu-thermal",
-      story: "an afternoon of thermal throttling: the normal server until, 25 s in, its GPU reaches its slowdown temperature and DCGM's clock-event reasons say sw_thermal and hw_thermal (the exporter's counters file adds DCGM_FI_DEV_CLOCKS_EVENT_REASONS); clocks drop to a third and TTFT P95 nearly doubles with no change in load",
+      story: "an afternoon of thermal throttling: the normal server until, 45 s in (once its first, cold-cache requests no longer set its TTFT P95), its GPU reaches its slowdown temperature and DCGM's clock-event reasons say sw_thermal and hw_thermal (the exporter's counters file adds DCGM_FI_DEV_CLOCKS_EVENT_REASONS); clocks drop to a third and TTFT P95 nearly doubles with no change in load",
       alert: "TokentraceGPUThrottledTTFTRise",
       engine: {},
       loadRps: 5,
@@ -114,7 +114,7 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
       tenants: 4,
       contextTokens: 0,
       dcgmCounters: ["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"],
-      throttle: { afterMs: 25_000, reasons: 0x20 | 0x40, slowdown: 3 },
+      throttle: { afterMs: 45_000, reasons: 0x20 | 0x40, slowdown: 3 },
     },
   ],
 ]);

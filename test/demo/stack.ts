@@ -3,7 +3,7 @@
 // proxy running the built filter in pull mode in front of the simulated LLM server (an engine with
 // a queue, a KV cache and a GPU, exporting vLLM's metrics), a simulated dcgm-exporter following that
 // GPU, the metrics pipeline scraping all three, Prometheus as its remote-write target evaluating the
-// alert rules when installed, and a load generator. main.ts and the dashboard's browser test both
+// alert rules when installed (the dashboard's alert list reads its rules API), and a load generator. main.ts and the dashboard's browser test both
 // start it.
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
@@ -21,13 +21,15 @@ import { TraceStore } from "../../control-plane/src/traces/store.js";
 import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
+import { PrometheusAlertsReader } from "../../control-plane/src/dashboard/alerts.js";
+import { alertsSection } from "../../control-plane/src/dashboard/alerts-config.js";
 import { startPipeline, withDefaults, type RunningPipeline } from "../../control-plane/src/pipeline/index.js";
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
 import { PrometheusInstance } from "../support/prometheus.js";
-import { demoRuleFile } from "./alert-rules.js";
+import { demoRuleFile, readsKeepFiringFor } from "./alert-rules.js";
 import { startDcgmSim, type DcgmSim, type GpuThrottle } from "./dcgm-sim.js";
 import { Engine, type EngineParams } from "./engine.js";
 import { scenarioNamed, type Scenario } from "./scenarios.js";
@@ -153,8 +155,10 @@ export function seedPolicy(): object {
   };
 }
 
-function prometheusInstalled(): boolean {
-  return spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status === 0;
+/** `prometheus --version`'s text, or undefined when it is not installed. */
+function prometheusVersion(): string | undefined {
+  const run = spawnSync("prometheus", ["--version"], { encoding: "utf8" });
+  return run.status === 0 ? `${run.stdout}${run.stderr}` : undefined;
 }
 
 /** Starts everything; on a failure part-way, what started is stopped before the error is thrown. */
@@ -186,6 +190,18 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   const token = opts.token ?? `demo-${randomBytes(12).toString("hex")}`;
   const scenario = scenarioNamed(opts.scenario ?? "normal");
 
+  // Prometheus first: the control plane's alert list reads its rules API (alerts.prometheusUrl).
+  let prometheus: PrometheusInstance | undefined;
+  let prometheusNote: string | undefined;
+  const version = opts.prometheus === "off" ? undefined : prometheusVersion();
+  if (opts.prometheus === "off") prometheusNote = "Prometheus disabled";
+  else if (version === undefined) prometheusNote = "prometheus is not installed (make test-deps installs it): the pipeline runs without a remote-write target";
+  else {
+    prometheus = await PrometheusInstance.start({ rules: demoRuleFile("5s", undefined, undefined, readsKeepFiringFor(version)) });
+    const running = prometheus;
+    closers.push(() => running.destroy());
+  }
+
   // Control plane: the same app `make run` serves, with the dashboard fed by the pipeline below.
   const store = new FilePolicyStore({ path: join(dir, "policies.json"), audit: jsonLineAudit((line) => log(JSON.parse(line) as object)), log });
   closers.push(() => store.close());
@@ -205,6 +221,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     log,
     dashboard,
     traces: { store: traces, linkTemplate: opts.traceLinkTemplate ?? "" },
+    ...(prometheus ? { alerts: new PrometheusAlertsReader({ ...alertsSection.defaults, url: prometheus.url }) } : {}),
   });
   // The filter-facing listener (policy pulls, spans) on loopback, where `filters.auth: none` is allowed.
   const filterApp = createFilterApp({
@@ -305,16 +322,6 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     collectIntervalMs: opts.dcgmCollectIntervalMs ?? 1000,
   });
   closers.push(() => dcgm.close());
-
-  let prometheus: PrometheusInstance | undefined;
-  let prometheusNote: string | undefined;
-  if (opts.prometheus === "off") prometheusNote = "Prometheus disabled";
-  else if (!prometheusInstalled()) prometheusNote = "prometheus is not installed (make test-deps installs it): the pipeline runs without a remote-write target";
-  else {
-    prometheus = await PrometheusInstance.start({ rules: demoRuleFile() });
-    const running = prometheus;
-    closers.push(() => running.destroy());
-  }
 
   const pipeline = await startPipeline(
     withDefaults({
