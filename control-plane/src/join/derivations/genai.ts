@@ -3,7 +3,7 @@
 // Names, units and advisory bucket boundaries: open-telemetry/semantic-conventions@953276ff
 // docs/gen-ai/gen-ai-metrics.md and model/gen-ai/metrics.yaml (the same four names and attributes in
 // open-telemetry/semantic-conventions-genai@004902b8 model/gen-ai/metrics.yaml). Translation:
-// opentelemetry-specification specification/compatibility/prometheus_and_openmetrics.md (dots to
+// opentelemetry-specification@01704f14 specification/compatibility/prometheus_and_openmetrics.md (dots to
 // underscores, unit `s` to the suffix `_seconds`, a histogram as _bucket/_sum/_count).
 //
 // The conversion is exact: a filter histogram is cumulative, so its bucket at a bound that is also
