@@ -15,6 +15,7 @@ import { pipelineConfigOf } from "../../control-plane/src/pipeline/config.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { desiredWasmPlugin, managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
+import { GENAI_BOUNDARIES } from "../../control-plane/src/join/derivations/genai.js";
 import { FILTER_WASM, loadFilter, requireArtifact } from "../filter/support.js";
 import { startTestApp } from "../control-plane/helpers.js";
 import { schemaErrors } from "../support/kube-schemas.js";
@@ -202,6 +203,10 @@ describe("mesh settings", () => {
     assert.ok(b.length > 10 && b.every((x, i) => x > 0 && (i === 0 || x > b[i - 1]!)), "positive and strictly increasing");
     // Covers sub-10 ms TTFT up to multi-second TPOT in µs.
     assert.ok(b[0]! <= 1 && b[b.length - 1]! >= 1_000_000);
+    // Every GenAI advisory boundary is a bound, so the pipeline's gen_ai_* histograms lose none.
+    const inUnit = (boundaries: readonly string[], perSecond: number): number[] => boundaries.map((x) => Math.round(Number(x) * perSecond));
+    const wanted = [...inUnit(GENAI_BOUNDARIES.duration, 1000), ...inUnit(GENAI_BOUNDARIES.ttft, 1000), ...inUnit(GENAI_BOUNDARIES.tpot, 1_000_000)];
+    assert.deepEqual(wanted.filter((x) => !b.includes(x)), []);
     const target = {
       apiVersion: "apps/v1", kind: "Deployment", metadata: { name: patch!.metadata.name },
       spec: { selector: { matchLabels: { app: "vllm" } }, template: { metadata: { labels: { app: "vllm", ...template.labels }, annotations: template.annotations }, spec: { containers: [{ name: "vllm", image: "vllm/vllm-openai:v0.11.0" }] } } },

@@ -103,6 +103,15 @@ export const MODEL_LORA_MAX_ADAPTERS = "tokentrace_model_lora_max_adapters";
  * and what lies outside the engine (outside_ttft, outside_decode); label quantile.
  */
 export const ROUTE_LATENCY_QUANTILE = "tokentrace_route_latency_quantile_seconds";
+/**
+ * The OpenTelemetry GenAI histograms (Prometheus translation of gen_ai.client.operation.duration,
+ * gen_ai.server.time_to_first_token, gen_ai.server.time_per_output_token; seconds), from the filter's
+ * tokentrace_llm_duration_ms, _ttft_ms and _tpot_us at each sidecar scrape, with the conventions'
+ * boundaries the mesh's buckets contain (derivations/genai.ts); each a _bucket, _sum and _count.
+ */
+export const GENAI_CLIENT_OPERATION_DURATION = "gen_ai_client_operation_duration_seconds";
+export const GENAI_SERVER_TIME_TO_FIRST_TOKEN = "gen_ai_server_time_to_first_token_seconds";
+export const GENAI_SERVER_TIME_PER_OUTPUT_TOKEN = "gen_ai_server_time_per_output_token_seconds";
 /** Per scrape target: 1 when the scrape succeeded. */
 export const UP = "up";
 /** Per scrape target: how long the scrape took. */

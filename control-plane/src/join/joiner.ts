@@ -26,6 +26,7 @@ import { GpuStarvation } from "./derivations/gpu-starvation.js";
 import { GpuStragglers } from "./derivations/gpu-stragglers.js";
 import { GpuHealthState } from "./derivations/gpu-health.js";
 import { LoraAdapters, type AdapterParents } from "./derivations/lora-adapters.js";
+import { GenAiMetrics, type GenAiOptions } from "./derivations/genai.js";
 
 export { counterDelta } from "./counter.js";
 export { DEFAULT_FORWARD, type ForwardRules } from "./enrich.js";
@@ -63,13 +64,15 @@ export interface JoinerOptions {
   adapterParents?: AdapterParents;
   /** Called with the LoRA adapters of a scrape left out by the per-pod bounds. */
   onLoraAdaptersDropped?: (n: number) => void;
+  /** The OpenTelemetry GenAI histograms (derivations/genai.ts): their provider name, or false for none (default on). */
+  genai?: GenAiOptions | false;
 }
 
 /** The derived families, in the order their series follow a scrape's forwarded ones. */
-function derivations(identity: IdentityStage, rateWindowMs: number, adapterParents: AdapterParents, onLoraAdaptersDropped?: (n: number) => void): Derivation[] {
+function derivations(identity: IdentityStage, rateWindowMs: number, adapterParents: AdapterParents, onLoraAdaptersDropped?: (n: number) => void, genai: GenAiOptions | false = {}): Derivation[] {
   const podInterval = new PodInterval(identity);
   const engine = new EngineSignals(identity, rateWindowMs);
-  return [
+  const list: Derivation[] = [
     new PodGpuState(identity), // tokentrace_pod_gpu_*, per sidecar scrape
     podInterval, // tokens per second per GPU, route latency means, GPU-seconds per 1k tokens
     engine, // tokentrace_model_*, per engine scrape
@@ -80,6 +83,8 @@ function derivations(identity: IdentityStage, rateWindowMs: number, adapterParen
     new GpuStragglers(identity), // tokentrace_pod_gpu_*_spread_*, per sidecar scrape
     new GpuHealthState(identity), // tokentrace_gpu_* health, per dcgm-exporter scrape
   ];
+  if (genai !== false) list.push(new GenAiMetrics(genai)); // gen_ai_*_seconds, per sidecar scrape
+  return list;
 }
 
 /** Stateful join over the stream of scrape results. */
@@ -91,7 +96,7 @@ export class Joiner {
   constructor(options: JoinerOptions = {}) {
     this.forward = options.forward ?? DEFAULT_FORWARD;
     this.identity = new IdentityStage({ identityWaitMs: options.identityWaitMs ?? 60_000, onIdentityTimeout: options.onIdentityTimeout, onExporterLabels: options.onExporterLabels });
-    this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000, options.adapterParents ?? (() => undefined), options.onLoraAdaptersDropped);
+    this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000, options.adapterParents ?? (() => undefined), options.onLoraAdaptersDropped, options.genai);
   }
 
   /** The current GPU index (for tests and diagnostics). */

@@ -26,6 +26,10 @@ export interface PipelineConfig {
     gpuIdentityWaitMs: number;
     /** Range of the engine and sidecar percentiles and rates; the recording rules' `[5m]` (change both together). */
     rateWindowMs: number;
+    /** Write the OpenTelemetry GenAI histograms converted from the filter's (join/derivations/genai.ts). */
+    genaiMetrics: boolean;
+    /** Their gen_ai_provider_name: the serving system behind the sidecars (the filter's spans.providerName default). */
+    genaiProviderName: string;
   };
   remoteWrite: { queueDir: string; targets: RemoteWriteTarget[] };
   /** Several replicas splitting the targets (see pipeline/sharding.ts and membership.ts). */
@@ -69,7 +73,7 @@ export const DEFAULT_PIPELINE_CONFIG: PipelineConfig = {
     static: [],
     kubernetes: { enabled: false, envoy: true, dcgm: true, vllm: true },
   },
-  join: { maxSeries: 100_000, forward: DEFAULT_FORWARD, gpuIdentityWaitMs: 60_000, rateWindowMs: 300_000 },
+  join: { maxSeries: 100_000, forward: DEFAULT_FORWARD, gpuIdentityWaitMs: 60_000, rateWindowMs: 300_000, genaiMetrics: true, genaiProviderName: "vllm" },
   remoteWrite: { queueDir: "/var/lib/tokentrace/remote-write", targets: [] },
   // 10 s: with renewals every third of it, a lost replica's targets move within 15 s, one default interval.
   sharding: { enabled: false, namespace: "tokentrace-system", identity: "", leaseDurationMs: 10_000 },
@@ -181,6 +185,11 @@ export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
   positiveInt(errors, "join.maxSeries", c.join.maxSeries);
   positiveInt(errors, "join.gpuIdentityWaitMs", c.join.gpuIdentityWaitMs, 0);
   positiveInt(errors, "join.rateWindowMs", c.join.rateWindowMs, 1000);
+  boolean(errors, "join.genaiMetrics", c.join.genaiMetrics);
+  // A label value on every GenAI series: a short name, as the conventions' well-known values are.
+  if (string(errors, "join.genaiProviderName", c.join.genaiProviderName) && !/^[a-z0-9._-]{1,64}$/.test(c.join.genaiProviderName)) {
+    errors.push({ field: "join.genaiProviderName", reason: `must match [a-z0-9._-]{1,64}, got ${JSON.stringify(c.join.genaiProviderName)}` });
+  }
   if (object(errors, "join.forward", c.join.forward)) {
     for (const kind of KINDS) {
       const f = `join.forward.${kind}`;

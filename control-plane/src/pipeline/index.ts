@@ -105,6 +105,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     forward: config.join.forward,
     identityWaitMs: config.join.gpuIdentityWaitMs,
     rateWindowMs: config.join.rateWindowMs,
+    genai: config.join.genaiMetrics ? { providerName: config.join.genaiProviderName } : false,
     onIdentityTimeout: () => metrics.identityTimeouts.inc(),
     onExporterLabels: (target, notes) => {
       for (const note of notes) deps.log?.(labelNoteMessage(note, target.url));

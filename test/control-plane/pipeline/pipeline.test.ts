@@ -205,6 +205,10 @@ describe("pipeline config", () => {
       { field: "remoteWrite.targets[0].headers.X-Scope-OrgID", reason: "must be a string, got null" },
       { field: "remoteWrite.queueDir", reason: "must be a non-empty string, got 3" },
     ] },
+    { name: "a GenAI switch that is not a boolean and a provider name that is no short lower-case name", input: { join: { genaiMetrics: "on" as unknown as boolean, genaiProviderName: "vLLM behind TGI" } }, errors: [
+      { field: "join.genaiMetrics", reason: 'must be true or false, got "on"' },
+      { field: "join.genaiProviderName", reason: 'must match [a-z0-9._-]{1,64}, got "vLLM behind TGI"' },
+    ] },
     { name: "sharding with a non-string identity and a lease shorter than a second", input: { sharding: { enabled: true, identity: 7 as unknown as string, leaseDurationMs: 500 } }, errors: [
       { field: "sharding.identity", reason: "must be a string, got 7" },
       { field: "sharding.leaseDurationMs", reason: "must be an integer >= 1000, got 500" },
