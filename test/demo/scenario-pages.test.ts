@@ -42,6 +42,8 @@ interface PageStory {
 }
 
 const ENGINE = `#engine-panels .chart[data-model="${DEMO_MODEL}"]`;
+/** The model's cause panel of KV-cache usage (engine.js). */
+const KV_CAUSE = `.chart[id^="chart-cause-"][data-panel="kv"][data-model="${DEMO_MODEL}"]`;
 const GPU_GROUP = `#gpu-panels .gpu-group[data-pod="${DEMO_POD}"]`;
 /** The alerts a scenario's story is about: on `normal` none of them shows. */
 const STORY_ALERTS = [
@@ -89,6 +91,7 @@ const STORIES: PageStory[] = [
       { what: "the model's GPU over 85% busy", chart: ENGINE, series: "GPU utilisation", holds: (v) => v > 0.85 },
       { what: "prefix-cache hits under 92%", chart: ENGINE, series: "prefix-cache hit ratio", holds: (v) => v < 0.92 },
       { what: "speculative acceptance under 80%", chart: ENGINE, series: "speculative acceptance", holds: (v) => v < 0.8 },
+      { what: "the KV cache over 85% used", chart: KV_CAUSE, series: "KV-cache usage", holds: (v) => v > 0.85 },
     ],
   },
   {
