@@ -3,8 +3,9 @@
 // The data is the demo's own: the joined batches the pipeline hands the dashboard (the filter's
 // stats from the real .wasm, the simulated vLLM's and dcgm-exporter's) are recorded for a few
 // scrapes, then replayed as 450 scrapes 2 s apart (15 minutes) with counters carried forward, into
-// the app the control plane serves. First paint: from navigation start until every chart on the
-// page has drawn its points (the page's clock, performance.now()).
+// the app the control plane serves. First paint: from navigation start until every chart of the
+// first screen (a 1500x1000 viewport) holds its points, as a user sees it; the whole page beside it
+// (the page's clock, performance.now(), read by a MutationObserver installed before any script).
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -107,22 +108,44 @@ async function serve(dashboard: DashboardSeries): Promise<{ url: string; close: 
 }
 
 interface Paint {
-  ms: number;
+  /** ms from navigation start until every chart of the first screen (the 1500x1000 viewport) held its points. */
+  firstScreenMs: number;
+  /** ms until every chart of the page held its points. */
+  wholePageMs: number;
+  /** ms until the page showed its first answer (the status line left "loading…"). */
+  firstAnswerMs: number;
   jsonBytes: number;
   charts: number;
 }
 
-type Doc = { document: { querySelectorAll(s: string): ArrayLike<{ id: string; dataset: Record<string, string | undefined> }> } };
+type Doc = { document: { querySelectorAll(s: string): ArrayLike<{ id: string; dataset: Record<string, string | undefined>; getBoundingClientRect(): { top: number } }> }; innerHeight: number };
+type Marks = { drawn: Record<string, number>; answered?: number };
+
+/** Records in the page, from its first script on, when each chart first held points and when the status line first changed. */
+function watchDraws(): void {
+  const g = globalThis as unknown as { __paint: Marks; MutationObserver: new (cb: (records: { target: unknown; type: string }[]) => void) => { observe(n: unknown, o: object): void }; document: unknown; performance: { now(): number } };
+  const marks: Marks = { drawn: {} };
+  g.__paint = marks;
+  new g.MutationObserver((records) => {
+    for (const r of records) {
+      const el = r.target as { id?: string; dataset?: Record<string, string | undefined>; parentElement?: { id?: string; textContent?: string } | null; textContent?: string };
+      if (r.type === "attributes" && el.id && Number(el.dataset?.points ?? "0") > 0 && marks.drawn[el.id] === undefined) marks.drawn[el.id] = g.performance.now();
+      const status = el.id === "status" ? el : el.parentElement?.id === "status" ? el.parentElement : undefined;
+      if (status && marks.answered === undefined && !["", "loading…"].includes((status as { textContent?: string }).textContent ?? "")) marks.answered = g.performance.now();
+    }
+  }).observe(g.document, { subtree: true, attributes: true, attributeFilter: ["data-points"], childList: true, characterData: true });
+}
 
 /**
- * Opens the page in a fresh browser: ms from navigation start until `drawn` charts hold points (the
- * page's first refresh drawn; undefined: wait until the network is idle and count them), and the
- * JSON bytes of that first refresh.
+ * Opens the page in a fresh browser, waits until `drawn` charts hold points (undefined: until the
+ * network is idle, to count them), and reads when the first screen, the whole page and the first
+ * answer were shown, and the JSON bytes of that first refresh.
  */
 async function paint(url: string, drawn?: number): Promise<Paint> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   try {
     const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+    await page.addInitScript(watchDraws);
     // One refresh: the first answer of each API path (the page polls again every few seconds).
     const bodies = new Map<string, Promise<number>>();
     page.on("response", (r) => {
@@ -130,27 +153,28 @@ async function paint(url: string, drawn?: number): Promise<Paint> {
       if (path.startsWith("/v1/") && !bodies.has(path)) bodies.set(path, r.body().then((b) => b.length, () => 0));
     });
     await page.goto(`${url}/dashboard`);
-    const countDrawn = (): number => Array.from((globalThis as unknown as Doc).document.querySelectorAll(".chart")).filter((c) => Number(c.dataset.points ?? "0") > 0).length;
-    let ms: number;
-    let charts: number;
-    if (drawn === undefined) {
-      await page.waitForLoadState("networkidle");
-      charts = await page.evaluate(countDrawn);
-      ms = await page.evaluate(() => performance.now());
-    } else {
-      const handle = await page.waitForFunction(
-        (want) => {
-          const n = Array.from((globalThis as unknown as Doc).document.querySelectorAll(".chart")).filter((c) => Number(c.dataset.points ?? "0") > 0).length;
-          return n >= want ? { ms: performance.now(), charts: n } : false;
-        },
-        drawn,
-        { timeout: 30_000, polling: "raf" },
-      );
-      ({ ms, charts } = (await handle.jsonValue()) as { ms: number; charts: number });
+    if (drawn === undefined) await page.waitForLoadState("networkidle");
+    else {
+      await page.waitForFunction((want) => Object.keys((globalThis as unknown as { __paint: Marks }).__paint.drawn).length >= want, drawn, { timeout: 30_000 });
       await page.waitForLoadState("networkidle");
     }
+    await page.waitForFunction(() => (globalThis as unknown as { __paint: Marks }).__paint.answered !== undefined, undefined, { timeout: 30_000 });
+    // The first screen is read from where the charts stand once all are drawn (sections above them are filled by then).
+    const m = await page.evaluate(() => {
+      const g = globalThis as unknown as Doc & { __paint: Marks };
+      const onScreen = Array.from(g.document.querySelectorAll(".chart")).filter((c) => c.getBoundingClientRect().top < g.innerHeight).map((c) => c.id);
+      return { marks: g.__paint, onScreen };
+    });
+    const times = (ids: string[]): number => Math.max(0, ...ids.map((id) => m.marks.drawn[id] ?? Number.POSITIVE_INFINITY));
     const jsonBytes = (await Promise.all(bodies.values())).reduce((a, b) => a + b, 0);
-    return { ms, jsonBytes, charts };
+    const drawnIds = Object.keys(m.marks.drawn);
+    return {
+      firstScreenMs: times(m.onScreen),
+      wholePageMs: times(drawnIds),
+      firstAnswerMs: m.marks.answered ?? Number.NaN,
+      jsonBytes,
+      charts: drawnIds.length,
+    };
   } finally {
     await browser.close();
   }
@@ -166,12 +190,16 @@ export async function run(): Promise<BenchRow[]> {
     // GPU that never throttled, draws none); then each is timed, back to back.
     const fullCharts = (await paint(full.url)).charts;
     if (fullCharts < 12) throw new Error(`only ${fullCharts} charts drew the replayed data`);
-    const emptyCharts = (await paint(empty.url)).charts;
-    const base = await paint(empty.url, emptyCharts);
+    const base = await paint(empty.url);
     const with15 = await paint(full.url, fullCharts);
-    console.error(`dashboard paint: 15 min of data ${with15.ms.toFixed(0)} ms (${with15.charts} charts, ${with15.jsonBytes} B of JSON), no data ${base.ms.toFixed(0)} ms (${base.jsonBytes} B)`);
+    if (!Number.isFinite(with15.firstScreenMs)) throw new Error("a chart of the first screen never drew");
+    console.error(
+      `dashboard paint: 15 min of data: first screen ${with15.firstScreenMs.toFixed(0)} ms, whole page ${with15.wholePageMs.toFixed(0)} ms (${with15.charts} charts), first answer ${with15.firstAnswerMs.toFixed(0)} ms, ${with15.jsonBytes} B of JSON; no data: first answer ${base.firstAnswerMs.toFixed(0)} ms (${base.jsonBytes} B)`,
+    );
+    const empty1 = { name: "no data yet (first answer shown)", value: base.firstAnswerMs };
     return [
-      { figure: "dashboard first paint, 15 min of the demo's data (headless Chromium)", value: with15.ms, unit: "ms", baseline: { name: "no data yet", value: base.ms }, ratio: { value: with15.ms / base.ms, of: "data/empty", better: "lower" }, bar: { on: "value", max: 1000 } },
+      { figure: "dashboard first screen drawn, 15 min of the demo's data (headless Chromium, 1500x1000)", value: with15.firstScreenMs, unit: "ms", baseline: empty1, ratio: { value: with15.firstScreenMs / base.firstAnswerMs, of: "data/empty", better: "lower" }, bar: { on: "value", max: 1000 } },
+      { figure: "dashboard whole page drawn, 15 min of the demo's data (headless Chromium)", value: with15.wholePageMs, unit: "ms", baseline: empty1, ratio: { value: with15.wholePageMs / base.firstAnswerMs, of: "data/empty", better: "lower" } },
       { figure: "dashboard JSON per refresh, 15 min of the demo's data", value: with15.jsonBytes / 1000, unit: "KB", baseline: { name: "no data yet", value: base.jsonBytes / 1000 }, bar: { on: "value", max: 200 } },
     ];
   } finally {

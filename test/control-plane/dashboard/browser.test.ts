@@ -91,8 +91,19 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     });
     const decodeExported = /^tokentrace_llm_decode_ms_bucket/m.test(await (await fetch(`${stack.proxy.adminUrl}/stats/prometheus`)).text());
 
+    const requested: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().includes("/v1/")) requested.push(r.url().slice(r.url().indexOf("/v1/")));
+    });
     assert.equal((await page.goto(stack.dashboardUrl))?.status(), 200);
     assert.equal(await page.title(), "tokentrace dashboard");
+    // index.html asks the panels' first answers while the scripts load; each script takes the one
+    // of its path rather than asking again (the first poll, 2 s on, asks with the route in the address).
+    const byLoad = requested.slice();
+    for (const path of ["/v1/dashboard/series?range=900", "/v1/dashboard/models?range=900", "/v1/dashboard/engine-causes?range=900", "/v1/dashboard/gpus?range=900", "/v1/dashboard/keep?range=900", "/v1/dashboard/status"]) {
+      assert.equal(byLoad.filter((u) => u === path).length, 1, `${path} asked once by the load event: ${JSON.stringify(byLoad)}`);
+    }
+    await until("the address to name the route shown", async () => (await page.evaluate(() => (globalThis as unknown as { location: { search: string } }).location.search)).includes("route=chat"), 10_000);
     const expected = PANELS.filter((p) => p !== "chart-decode" || decodeExported);
     const emptyPanels = (): Promise<string[]> => page.evaluate((ids) => ids.filter((el) => Number((globalThis as unknown as Win).document.getElementById(el)?.dataset.points ?? "0") === 0), expected);
     await until("every panel to hold data", async () => (await emptyPanels()).length === 0, 15_000).catch(async (e: unknown) => {

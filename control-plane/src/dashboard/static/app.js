@@ -113,14 +113,39 @@ function samplingText(s, body) {
   return `Sampled traces/s (mean over ${body.samplingWindowSeconds} s); policy ${s.policy}: ${rate} (${s.from}${s.adjustedByAdaptive ? ", set by adaptive sampling" : ""}), ${adaptive}`;
 }
 
+let firstScreenPainted;
+const firstScreenShown = new Promise((resolve) => {
+  firstScreenPainted = resolve;
+});
+
+/** Resolves once the browser has painted what was drawn before the call. */
+const afterPaint = () => new Promise((resolve) => window.requestAnimationFrame(() => window.setTimeout(resolve, 0)));
+
+/** GET of a JSON path with the typed token: the answer's status and body. */
+async function getJson(path) {
+  const res = await window.tokentraceFetch(path, { cache: "no-store", headers: authHeaders() });
+  return { ok: res.ok, body: await res.json() };
+}
+
+function modelsPath(namespace) {
+  const q = new window.URLSearchParams({ range: state.range });
+  if (namespace) q.set("namespace", namespace);
+  return `/v1/dashboard/models?${q}`;
+}
+
 async function refresh() {
+  // The engine panels' models are asked for beside the series, not after them (a chain the first
+  // paint waits on): under the namespace known so far, none on a first visit, which asks for every
+  // namespace and keeps the route's below.
+  const askedNamespace = state.namespace;
+  const models = getJson(modelsPath(askedNamespace)).catch(() => undefined);
   let body;
   try {
     const q = new window.URLSearchParams({ range: state.range });
     if (state.route) q.set("route", state.route);
     if (state.namespace) q.set("namespace", state.namespace);
     if (state.model) q.set("model", state.model);
-    const res = await fetch(`/v1/dashboard/series?${q}`, { cache: "no-store", headers: authHeaders() });
+    const res = await window.tokentraceFetch(`/v1/dashboard/series?${q}`, { cache: "no-store", headers: authHeaders() });
     body = await res.json();
     if (!res.ok) {
       showStatus(describeError(body), true);
@@ -136,7 +161,9 @@ async function refresh() {
   if (body.route !== null) {
     state.route = body.route;
     state.namespace = body.namespace;
-    keepInUrl();
+    // Not before every script has sent its first request, from the address as loaded (index.html's early answers).
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", keepInUrl, { once: true });
+    else keepInUrl();
   }
   const scope = body.model === null ? "all models" : `model ${body.model}`;
   windowSeconds = body.windowSeconds;
@@ -165,20 +192,23 @@ async function refresh() {
   if (body.route === null) showStatus(body.pipeline === "off" ? "metrics pipeline off" : "no data yet (the pipeline needs two scrapes of a pod)", false);
   else showStatus(`${body.route} on ${body.pods.join(", ")}: step ${body.stepSeconds} s, last data ${formatTime(lastTime)}`, false);
   window.tokentraceTraces?.setRoute(state.route);
-  await refreshEngine().catch(() => undefined);
+  // The engine panels are below the first screen: they wait until it has been painted.
+  await afterPaint();
+  firstScreenPainted();
+  let answer = await models;
+  // The route chosen is in another namespace than the one asked for: ask again.
+  if (askedNamespace && askedNamespace !== state.namespace) answer = await getJson(modelsPath(state.namespace)).catch(() => undefined);
+  if (answer?.ok) showEngine(answer.body, state.namespace);
 }
 
-async function refreshEngine() {
-  const q = new window.URLSearchParams({ range: state.range });
-  if (state.namespace) q.set("namespace", state.namespace);
-  const res = await fetch(`/v1/dashboard/models?${q}`, { cache: "no-store", headers: authHeaders() });
-  const body = await res.json();
-  if (!res.ok) return;
+/** One engine panel per model of `namespace` (every namespace when empty). */
+function showEngine(body, namespace) {
+  const shown = namespace ? body.models.filter((m) => m.namespace === namespace) : body.models;
   $("engine-note").textContent =
-    body.models.length === 0
+    shown.length === 0
       ? "No model server reports these signals yet (the pipeline scrapes vLLM, SGLang and TGI as targets of kind vllm)."
       : `Per model: GPU utilisation of its pods, prefix-cache hit ratio and speculative acceptance (mean over pods, step ${body.stepSeconds} s), each alert threshold dashed. All three past their thresholds together is TokentraceGPUBusyKVCacheMissSpecRejected.`;
-  for (const m of body.models) {
+  for (const m of shown) {
     const key = `${m.namespace}\u0000${m.model}`;
     let chart = engineCharts.get(key);
     if (!chart) {
@@ -236,7 +266,7 @@ function renderAdapters(figure, adapters) {
 }
 
 async function loadStatus() {
-  const res = await fetch("/v1/dashboard/status", { cache: "no-store", headers: authHeaders() });
+  const res = await window.tokentraceFetch("/v1/dashboard/status", { cache: "no-store", headers: authHeaders() });
   const body = await res.json();
   if (!res.ok) return;
   const banner = $("banner");
@@ -269,9 +299,18 @@ $("token").addEventListener("change", () => {
   window.tokentracePolicies?.tokenChanged();
 });
 
-window.tokentraceDashboard = { charts, refresh, authHeaders, describeError };
-window.tokentracePolicies.start();
-void loadStatus()
-  .catch(() => undefined)
-  .then(refresh);
+// Status and series side by side: the charts do not wait for the banner.
+void loadStatus().catch(() => undefined);
+const firstRefresh = refresh().catch(() => undefined);
+// The sections below the golden signals build their panels once the first screen is painted, so
+// their work does not hold it back (gpu.js, keep.js, engine.js wait on this); at most 3 s.
+const firstScreen = Promise.race([firstScreenShown, firstRefresh, new Promise((resolve) => window.setTimeout(resolve, 3000))]);
+window.tokentraceDashboard = { charts, refresh, authHeaders, describeError, firstScreen };
+// The golden-signal panels are built while the answers are on their way: once the page's other
+// scripts have sent their requests too (DOMContentLoaded comes after every script has run).
+document.addEventListener("DOMContentLoaded", () => {
+  for (const [id, spec] of Object.entries(PANELS)) if (!charts[id]) charts[id] = createPanel($(id), spec);
+});
+// The policy editor's two requests wait for the charts' answers (a browser opens six connections to a host), or 2 s.
+void Promise.race([firstRefresh, new Promise((r) => window.setTimeout(r, 2000))]).finally(() => window.tokentracePolicies.start());
 window.setInterval(() => void refresh(), REFRESH_MS);

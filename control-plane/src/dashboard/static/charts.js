@@ -90,11 +90,27 @@
     }
   }
 
+  // Panels are created in batches (a section's per-model figures in one loop): reading a width after
+  // each panel's writes forced the browser to lay the page out again per panel. One measure per
+  // grid per task; a grid's 1fr columns are as wide for every panel in it.
+  const widths = new Map();
+  function widthOf(el) {
+    const grid = el.closest(".charts") || el.parentElement || el;
+    let w = widths.get(grid);
+    if (w === undefined) {
+      if (widths.size === 0) queueMicrotask(() => widths.clear());
+      w = Math.max(280, el.clientWidth || 420);
+      widths.set(grid, w);
+    }
+    return w;
+  }
+
   /**
    * A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke,
    * dash?, scale?}], unit, onPick?} (a series with scale "y2" is drawn against a right-hand axis); onPick({tSeconds, key, label, value}) is called on a click on the plot.
    */
   function createPanel(el, spec) {
+    const width = widthOf(el);
     const unit = spec.unit;
     const plotEl = document.createElement("div");
     const legend = document.createElement("table");
@@ -151,7 +167,7 @@
     const yScales = [...new Set(["y", ...spec.series.map((s) => s.scale ?? "y")])];
     const plot = new uPlot(
       {
-        width: Math.max(280, el.clientWidth || 420),
+        width,
         height: 180,
         legend: { show: false },
         cursor: { sync: { key: SYNC_KEY, setSeries: false }, drag: { x: false, y: false } },

@@ -104,8 +104,9 @@
     const q = new window.URLSearchParams({ range: page.get("range") || "900" });
     if (page.get("namespace")) q.set("namespace", page.get("namespace"));
     const dashboard = window.tokentraceDashboard;
-    const res = await fetch(`/v1/dashboard/engine-causes?${q}`, { cache: "no-store", headers: dashboard ? dashboard.authHeaders() : {} });
+    const res = await window.tokentraceFetch(`/v1/dashboard/engine-causes?${q}`, { cache: "no-store", headers: dashboard ? dashboard.authHeaders() : {} });
     const body = await res.json();
+    await dashboard?.firstScreen;
     if (!res.ok) {
       $("causes-note").textContent = dashboard ? dashboard.describeError(body) : String(body.error);
       return;

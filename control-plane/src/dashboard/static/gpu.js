@@ -87,8 +87,9 @@
     const q = new window.URLSearchParams({ range: page.get("range") || "900" });
     if (page.get("namespace")) q.set("namespace", page.get("namespace"));
     const dashboard = window.tokentraceDashboard;
-    const res = await fetch(`/v1/dashboard/gpus?${q}`, { cache: "no-store", headers: dashboard ? dashboard.authHeaders() : {} });
+    const res = await window.tokentraceFetch(`/v1/dashboard/gpus?${q}`, { cache: "no-store", headers: dashboard ? dashboard.authHeaders() : {} });
     const body = await res.json();
+    await dashboard?.firstScreen;
     if (!res.ok) {
       $("gpu-note").textContent = dashboard ? dashboard.describeError(body) : String(body.error);
       return;

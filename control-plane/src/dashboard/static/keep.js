@@ -51,8 +51,9 @@
     const q = new window.URLSearchParams({ range: page.get("range") || "900" });
     for (const key of ["route", "namespace"]) if (page.get(key)) q.set(key, page.get(key));
     const dashboard = window.tokentraceDashboard;
-    const res = await fetch(`/v1/dashboard/keep?${q}`, { cache: "no-store", headers: dashboard ? dashboard.authHeaders() : {} });
+    const res = await window.tokentraceFetch(`/v1/dashboard/keep?${q}`, { cache: "no-store", headers: dashboard ? dashboard.authHeaders() : {} });
     const body = await res.json();
+    await dashboard?.firstScreen;
     if (!res.ok) {
       $("keep-note").textContent = dashboard ? dashboard.describeError(body) : String(body.error);
       return;
