@@ -13,6 +13,8 @@ help: ## list the targets
 
 # npm ci only when the lock file or the SDK patch changed; patch-package runs as postinstall.
 node_modules/.installed: package.json package-lock.json $(wildcard patches/*.patch)
+	@# npm ci empties node_modules first: through a symlink (a worktree sharing another checkout's) it would empty that checkout's.
+	@if [ -L node_modules ]; then echo "node_modules is a symlink to $$(readlink node_modules): npm ci would empty it; run npm ci in this checkout without the link" >&2; exit 2; fi
 	@echo "==> installing the pinned npm dependencies (npm ci; about a minute the first time)"
 	@npm ci --no-audit --no-fund --loglevel=warn
 	@touch $@
