@@ -63,27 +63,38 @@ const isCounter = (name: string): boolean => /(_total|_bucket|_count|_sum)$/.tes
 const keyOf = (labels: string[]): string => labels.join("\u0000");
 const nameOf = (labels: string[]): string => labels[labels.indexOf("__name__") + 1] ?? "";
 
-/** `scrapes` scrapes per target ending now, the recorded ones over and over, counters carried forward so they only grow. */
+/**
+ * `scrapes` scrapes per target ending now, the recorded ones over and over, counters carried forward
+ * so they only grow. A counter the first scrapes lack (a status class or a bucket no call had reached
+ * yet) is replayed as 0 until it appears: absent then present again each cycle, it read as a reset,
+ * and the page drew its whole value as one step's increase (a sawtooth that grew with every cycle).
+ */
 function replay(byTarget: Map<string, Recorded[]>, scrapes: number): DashboardSeries {
   const d = new DashboardSeries();
   const endMs = Date.now();
-  const targets = [...byTarget.values()];
+  const targets = [...byTarget.values()].map((list) => {
+    const labels = new Map<string, string[]>();
+    for (const r of list) for (const s of r.series) if (!labels.has(keyOf(s.labels))) labels.set(keyOf(s.labels), s.labels);
+    const scraped = list.map((r) => new Map(r.series.map((s) => [keyOf(s.labels), s.samples.at(-1)?.value ?? 0])));
+    const n = list.length;
+    // One cycle adds what the recording added, plus one mean step, so the join of two cycles is a step too.
+    const carry = new Map([...labels.keys()].map((key) => [key, ((scraped[n - 1]!.get(key) ?? 0) - (scraped[0]!.get(key) ?? 0)) * (n > 1 ? n / (n - 1) : 1)]));
+    return { target: list[0]!.source.target, labels, scraped, carry };
+  });
   for (let k = 0; k < scrapes; k++) {
     const ts = endMs - (scrapes - 1 - k) * INTERVAL_MS;
-    for (const list of targets) {
-      const n = list.length;
+    for (const t of targets) {
+      const n = t.scraped.length;
       const cycle = Math.floor(k / n);
-      const first = new Map(list[0]!.series.map((s) => [keyOf(s.labels), s.samples.at(-1)?.value ?? 0]));
-      const last = new Map(list[n - 1]!.series.map((s) => [keyOf(s.labels), s.samples.at(-1)?.value ?? 0]));
-      const batch = list[k % n]!.series.map((s): WriteSeries => {
-        const key = keyOf(s.labels);
-        const v = s.samples.at(-1)?.value ?? 0;
-        // One cycle adds what the recording added, plus one mean step, so the join of two cycles is a step too.
-        const span = (last.get(key) ?? v) - (first.get(key) ?? v);
-        const value = isCounter(nameOf(s.labels)) ? v + cycle * (span + (n > 1 ? span / (n - 1) : 0)) : v;
-        return { labels: s.labels, samples: [{ value, timestampMs: ts }] };
-      });
-      d.observe(batch, { target: list[0]!.source.target, timestampMs: ts });
+      const values = t.scraped[k % n]!;
+      const batch: WriteSeries[] = [];
+      for (const [key, labels] of t.labels) {
+        const counter = isCounter(nameOf(labels));
+        const v = values.get(key);
+        if (v === undefined && !counter) continue;
+        batch.push({ labels, samples: [{ value: counter ? (v ?? 0) + cycle * t.carry.get(key)! : v!, timestampMs: ts }] });
+      }
+      d.observe(batch, { target: t.target, timestampMs: ts });
     }
   }
   return d;
