@@ -21,8 +21,8 @@ import { TraceStore } from "../../control-plane/src/traces/store.js";
 import { parseTokens } from "../../control-plane/src/api/auth.js";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
-import { PrometheusAlertsReader } from "../../control-plane/src/dashboard/alerts.js";
 import { alertsSection } from "../../control-plane/src/dashboard/alerts-config.js";
+import { alertsOption, sloOption } from "../../control-plane/src/compose/dashboard.js";
 import { startPipeline, withDefaults, type RunningPipeline } from "../../control-plane/src/pipeline/index.js";
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
@@ -221,7 +221,9 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     log,
     dashboard,
     traces: { store: traces, linkTemplate: opts.traceLinkTemplate ?? "" },
-    ...(prometheus ? { alerts: new PrometheusAlertsReader({ ...alertsSection.defaults, url: prometheus.url }) } : {}),
+    // The alert list and the SLO view read the demo's Prometheus, as main.ts composes them.
+    ...(prometheus ? alertsOption({ ...alertsSection.defaults, prometheusUrl: prometheus.url }, "", metrics) : {}),
+    ...(prometheus ? sloOption({ ...alertsSection.defaults, prometheusUrl: prometheus.url }, "", metrics) : {}),
   });
   // The filter-facing listener (policy pulls, spans) on loopback, where `filters.auth: none` is allowed.
   const filterApp = createFilterApp({
