@@ -1,7 +1,7 @@
 # tokentrace: `make help` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps build typecheck lint test-deps test bench power-loss demo demo-pages run manifests oci clean leak-corpus leak-corpus-mutant
+.PHONY: help deps build typecheck lint test-deps test bench power-loss demo demo-pages screenshot run manifests oci clean leak-corpus leak-corpus-mutant
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
@@ -94,13 +94,16 @@ leak-corpus-mutant: build/mutant/filter-content-margin0.wasm ## the corpus must 
 	@WASM=build/mutant/filter-content-margin0.wasm SEED=$(SEED) COUNT=$(or $(MUTANT_COUNT),260) EXHAUSTIVE=0 SPREAD=1 EXPECT_LEAKS=1 node --import tsx test/support/leak-corpus-main.ts
 
 demo: build/filter.wasm ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
-	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure)"
+	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure|gpu-starved|gpu-thermal)"
 	@node --import tsx test/demo/main.ts
 
 # make test checks one scenario's page (kv-cache-pressure); each needs its own stack for a minute or more.
 demo-pages: build/filter.wasm test-deps ## every demo scenario's story and alert on the dashboard, in headless Chromium (4 to 7 minutes)
 	@echo "==> opening the dashboard of every demo scenario in headless Chromium (TOKENTRACE_DEMO_PAGES=all)"
 	TOKENTRACE_DEMO_PAGES=all node --import tsx --test --test-timeout=1200000 --test-reporter=spec test/demo/scenario-pages.test.ts
+
+screenshot: build/filter.wasm test-deps ## README's dashboard picture (docs/images/dashboard.png): the kv-cache-pressure demo in headless Chromium (about 4 minutes)
+	@node --import tsx test/demo/screenshot.ts
 
 run: | node_modules/.installed ## start the control plane on 127.0.0.1 with embedded defaults
 	@echo "==> starting the control plane (dashboard at http://127.0.0.1:8080/dashboard unless TOKENTRACE_LISTEN_PORT says otherwise)"
