@@ -14,9 +14,12 @@
 // Beside it: plain head sampling at the same span volume (through the .wasm too) and the static
 // slowerThanMs at its best fixed value (the one with the highest coverage at no more spans than
 // the live run; the filter's rule, errors or duration > slowerThanMs, applied to the replay).
-// Then the filter's per-request cost with tail keep on and off, side by side on the same requests
-// (five rounds; each setup's least, since interference on a shared machine only adds time).
-import { cpuUsage } from "node:process";
+// Then the filter's per-request cost with tail keep on and off, side by side on the same requests:
+// the time of every callback and tick (hrtime around each; process.cpuUsage costs about 2 µs a call
+// here, and was most of what an earlier version of this bench measured), the setups interleaved.
+import { hrtime } from "node:process";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { labelValue } from "../../control-plane/src/scrape/sample.js";
 import { histogramQuantile } from "../../control-plane/src/promql/quantile.js";
@@ -52,8 +55,17 @@ const WITH_TTFT = process.env.TAIL_KEEP_TTFT === "1";
 const KEEP = { errors: true, budget: { tracesPerSecond: Number(process.env.TAIL_KEEP_BUDGET ?? 50), burstSeconds: Number(process.env.TAIL_KEEP_BURST_SECONDS ?? 10) }, ...(process.env.TAIL_KEEP_RECENT === "0" ? {} : { recent: { quantile: QUANTILE, windowSeconds: WINDOW_MS / 1000 } }) };
 const T0 = 1_800_000_000_000_000_000n;
 const COST_REQUESTS = 20_000;
-/** Rounds of the cost comparison, each running every setup back to back; each setup's cost is its least round. */
-const COST_ROUNDS = 5;
+/** Rounds of the cost comparison; in each, every setup replays the same requests, interleaved. */
+const COST_ROUNDS = Number(process.env.TAIL_KEEP_COST_ROUNDS ?? 7);
+/**
+ * A full collection of this process's heap before each round: the emulated host's garbage from the
+ * round before would otherwise be collected inside some callback of this one (a pause of tens of ms
+ * landing on one setup at random; Envoy's host has no such collector).
+ */
+setFlagsFromString("--expose-gc");
+const collectHostGarbage = runInNewContext("gc") as () => void;
+/** Events each setup runs before handing the thread to the next. */
+const INTERLEAVE_EVENTS = 200;
 
 const pairOf = (r: RequestScript): string => `${r.route}\u0000${r.model}`;
 const failed = (r: RequestScript): boolean => r.outcome !== "ok";
@@ -183,7 +195,7 @@ interface Replayed {
   pushes: number;
   overflow: number;
   budgetDropped: number;
-  cpuMs: number;
+  filterMs: number;
   /** The live thresholds last pushed. */
   live: LiveThreshold[];
   /** Per request id: the live duration threshold in force for its pair when it ended, and when it started (NaN: none). */
@@ -191,7 +203,12 @@ interface Replayed {
   liveAtStartMs: Float64Array;
 }
 
-async function replay(events: readonly Event[], setup: Setup, receiver: OtlpReceiver | null): Promise<Replayed> {
+/**
+ * Replays `events` through a new VM. With `interleave`, it hands the thread to the other replays of
+ * the same round every INTERLEAVE_EVENTS events (setImmediate runs them in turn), so every setup
+ * meets the same machine: the same background load, the same heap, the same CPU clock.
+ */
+async function replay(events: readonly Event[], setup: Setup, receiver: OtlpReceiver | null, interleave = false): Promise<Replayed> {
   const clock = new ManualClock(T0);
   const config = (live: LiveThreshold[]): string =>
     JSON.stringify({ sampling: setup.sampling, stats: { flushIntervalMs: 1000 }, spans: { cluster: "otel", batchSize: 64, ...(setup.keep === undefined ? {} : { keep: { ...setup.keep, ...(setup.live ? { live } : {}) } }) } });
@@ -220,7 +237,8 @@ async function replay(events: readonly Event[], setup: Setup, receiver: OtlpRece
   const snapshots: Array<{ at: number; pairs: Map<string, { route: string; model: string; duration: Map<number, number>; ttft: Map<number, number> }> }> = [];
   let pushes = 0;
   let overflow = 0;
-  let cpu = 0;
+  /** Wall time inside the filter's callbacks and ticks (ms): one thread, nothing else runs in between. */
+  let callbackMs = 0;
   const advanceTo = async (at: number): Promise<void> => {
     while (nextTick <= at || nextStep <= at || (pending.length > 0 && pending[0]!.at <= at)) {
       const next = Math.min(nextTick, nextStep, pending.length > 0 ? pending[0]!.at : Infinity);
@@ -232,7 +250,10 @@ async function replay(events: readonly Event[], setup: Setup, receiver: OtlpRece
         inForce = new Map(p.live.filter((t) => t.durationMs !== undefined).map((t) => [`${t.route}\u0000${t.model ?? ""}`, t.durationMs!]));
       }
       if (next === nextTick) {
+        // The tick's work is the filter's too: a tail-kept span is encoded there, a head-sampled one on the request path.
+        const before = hrtime.bigint();
         vm.tick();
+        callbackMs += Number(hrtime.bigint() - before) / 1e6;
         if (receiver !== null) await vm.settle();
         nextTick += 1000;
       }
@@ -260,14 +281,18 @@ async function replay(events: readonly Event[], setup: Setup, receiver: OtlpRece
     clock.advanceMs(at - nowMs);
     nowMs = at;
   };
+  let sinceTurn = 0;
   for (const e of events) {
+    if (interleave && ++sinceTurn === INTERLEAVE_EVENTS) {
+      sinceTurn = 0;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
     await advanceTo(e.at);
     if (e.kind === 2 && e.r.id < liveAtEndMs.length) liveAtEndMs[e.r.id] = inForce.get(pairOf(e.r)) ?? NaN;
     if (e.kind === 0 && e.r.id < liveAtStartMs.length) liveAtStartMs[e.r.id] = inForce.get(pairOf(e.r)) ?? NaN;
-    const before = cpuUsage();
+    const before = hrtime.bigint();
     step(vm, open, e);
-    const used = cpuUsage(before);
-    cpu += (used.user + used.system) / 1000;
+    callbackMs += Number(hrtime.bigint() - before) / 1e6;
   }
   await advanceTo(nowMs + 2000);
   const exported = new Set<number>();
@@ -277,7 +302,7 @@ async function replay(events: readonly Event[], setup: Setup, receiver: OtlpRece
   }
   let budgetDropped = 0;
   for (const sample of parseText(vm.stats.prometheus()).samples) if (sample.name === "tokentrace_spans_budget_dropped_total") budgetDropped += sample.value;
-  return { exported, pushes, overflow, budgetDropped, cpuMs: cpu, live, liveAtEndMs, liveAtStartMs };
+  return { exported, pushes, overflow, budgetDropped, filterMs: callbackMs, live, liveAtEndMs, liveAtStartMs };
 }
 
 function seededBytes(seed: number): (out: Uint8Array) => void {
@@ -386,33 +411,41 @@ export async function run(): Promise<BenchRow[]> {
     const tailOnlyMs: number[] = [];
     const keep = { ...KEEP, live: live.live };
     for (let i = 0; i < COST_ROUNDS; i++) {
-      offMs.push((await replay(sliceEvents, { sampling: { defaultRate: 0.01 }, live: false }, null)).cpuMs);
-      onMs.push((await replay(sliceEvents, { sampling: { defaultRate: 0.01 }, keep, live: false }, null)).cpuMs);
-      sameVolumeMs.push((await replay(sliceEvents, { sampling: { defaultRate: headRate }, live: false }, null)).cpuMs);
-      tailOnlyMs.push((await replay(sliceEvents, { sampling: { defaultRate: 0 }, keep, live: false }, null)).cpuMs);
+      collectHostGarbage();
+      // The four setups of a round run interleaved (replay's `interleave`), each measuring its own
+      // callbacks' CPU time, so a burst of other work on the machine lands on all four alike.
+      const [off, on, sameVolume, tailOnly] = await Promise.all([
+        replay(sliceEvents, { sampling: { defaultRate: 0.01 }, live: false }, null, true),
+        replay(sliceEvents, { sampling: { defaultRate: 0.01 }, keep, live: false }, null, true),
+        replay(sliceEvents, { sampling: { defaultRate: headRate }, live: false }, null, true),
+        replay(sliceEvents, { sampling: { defaultRate: 0 }, keep, live: false }, null, true),
+      ]);
+      offMs.push(off.filterMs);
+      onMs.push(on.filterMs);
+      sameVolumeMs.push(sameVolume.filterMs);
+      tailOnlyMs.push(tailOnly.filterMs);
     }
-    // CPU time of the same work on a machine shared with other jobs only ever grows by interference:
-    // the least of the rounds is each setup's cost (timeit's rule), and the ratios are of those. The
-    // per-round paired ratios are printed beside them to show the spread.
-    const least = (xs: number[]): number => Math.min(...xs);
-    const perRequest = (xs: number[]): number => (least(xs) * 1000) / slice.length;
+    // Each figure is the median round, each ratio the median of the rounds' paired ratios; the
+    // per-round ratios are printed beside them to show the spread.
+    const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const perRequest = (xs: number[]): number => (median(xs) * 1000) / slice.length;
     const offUs = perRequest(offMs);
     const onUs = perRequest(onMs);
     const headUs = perRequest(sameVolumeMs);
     const tailUs = perRequest(tailOnlyMs);
-    const rounds = (a: number[], b: number[]): string => {
-      const r = a.map((x, i) => x / b[i]!);
-      return `${r.map((x) => x.toFixed(3)).join(" ")} (median ${[...r].sort((x, y) => x - y)[Math.floor(r.length / 2)]!.toFixed(3)})`;
-    };
-    console.error(`tail-keep cost, per-round ratios: on/off ${rounds(onMs, offMs)}; tail/head ${rounds(tailOnlyMs, sameVolumeMs)}`);
+    const ratios = (a: number[], b: number[]): number[] => a.map((x, i) => x / b[i]!);
+    const onOff = ratios(onMs, offMs);
+    const tailHead = ratios(tailOnlyMs, sameVolumeMs);
+    const spread = (r: number[]): string => `${r.map((x) => x.toFixed(3)).join(" ")} (median ${median(r).toFixed(3)})`;
+    console.error(`tail-keep cost, per-round ratios: on/off ${spread(onOff)}; tail/head ${spread(tailHead)}`);
     return [
       { figure: "tail keep: critical-path coverage (live thresholds)", value: liveCoverage * 100, unit: "%", baseline: { name: "head sampling, same volume", value: headCoverage * 100 }, bar: { on: "value", min: 99.9 } },
       { figure: "tail keep: volume compression (live thresholds)", value: liveCompression, unit: "x", bar: { on: "value", min: 10 } },
       { figure: "tail keep: critical-path coverage, static slowerThanMs at its best fixed value", value: fixed.coverage * 100, unit: "%" },
       { figure: "tail keep: volume compression, static slowerThanMs at its best fixed value", value: requests.length / Math.max(1, fixed.kept), unit: "x" },
       { figure: "tail keep: volume compression, head sampling", value: requests.length / Math.max(1, head.exported.size), unit: "x" },
-      { figure: "filter per-request cost, tail keep on (replay, head rate 1% both)", value: onUs, unit: "µs", baseline: { name: "tail keep off", value: offUs }, ratio: { value: onUs / offUs, of: "on/off, least of 5 rounds each", better: "lower" }, bar: { on: "ratio", max: 1.05 } },
-      { figure: "filter per-request cost, tail keep vs head sampling at the same span volume (replay)", value: tailUs, unit: "µs", baseline: { name: "head sampling", value: headUs }, ratio: { value: tailUs / headUs, of: "tail/head, least of 5 rounds each", better: "lower" }, bar: { on: "ratio", max: 1.05 } },
+      { figure: "filter per-request cost, tail keep on (replay, head rate 1% both)", value: onUs, unit: "µs", baseline: { name: "tail keep off", value: offUs }, ratio: { value: median(onOff), of: `on/off, median of ${COST_ROUNDS} interleaved rounds`, better: "lower" }, bar: { on: "ratio", max: 1.05 } },
+      { figure: "filter per-request cost, tail keep vs head sampling at the same span volume (replay)", value: tailUs, unit: "µs", baseline: { name: "head sampling", value: headUs }, ratio: { value: median(tailHead), of: `tail/head, median of ${COST_ROUNDS} interleaved rounds`, better: "lower" }, bar: { on: "ratio", max: 1.05 } },
     ];
   } finally {
     await receiver.close();
