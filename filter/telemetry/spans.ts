@@ -9,6 +9,7 @@ import { Protocol } from "../protocols";
 import { Stats } from "./stats";
 import { errorTypeIndex, errorTypeName } from "./metrics";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "../host/names";
+import { ByteWriter } from "../content/byte-writer";
 
 /** What a span says about one LLM request; prompt and completion text only when it captures content (redacted). */
 export class SpanRecord {
@@ -96,7 +97,7 @@ function operationName(op: Operation): string {
 }
 
 /** A JSON string literal (its pieces joined once: captured content, JSON itself, escapes hundreds of quotes). */
-export function jsonString(s: string): string {
+function jsonString(s: string): string {
   let run = 0;
   let parts: Array<string> | null = null;
   for (let i = 0; i < s.length; i++) {
@@ -115,20 +116,89 @@ export function jsonString(s: string): string {
   return parts.join("");
 }
 
-function attr(key: string, value: string): string {
-  return "{\"key\":\"" + key + "\",\"value\":{" + value + "}}";
+// Spans are written as UTF-8 straight into one buffer the VM reuses. Built as a string per attribute,
+// joined, then encoded again, they made tail keep cost 1.46x a request without it (docs/sampling.md, Measured).
+const out = new ByteWriter(2048);
+/** Attributes written in the current list (a comma before every one but the first). */
+let attrsWritten = 0;
+const DIGITS: usize = memory.data(20);
+
+/** A string with nothing to escape is written as it is; anything else through jsonString and UTF-8. */
+function plainAscii(s: string): bool {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c == 0x22 || c == 0x5c || c >= 0x80) return false;
+  }
+  return true;
 }
 
-function stringAttr(key: string, value: string): string {
-  return attr(key, "\"stringValue\":" + jsonString(value));
+function utf8(s: string): void {
+  const bytes = String.UTF8.encode(s);
+  out.bytes(changetype<usize>(bytes), bytes.byteLength);
 }
 
-function intAttr(key: string, value: i64): string {
-  return attr(key, "\"intValue\":\"" + value.toString() + "\"");
+/** Text that is JSON already (a number's text, an attribute from the capture engine). */
+function jsonText(s: string): void {
+  if (plainAscii(s)) out.ascii(s);
+  else utf8(s);
 }
 
-function stringArrayAttr(key: string, value: string): string {
-  return attr(key, "\"arrayValue\":{\"values\":[{\"stringValue\":" + jsonString(value) + "}]}");
+/** `s` as a JSON string literal. */
+function quoted(s: string): void {
+  if (!plainAscii(s)) {
+    utf8(jsonString(s));
+    return;
+  }
+  out.byte(0x22);
+  out.ascii(s);
+  out.byte(0x22);
+}
+
+function decimal(v: i64): void {
+  if (v < 0) {
+    out.ascii(v.toString());
+    return;
+  }
+  let n = 0;
+  do {
+    store<u8>(DIGITS + 19 - n, <u8>(0x30 + <i32>(v % 10)));
+    v /= 10;
+    n++;
+  } while (v > 0);
+  out.bytes(DIGITS + 20 - n, n);
+}
+
+function openAttr(key: string): void {
+  if (attrsWritten++ > 0) out.byte(0x2c);
+  out.ascii("{\"key\":\"");
+  out.ascii(key);
+  out.ascii("\",\"value\":{");
+}
+
+function stringAttr(key: string, value: string): void {
+  openAttr(key);
+  out.ascii("\"stringValue\":");
+  quoted(value);
+  out.ascii("}}");
+}
+
+function intAttr(key: string, value: i64): void {
+  openAttr(key);
+  out.ascii("\"intValue\":\"");
+  decimal(value);
+  out.ascii("\"}}");
+}
+
+function trueAttr(key: string): void {
+  openAttr(key);
+  out.ascii("\"boolValue\":true}}");
+}
+
+function stringArrayAttr(key: string, value: string): void {
+  openAttr(key);
+  out.ascii("\"arrayValue\":{\"values\":[{\"stringValue\":");
+  quoted(value);
+  out.ascii("}]}}}");
 }
 
 /** Nanoseconds as decimal seconds (a JSON number, no float formatting needed). */
@@ -150,79 +220,120 @@ const PARAM_KEYS: StaticArray<string> = [
 ];
 const INT_PARAMS: u32 = (1 << Param.MaxTokens) | (1 << Param.TopK) | (1 << Param.Seed) | (1 << Param.ChoiceCount) | (1 << Param.Dimensions);
 
-function paramAttr(param: Param, text: string): string {
+function paramAttr(param: Param, text: string): void {
   const key = unchecked(PARAM_KEYS[param]);
-  if (param == Param.EncodingFormat) return stringArrayAttr(key, text);
-  if (param == Param.OutputType) {
+  if (param == Param.EncodingFormat) {
+    stringArrayAttr(key, text);
+  } else if (param == Param.OutputType) {
     // OpenAI's response_format.type: json_object and json_schema request JSON (a well-known value).
-    return stringAttr(key, text == "json_object" || text == "json_schema" ? "json" : text);
+    stringAttr(key, text == "json_object" || text == "json_schema" ? "json" : text);
+  } else if ((INT_PARAMS & (1 << param)) != 0) {
+    openAttr(key);
+    out.ascii("\"intValue\":\"");
+    jsonText(text);
+    out.ascii("\"}}");
+  } else {
+    openAttr(key);
+    out.ascii("\"doubleValue\":");
+    jsonText(text);
+    out.ascii("}}");
   }
-  return attr(key, (INT_PARAMS & (1 << param)) != 0 ? "\"intValue\":\"" + text + "\"" : "\"doubleValue\":" + text);
 }
 
 /**
- * One OTLP/JSON span (ids as hex, times as decimal strings, as OTLP/JSON requires) for an
+ * One OTLP/JSON span as UTF-8 (ids as hex, times as decimal strings, as OTLP/JSON requires) for an
  * inference or embeddings CLIENT span of the OpenTelemetry GenAI conventions (gen_ai.client.inference,
  * gen_ai.client.embeddings): every required and conditionally required attribute the request
  * and response carry, the recommended ones a proxy can see; no stop sequences (text the caller wrote).
  */
-export function encodeSpan(r: SpanRecord, providerName: string): string {
+export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
   const operation = operationName(r.operation);
   const embeddings = r.operation == Operation.Embeddings;
   // The same error.type as the call's stats (metrics.ts errorTypeIndex); docs/filter.md lists the values.
   const errorType = errorTypeName(errorTypeIndex(r.statusCode, r.responseComplete, r.finishReason == "error"));
-  const attrs = new Array<string>();
-  attrs.push(stringAttr("gen_ai.operation.name", operation));
-  attrs.push(stringAttr("gen_ai.provider.name", providerName));
-  if (errorType.length > 0) attrs.push(stringAttr("error.type", errorType));
-  if (r.requestModel.length > 0) attrs.push(stringAttr("gen_ai.request.model", r.requestModel));
-  if (r.serverAddress.length > 0) {
-    attrs.push(stringAttr("server.address", r.serverAddress));
-    if (r.serverPort > 0) attrs.push(intAttr("server.port", r.serverPort));
+  out.length = 0;
+  out.ascii("{\"traceId\":\"");
+  out.ascii(r.traceId);
+  out.ascii("\",\"spanId\":\"");
+  out.ascii(r.spanId);
+  out.byte(0x22);
+  if (r.parentSpanId.length > 0) {
+    out.ascii(",\"parentSpanId\":\"");
+    out.ascii(r.parentSpanId);
+    out.byte(0x22);
   }
-  if (r.stream) attrs.push(attr("gen_ai.request.stream", "\"boolValue\":true"));
+  // Span name: {gen_ai.operation.name} {gen_ai.request.model}, the operation alone without one.
+  out.ascii(",\"name\":");
+  quoted(r.requestModel.length > 0 ? operation + " " + r.requestModel : operation);
+  out.ascii(",\"kind\":3,\"startTimeUnixNano\":\"");
+  decimal(r.startNs);
+  out.ascii("\",\"endTimeUnixNano\":\"");
+  decimal(r.endNs);
+  out.ascii("\",\"attributes\":[");
+  attrsWritten = 0;
+  stringAttr("gen_ai.operation.name", operation);
+  stringAttr("gen_ai.provider.name", providerName);
+  if (errorType.length > 0) stringAttr("error.type", errorType);
+  if (r.requestModel.length > 0) stringAttr("gen_ai.request.model", r.requestModel);
+  if (r.serverAddress.length > 0) {
+    stringAttr("server.address", r.serverAddress);
+    if (r.serverPort > 0) intAttr("server.port", r.serverPort);
+  }
+  if (r.stream) trueAttr("gen_ai.request.stream");
   const params = r.params;
   if (params !== null) {
     for (let i = 0; i < Param.COUNT; i++) {
       const text = unchecked(params[i]);
       // choice.count is conditionally required when it is not 1.
-      if (text !== null && !(i == Param.ChoiceCount && text == "1")) attrs.push(paramAttr(<Param>i, text));
+      if (text !== null && !(i == Param.ChoiceCount && text == "1")) paramAttr(<Param>i, text);
     }
   }
-  if (r.responseId.length > 0) attrs.push(stringAttr("gen_ai.response.id", r.responseId));
-  if (r.responseModel.length > 0) attrs.push(stringAttr("gen_ai.response.model", r.responseModel));
+  if (r.responseId.length > 0) stringAttr("gen_ai.response.id", r.responseId);
+  if (r.responseModel.length > 0) stringAttr("gen_ai.response.model", r.responseModel);
   // A finish reason expected but not received, the generation having failed: "error".
-  if (r.finishReason.length > 0) attrs.push(stringArrayAttr("gen_ai.response.finish_reasons", r.finishReason));
-  else if (errorType.length > 0 && !embeddings) attrs.push(stringArrayAttr("gen_ai.response.finish_reasons", "error"));
+  if (r.finishReason.length > 0) stringArrayAttr("gen_ai.response.finish_reasons", r.finishReason);
+  else if (errorType.length > 0 && !embeddings) stringArrayAttr("gen_ai.response.finish_reasons", "error");
   if (r.stream && r.firstContentNs > 0 && r.firstContentNs >= r.startNs) {
-    attrs.push(attr("gen_ai.response.time_to_first_chunk", "\"doubleValue\":" + secondsOf(r.firstContentNs - r.startNs)));
+    openAttr("gen_ai.response.time_to_first_chunk");
+    out.ascii("\"doubleValue\":");
+    out.ascii(secondsOf(r.firstContentNs - r.startNs));
+    out.ascii("}}");
   }
-  if (r.inputTokens >= 0) attrs.push(intAttr("gen_ai.usage.input_tokens", r.inputTokens));
-  if (r.cachedTokens >= 0) attrs.push(intAttr("gen_ai.usage.cache_read.input_tokens", r.cachedTokens));
-  if (r.outputTokens >= 0 && !embeddings) attrs.push(intAttr("gen_ai.usage.output_tokens", r.outputTokens));
-  if (r.reasoningTokens >= 0 && !embeddings) attrs.push(intAttr("gen_ai.usage.reasoning.output_tokens", r.reasoningTokens));
-  if (r.statusCode > 0) attrs.push(intAttr("http.response.status_code", r.statusCode));
-  attrs.push(stringAttr("tokentrace.token_trace_id", r.tokenTraceId));
-  attrs.push(stringAttr("tokentrace.route", r.route));
-  if (r.keepReason.length > 0) attrs.push(stringAttr("tokentrace.keep_reason", r.keepReason));
+  if (r.inputTokens >= 0) intAttr("gen_ai.usage.input_tokens", r.inputTokens);
+  if (r.cachedTokens >= 0) intAttr("gen_ai.usage.cache_read.input_tokens", r.cachedTokens);
+  if (r.outputTokens >= 0 && !embeddings) intAttr("gen_ai.usage.output_tokens", r.outputTokens);
+  if (r.reasoningTokens >= 0 && !embeddings) intAttr("gen_ai.usage.reasoning.output_tokens", r.reasoningTokens);
+  if (r.statusCode > 0) intAttr("http.response.status_code", r.statusCode);
+  stringAttr("tokentrace.token_trace_id", r.tokenTraceId);
+  stringAttr("tokentrace.route", r.route);
+  if (r.keepReason.length > 0) stringAttr("tokentrace.keep_reason", r.keepReason);
   const capture = r.capture;
-  if (capture !== null && capture.writeAttributes(attrs, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "")) {
-    attrs.push(attr("tokentrace.content.truncated", "\"boolValue\":true"));
+  if (capture !== null) {
+    // The capture engine hands its attributes over as JSON text (content/sink.ts).
+    const captured = new Array<string>();
+    const truncated = capture.writeAttributes(captured, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "");
+    for (let i = 0; i < captured.length; i++) {
+      if (attrsWritten++ > 0) out.byte(0x2c);
+      jsonText(unchecked(captured[i]));
+    }
+    if (truncated) trueAttr("tokentrace.content.truncated");
   }
-  let span = "{\"traceId\":\"" + r.traceId + "\",\"spanId\":\"" + r.spanId + "\"";
-  if (r.parentSpanId.length > 0) span += ",\"parentSpanId\":\"" + r.parentSpanId + "\"";
-  // Span name: {gen_ai.operation.name} {gen_ai.request.model}, the operation alone without one.
-  span += ",\"name\":" + jsonString(r.requestModel.length > 0 ? operation + " " + r.requestModel : operation);
-  span += ",\"kind\":3,\"startTimeUnixNano\":\"" + r.startNs.toString() + "\",\"endTimeUnixNano\":\"" + r.endNs.toString() + "\"";
-  span += ",\"attributes\":[" + attrs.join(",") + "]";
+  out.byte(0x5d);
   // OTLP status 2 (ERROR) whenever error.type is set; otherwise left unset.
-  if (errorType.length > 0) span += ",\"status\":{\"code\":2}";
-  return span + "}";
+  if (errorType.length > 0) out.ascii(",\"status\":{\"code\":2}");
+  out.byte(0x7d);
+  return copyOut();
 }
 
+/** The writer's bytes in a buffer of their own. */
+function copyOut(): ArrayBuffer {
+  const bytes = new ArrayBuffer(out.length);
+  memory.copy(changetype<usize>(bytes), out.dataStart(), out.length);
+  return bytes;
+}
 
 export class SpanExporter {
-  private buffered: Array<string> = [];
+  private buffered: Array<ArrayBuffer> = [];
   private inFlightToken: i64 = -1;
   private inFlightSpans: i32 = 0;
   private stats: Stats;
@@ -232,7 +343,7 @@ export class SpanExporter {
   }
 
   /** Buffers a span; sends a batch when one is full and nothing is in flight. */
-  add(span: string, config: SpanConfig): void {
+  add(span: ArrayBuffer, config: SpanConfig): void {
     if (this.buffered.length >= config.maxBufferedSpans) {
       this.stats.count(this.stats.spansDropped, 1);
       return;
@@ -247,10 +358,19 @@ export class SpanExporter {
     const n = this.buffered.length < config.batchSize ? this.buffered.length : config.batchSize;
     const batch = this.buffered.slice(0, n);
     this.buffered = this.buffered.slice(n);
-    const body = "{\"resourceSpans\":[{\"resource\":{\"attributes\":[" + stringAttr("service.name", config.serviceName) +
-      "]},\"scopeSpans\":[{\"scope\":{\"name\":\"tokentrace\"},\"spans\":[" + batch.join(",") + "]}]}]}";
+    out.length = 0;
+    out.ascii("{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
+    attrsWritten = 0;
+    stringAttr("service.name", config.serviceName);
+    out.ascii("]},\"scopeSpans\":[{\"scope\":{\"name\":\"tokentrace\"},\"spans\":[");
+    for (let i = 0; i < n; i++) {
+      if (i > 0) out.byte(0x2c);
+      const span = unchecked(batch[i]);
+      out.bytes(changetype<usize>(span), span.byteLength);
+    }
+    out.ascii("]}]}]}");
     const headers = host.encodePairs([METHOD, PATH, AUTHORITY, CONTENT_TYPE], [POST, config.path, config.authority, JSON_TYPE]);
-    const token = host.httpCall(config.cluster, headers, String.UTF8.encode(body), <u32>config.timeoutMs);
+    const token = host.httpCall(config.cluster, headers, copyOut(), <u32>config.timeoutMs);
     if (token < 0) {
       this.failed(n);
       return;
