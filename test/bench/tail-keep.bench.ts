@@ -64,26 +64,28 @@ const COST_REQUESTS = 20_000;
 const COST_ROUNDS = Number(process.env.TAIL_KEEP_COST_ROUNDS ?? 5);
 /** VMs per setup and round; the fastest counts. */
 const VMS_PER_SETUP = 3;
-/**
- * A full collection of this process's heap before each round: the emulated host's garbage from the
- * round before would otherwise be collected inside some callback of this one (a pause of tens of ms
- * landing on one setup at random; Envoy's host has no such collector).
- */
-setFlagsFromString("--expose-gc");
 // Every function of the module at V8's optimising tier from its first call. With the baseline tier
 // first (Liftoff, then tier-up when a function is hot), the same replay in the same process took
 // 776, 772, 495 and 477 ms; with this flag 509-520 ms. A setup's time was which functions had
 // tiered up yet, not its work.
 setFlagsFromString("--no-liftoff");
+/**
+ * A full collection of this process's heap before each round: the emulated host's garbage from the
+ * round before would otherwise be collected inside some callback of this one (Envoy's host has no
+ * such collector).
+ */
+setFlagsFromString("--expose-gc");
 const collectHostGarbage = runInNewContext("gc") as () => void;
 /** Events each setup runs before handing the thread to the next. */
+const INTERLEAVE_EVENTS = 200;
+/** Callbacks this long or longer are checked against the collector's pauses. */
 const LONG_CALLBACK_MS = 0.25;
 
 /**
  * The pauses of this process's garbage collector ([start, end], performance.now()'s clock) while
  * `run` runs. They are the emulated host's (the filter's allocator and collector live in its linear
- * memory, not in V8's heap) and land on whichever setup allocates when the heap fills: a round's
- * last setup took 115-160 ms of them, against 5-60 ms of filter time in its ticks.
+ * memory, not in V8's heap) and land on whichever setup allocates when the heap fills: up to 60 ms
+ * in one VM's callbacks in a round, against 5-60 ms of filter time in its ticks.
  */
 async function collectorPauses<T>(run: () => Promise<T>): Promise<{ result: T; pauses: Array<[number, number]> }> {
   const pauses: Array<[number, number]> = [];
@@ -104,7 +106,6 @@ function pausedMs(callbacks: ReadonlyArray<[number, number]>, pauses: ReadonlyAr
   for (const [start, end] of callbacks) for (const [from, to] of pauses) ms += Math.max(0, Math.min(end, to) - Math.max(start, from));
   return ms;
 }
-const INTERLEAVE_EVENTS = 200;
 
 const pairOf = (r: RequestScript): string => `${r.route}\u0000${r.model}`;
 const failed = (r: RequestScript): boolean => r.outcome !== "ok";
