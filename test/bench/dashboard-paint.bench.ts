@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_MISSING } from "../support/chromium.js";
 import { createApp } from "../../control-plane/src/app.js";
 import { createMetrics } from "../../control-plane/src/api/metrics.js";
 import { DashboardSeries, type BatchSource } from "../../control-plane/src/dashboard/series.js";
@@ -23,7 +24,6 @@ import type { BenchRow } from "./table.js";
 
 export const runs = 5;
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const INTERVAL_MS = 2000;
 const SCRAPES = 450;
@@ -192,7 +192,7 @@ async function paint(url: string, drawn?: number): Promise<Paint> {
 }
 
 export async function run(): Promise<BenchRow[]> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  if (!existsSync(CHROMIUM)) throw new Error(CHROMIUM_MISSING);
   const byTarget = await record();
   const full = await serve(replay(byTarget, SCRAPES));
   const empty = await serve(new DashboardSeries());

@@ -12,12 +12,11 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../support/chromium.js";
 import { FILTER_WASM, requireArtifact } from "../filter/support.js";
 import { SCENARIOS } from "./scenarios.js";
 import { startDemoStack, DEMO_MODEL, DEMO_POD, type DemoStack } from "./stack.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 /** The issue's bar: the story on the page this long after the stack's start. */
 const STORY_WITHIN_MS = 90_000;
 
@@ -240,9 +239,9 @@ test("scenario pages: TOKENTRACE_DEMO_PAGES names scenarios that exist", () => {
 });
 
 test(`scenario pages in headless Chromium (${selected.map((s) => s.scenario).join(", ")}): within 90 s of the demo stack's start the panels tell the scenario's story and the Alerts section lists its alert firing, marked on the charts`, { timeout: selected.length * 150_000 }, async (t) => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
   assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   try {
     // Every scenario runs, then each is judged: one slow story does not hide the others' figures.
     const failures: string[] = [];

@@ -7,11 +7,10 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../support/chromium.js";
 import { FILTER_WASM, requireArtifact } from "../filter/support.js";
 import { startDemoStack } from "./stack.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const OUT = fileURLToPath(new URL("../../docs/images/dashboard.png", import.meta.url));
 const SCENARIO = "kv-cache-pressure";
 /** Long enough for a few minutes of the story on the charts, within the story's own minutes. */
@@ -21,9 +20,9 @@ type Row = { dataset: Record<string, string | undefined>; className: string };
 type Doc = { document: { querySelectorAll(s: string): ArrayLike<Row> } };
 
 async function main(): Promise<void> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  if (!existsSync(CHROMIUM)) throw new Error(CHROMIUM_MISSING);
   const stack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: SCENARIO, errorRate: 0.01, scrapeIntervalMs: 1000, prometheus: "auto" });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   try {
     if (!stack.prometheus) throw new Error("the screenshot shows the scenario's alert: it needs Debian's prometheus (make test-deps)");
     const alert = stack.scenario.alert;

@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Page } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromium.js";
 import { FILTER_WASM, requireArtifact } from "../../filter/support.js";
 import { DEMO_POLICY, startDemoStack, type DemoStack } from "../../demo/stack.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 
 // The few DOM shapes the page callbacks use (the project's tsconfig has no DOM lib; these callbacks run in Chromium).
 interface El {
@@ -31,7 +31,6 @@ interface Win {
   document: { getElementById(id: string): El | null; querySelectorAll(sel: string): ArrayLike<El> };
   tokentraceDashboard: { charts: Record<string, Chart> };
 }
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const resultsDir = fileURLToPath(new URL("../../../test-results/", import.meta.url));
 const PANELS = ["chart-requests", "chart-errors", "chart-tokens", "chart-ttft", "chart-decode", "chart-duration", "chart-gpu-util", "chart-gpu-power", "chart-sampling"];
 // A fast engine: the test host is shared, so the demo's own timings are not what is under test here.
@@ -68,7 +67,7 @@ async function start(reads: "public" | "token"): Promise<DemoStack> {
 }
 
 async function openPage(userDataDir: string): Promise<{ page: Page; close: () => Promise<void>; errors: string[] }> {
-  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1500, height: 1000 } });
+  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1500, height: 1000 } });
   const page = context.pages()[0] ?? (await context.newPage());
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -78,7 +77,7 @@ async function openPage(userDataDir: string): Promise<{ page: Page; close: () =>
 const text = async (page: Page, sel: string): Promise<string> => (await page.textContent(sel)) ?? "";
 
 test("dashboard in headless Chromium against the demo stack (emulated Envoy, simulated engine and GPU): golden signals hold data with monotone percentiles, one crosshair, traces fill and the lookup finds our request, the editor survives a 412", { timeout: 150_000 }, async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
   const stack = await start("public");
   const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
   const { page, close, errors } = await openPage(userDataDir);
@@ -351,7 +350,7 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
 });
 
 test("dashboard in headless Chromium with api.reads = token (emulated Envoy, simulated engine and GPU): refused until a token is typed, then charts and policies load with it", { timeout: 90_000 }, async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
   const stack = await start("token");
   const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
   const { page, close, errors } = await openPage(userDataDir);

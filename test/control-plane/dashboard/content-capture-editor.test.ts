@@ -9,10 +9,9 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromium.js";
 import { adminToken, call, samplePolicy, startTestApp } from "../helpers.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 interface Content {
   enabled?: boolean;
@@ -27,10 +26,10 @@ interface PolicyBody {
 type Doc = { getElementById(id: string): { value?: string; textContent: string | null; className: string } | null };
 
 test("policy editor: content capture fields read, write and save spans.content through the API (real Chromium, real control plane)", { timeout: 60_000 }, async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
   const app = await startTestApp();
   const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
-  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const read = async (): Promise<Content | undefined> => ((await call(app.url, "GET", "/v1/policies/chat")).body as PolicyBody).policy.pluginConfig.spans!.content;
   try {
     const policy = samplePolicy("chat");

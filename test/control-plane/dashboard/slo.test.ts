@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express from "express";
 import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromium.js";
 import { parse, stringify } from "yaml";
 import { encodeWriteRequestV1 } from "../../../control-plane/src/remote-write/protobuf.js";
 import { snappyCompress } from "../../../control-plane/src/remote-write/snappy.js";
@@ -25,8 +26,6 @@ import { alertsSection } from "../../../control-plane/src/dashboard/alerts-confi
 import { PrometheusInstance } from "../../support/prometheus.js";
 import { startTestApp } from "../helpers.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const RULES = new URL("../../../istio/observability/prometheus-rules.yaml", import.meta.url);
 const SLO_GROUPS = ["tokentrace.slo-objectives", "tokentrace.slo"];
 
@@ -231,9 +230,9 @@ describe("the SLO view from a real Prometheus evaluating prometheus-rules.yaml's
   });
 
   it("the page's SLO section (real Chromium, real control plane): each objective worst first, a burn past its alert's threshold and an overspent budget marked; without Prometheus, what to configure", { timeout: 60_000 }, async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+    assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
     const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
-    const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+    const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     const apps = [await startTestApp({ slo: new PrometheusSloReader(options()) }), await startTestApp()];
     try {
       const page = context.pages()[0] ?? (await context.newPage());

@@ -8,20 +8,19 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromium.js";
 import { adminToken, call, samplePolicy, startTestApp } from "../helpers.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 interface PolicyBody {
   policy: { pluginConfig: { spans?: { cluster: string; keep?: Record<string, unknown> } } };
 }
 
 test("policy editor: tail keep fields read, write and save spans.keep through the API (real Chromium, real control plane)", { timeout: 60_000 }, async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make test-deps\` (installs Debian chromium)`);
+  assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
   const app = await startTestApp();
   const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
-  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   try {
     const policy = samplePolicy("chat");
     policy.pluginConfig = { ...policy.pluginConfig, spans: { cluster: "otel", keep: { slowerThanMs: 5000, routes: [{ routeName: "chat", slowerThanMs: 800 }] } } };
