@@ -96,26 +96,6 @@ function operationName(op: Operation): string {
   return op == Operation.Embeddings ? "embeddings" : op == Operation.TextCompletion ? "text_completion" : "chat";
 }
 
-/** A JSON string literal (its pieces joined once: captured content, JSON itself, escapes hundreds of quotes). */
-function jsonString(s: string): string {
-  let run = 0;
-  let parts: Array<string> | null = null;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0x20 && c != 0x22 && c != 0x5c) continue;
-    if (parts == null) parts = ["\""];
-    parts.push(s.substring(run, i));
-    if (c == 0x22) parts.push("\\\"");
-    else if (c == 0x5c) parts.push("\\\\");
-    else parts.push("\\u00" + (c < 0x10 ? "0" : "1") + "0123456789abcdef".charAt(c & 0xf));
-    run = i + 1;
-  }
-  if (parts == null) return "\"" + s + "\"";
-  parts.push(s.substring(run));
-  parts.push("\"");
-  return parts.join("");
-}
-
 // Spans are written as UTF-8 straight into one buffer the VM reuses. Built as a string per attribute,
 // joined, then encoded again, they made a request with tail keep cost 1.21x one without (now 1.09x; docs/sampling.md, Measured).
 const out = new ByteWriter(2048);
@@ -123,7 +103,7 @@ const out = new ByteWriter(2048);
 let attrsWritten = 0;
 const DIGITS: usize = memory.data(20);
 
-/** A string with nothing to escape is written as it is; anything else through jsonString and UTF-8. */
+/** A string with nothing to escape is written as it is; anything else as UTF-8 through ByteWriter#jsonText. */
 function plainAscii(s: string): bool {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -132,25 +112,25 @@ function plainAscii(s: string): bool {
   return true;
 }
 
-function utf8(s: string): void {
+/** Text that is JSON already (a number's text, an attribute from the capture engine). */
+function rawJson(s: string): void {
+  if (plainAscii(s)) {
+    out.ascii(s);
+    return;
+  }
   const bytes = String.UTF8.encode(s);
   out.bytes(changetype<usize>(bytes), bytes.byteLength);
 }
 
-/** Text that is JSON already (a number's text, an attribute from the capture engine). */
-function jsonText(s: string): void {
-  if (plainAscii(s)) out.ascii(s);
-  else utf8(s);
-}
-
 /** `s` as a JSON string literal. */
 function quoted(s: string): void {
-  if (!plainAscii(s)) {
-    utf8(jsonString(s));
-    return;
-  }
   out.byte(0x22);
-  out.ascii(s);
+  if (plainAscii(s)) {
+    out.ascii(s);
+  } else {
+    const bytes = String.UTF8.encode(s);
+    out.jsonText(changetype<usize>(bytes), bytes.byteLength);
+  }
   out.byte(0x22);
 }
 
@@ -230,12 +210,12 @@ function paramAttr(param: Param, text: string): void {
   } else if ((INT_PARAMS & (1 << param)) != 0) {
     openAttr(key);
     out.ascii("\"intValue\":\"");
-    jsonText(text);
+    rawJson(text);
     out.ascii("\"}}");
   } else {
     openAttr(key);
     out.ascii("\"doubleValue\":");
-    jsonText(text);
+    rawJson(text);
     out.ascii("}}");
   }
 }
@@ -314,7 +294,7 @@ export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
     const truncated = capture.writeAttributes(captured, r.finishReason.length > 0 ? r.finishReason : errorType.length > 0 ? "error" : "");
     for (let i = 0; i < captured.length; i++) {
       if (attrsWritten++ > 0) out.byte(0x2c);
-      jsonText(unchecked(captured[i]));
+      rawJson(unchecked(captured[i]));
     }
     if (truncated) trueAttr("tokentrace.content.truncated");
   }
