@@ -36,6 +36,7 @@ import { FILTER_WASM, requireArtifact } from "../filter/support.js";
 import { attr, startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.js";
 import { mulberry32 } from "../support/mulberry32.js";
 import { generateTraffic, type RequestScript } from "./support/tail-keep/traffic.js";
+import { median } from "./measure.js";
 import type { BenchRow } from "./table.js";
 
 export const runs = 1;
@@ -486,7 +487,6 @@ export async function run(): Promise<BenchRow[]> {
     }
     // Each figure is the median round, each ratio the median of the rounds' paired ratios; the
     // per-round ratios are printed beside them to show the spread.
-    const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     const perRequest = (xs: number[]): number => (median(xs) * 1000) / slice.length;
     const offUs = perRequest(offMs);
     const onUs = perRequest(onMs);
