@@ -63,10 +63,18 @@ export class TokentraceRoot extends RootContext {
     if (source !== null) this.poller.maybePoll(source);
     const spans = this.active.config.spans;
     if (spans !== null) {
-      if (spans.keepRecent !== null) noteNowNs(<i64>host.nowNs());
-      // Tail keep's spans of the last tick go first, so they are in this tick's batch.
-      this.tailKeepOrInit().decide(spans, this.exporterOrInit());
-      this.exporterOrInit().flush(spans);
+      const keep = this.tailKeepOrInit();
+      const exporter = this.exporterOrInit();
+      // Tail keep decides when a batch is due: its spans go in that batch, and the reservoir picks
+      // among every span that ended since the last one.
+      const due = exporter.flushDue();
+      // One clock read serves the tick: the recent windows and the budget's refill.
+      const nowNs: i64 = spans.keepRecent !== null || (due && (keep.pending > 0 || keep.owesHead)) ? <i64>host.nowNs() : 0;
+      if (spans.keepRecent !== null) noteNowNs(nowNs);
+      if (due) {
+        keep.decide(spans, exporter, nowNs);
+        exporter.flush(spans);
+      }
     }
     const engine = contentEngine();
     if (engine !== null) engine.tick(this.active.config, this.local, this.statsOrInit());
@@ -150,5 +158,7 @@ export class TokentraceRoot extends RootContext {
     const content = spans !== null ? spans.content : null;
     if (content !== null && content.pseudonyms && contentEngine() !== null && (tickMs == 0 || KEY_TICK_MS < tickMs)) tickMs = KEY_TICK_MS;
     host.setTickPeriodMs(<u32>tickMs);
+    // A partial batch of spans waits for spans.flushIntervalMs, not for whichever interval ticks.
+    if (spans !== null) this.exporterOrInit().partialEveryTicks = tickMs > 0 ? <i32>Math.max(1, Math.round(<f64>spans.flushIntervalMs / <f64>tickMs)) : 1;
   }
 }

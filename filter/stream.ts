@@ -12,7 +12,7 @@ import { Protocol } from "./protocols";
 import { contentEngine } from "./capture";
 import { codeClassIndex, CONTENT_UNAVAILABLE, ERROR_TYPE_NONE, ErrorReason, KeepReason, keepReasonName, sanitizeLabelValue } from "./telemetry/metrics";
 import { forceRuleMatches, hostLength, isSampled, rateFor, RequestMatch, thresholdFor, writeThreshold } from "./trace/sampler";
-import { encodeSpan, Operation, operationOf, SpanExporter, SpanRecord } from "./telemetry/spans";
+import { encodeSpan, Operation, operationOf, SPAN_ID_OFFSET, SPAN_IDS_BYTES, SPAN_PARENT_OFFSET, SpanExporter, SpanRecord } from "./telemetry/spans";
 import { RouteStats, Stats } from "./telemetry/stats";
 import { TailKeep } from "./telemetry/tail-keep";
 import { noteNowNs, recentNowMs } from "./telemetry/recent-quantile";
@@ -31,9 +31,6 @@ const REQUEST_TIME_PROPERTY = host.utf8("request\0time");
 const REQUEST_HOST_PROPERTY = host.utf8("request\0host");
 const REQUEST_SCHEME_PROPERTY = host.utf8("request\0scheme");
 const UPSTREAM_ADDRESS_PROPERTY = host.utf8("upstream\0address");
-// Layout of a stream's span ids (hex).
-const SPAN_ID_OFFSET: usize = 32;
-const SPAN_PARENT_OFFSET: usize = 48;
 const NS_PER_MS: u64 = 1_000_000;
 /** Tail keep: an error outranks any slow request in the budget's order. */
 const ERROR_PRIORITY: f64 = 1e12;
@@ -440,9 +437,9 @@ export class TokentraceStream extends Context {
       writeHex(ids + SPAN_ID_OFFSET, OWN_SPAN_BYTES, 8);
     }
     const span = new SpanRecord();
-    span.traceId = String.UTF8.decodeUnsafe(ids, 32);
-    span.spanId = String.UTF8.decodeUnsafe(ids + SPAN_ID_OFFSET, 16);
-    if (this.spanHasParent) span.parentSpanId = String.UTF8.decodeUnsafe(ids + SPAN_PARENT_OFFSET, 16);
+    // The context's ids are laid out as the record's: copied whole, written out as they are.
+    memory.copy(changetype<usize>(span.ids), ids, SPAN_IDS_BYTES);
+    span.hasParent = this.spanHasParent;
     span.operation = this.operation;
     span.requestModel = llm.requestModel;
     span.responseModel = llm.responseModel;
@@ -456,8 +453,13 @@ export class TokentraceStream extends Context {
     span.stream = llm.isStream;
     span.firstContentNs = llm.firstContentNs;
     const kept = this.keptTokenId;
-    if (kept !== null) span.tokenTraceId = String.UTF8.decode(kept);
-    else if (this.hasNewTokenId) span.tokenTraceId = String.UTF8.decodeUnsafe(this.writeNewTokenId(), UUID_LENGTH);
+    if (kept !== null) {
+      span.tokenTraceId = kept;
+    } else if (this.hasNewTokenId) {
+      const id = new ArrayBuffer(UUID_LENGTH);
+      memory.copy(changetype<usize>(id), this.writeNewTokenId(), UUID_LENGTH);
+      span.tokenTraceId = id;
+    }
     span.route = route.label;
     span.statusCode = code;
     span.responseComplete = this.responseComplete;
@@ -474,7 +476,9 @@ export class TokentraceStream extends Context {
         hostStart = 1; // an IPv6 literal without its brackets
         hostStop = hostEnd - 1;
       }
-      span.serverAddress = String.UTF8.decodeUnsafe(p + hostStart, hostStop - hostStart);
+      const address = new ArrayBuffer(hostStop - hostStart);
+      memory.copy(changetype<usize>(address), p + hostStart, hostStop - hostStart);
+      span.serverAddress = address;
       span.serverPort = hostEnd < n ? parsePort(p + hostEnd + 1, n - hostEnd - 1) : defaultPort();
     }
     return span;

@@ -13,9 +13,9 @@ import { ByteWriter } from "../content/byte-writer";
 
 /** What a span says about one LLM request; prompt and completion text only when it captures content (redacted). */
 export class SpanRecord {
-  traceId: string = "";
-  spanId: string = "";
-  parentSpanId: string = "";
+  /** The ids as lowercase hex, kept as the request wrote them: trace-id (32), span id (16), parent-id (16, when hasParent). */
+  ids: StaticArray<u8> = new StaticArray<u8>(SPAN_IDS_BYTES);
+  hasParent: bool = false;
   operation: Operation = Operation.Chat;
   requestModel: string = "";
   responseModel: string = "";
@@ -28,13 +28,15 @@ export class SpanRecord {
   /** Request parameters by Param (json-scan.ts), as their JSON text; null when the body had none. */
   params: StaticArray<string | null> | null = null;
   stream: bool = false;
-  tokenTraceId: string = "";
+  /** The token trace id's bytes as sent (null: none). */
+  tokenTraceId: ArrayBuffer | null = null;
   route: string = "";
   /** The response status; 0 when the stream ended without one. */
   statusCode: i64 = 0;
   /** The response ended with end of stream (not cut by a reset). */
   responseComplete: bool = false;
-  serverAddress: string = "";
+  /** The host the request named, as bytes (null: none). */
+  serverAddress: ArrayBuffer | null = null;
   serverPort: i64 = -1;
   startNs: i64 = 0;
   endNs: i64 = 0;
@@ -47,8 +49,7 @@ export class SpanRecord {
 
 /** A bound on the bytes a SpanRecord retains (its strings as UTF-16, the object and its params), for a reservoir bounded in bytes. */
 export function retainedBytesOf(r: SpanRecord): i32 {
-  let chars = r.traceId.length + r.spanId.length + r.parentSpanId.length + r.requestModel.length + r.responseModel.length +
-    r.responseId.length + r.finishReason.length + r.tokenTraceId.length + r.route.length + r.serverAddress.length + r.keepReason.length;
+  let chars = r.requestModel.length + r.responseModel.length + r.responseId.length + r.finishReason.length + r.route.length + r.keepReason.length;
   const params = r.params;
   if (params !== null) {
     for (let i = 0; i < params.length; i++) {
@@ -56,8 +57,15 @@ export function retainedBytesOf(r: SpanRecord): i32 {
       if (p !== null) chars += p.length + 8;
     }
   }
-  return 256 + (chars << 1);
+  const token = r.tokenTraceId;
+  const server = r.serverAddress;
+  return 256 + SPAN_IDS_BYTES + (chars << 1) + (token !== null ? token.byteLength : 0) + (server !== null ? server.byteLength : 0);
 }
+
+/** Where the span id and the parent-id start in SpanRecord#ids (and in a stream's own copy of them). */
+export const SPAN_ID_OFFSET: usize = 32;
+export const SPAN_PARENT_OFFSET: usize = 48;
+export const SPAN_IDS_BYTES: i32 = 64;
 
 /** gen_ai.operation.name of an OpenAI-compatible endpoint. */
 export const enum Operation { Chat, TextCompletion, Embeddings }
@@ -105,8 +113,17 @@ const DIGITS: usize = memory.data(20);
 
 /** A string with nothing to escape is written as it is; anything else as UTF-8 through ByteWriter#jsonText. */
 function plainAscii(s: string): bool {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
+  const from = changetype<usize>(s);
+  const n = s.length;
+  let i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v = v128.load(from + (<usize>i << 1));
+    // Below 0x20 or from 0x80 up, as one unsigned compare: c - 0x20 >= 0x60.
+    const outside = i16x8.ge_u(i16x8.sub(v, i16x8.splat(0x20)), i16x8.splat(0x60));
+    if (v128.any_true(v128.or(outside, v128.or(i16x8.eq(v, i16x8.splat(0x22)), i16x8.eq(v, i16x8.splat(0x5c)))))) return false;
+  }
+  for (; i < n; i++) {
+    const c = load<u16>(from + (<usize>i << 1));
     if (c < 0x20 || c == 0x22 || c == 0x5c || c >= 0x80) return false;
   }
   return true;
@@ -125,12 +142,24 @@ function rawJson(s: string): void {
 /** `s` as a JSON string literal. */
 function quoted(s: string): void {
   out.byte(0x22);
+  unquoted(s);
+  out.byte(0x22);
+}
+
+/** `s` as the inside of a JSON string literal. */
+function unquoted(s: string): void {
   if (plainAscii(s)) {
     out.ascii(s);
   } else {
     const bytes = String.UTF8.encode(s);
     out.jsonText(changetype<usize>(bytes), bytes.byteLength);
   }
+}
+
+/** UTF-8 bytes from the request as a JSON string literal. */
+function quotedBytes(bytes: ArrayBuffer): void {
+  out.byte(0x22);
+  out.jsonText(changetype<usize>(bytes), bytes.byteLength);
   out.byte(0x22);
 }
 
@@ -181,14 +210,22 @@ function stringArrayAttr(key: string, value: string): void {
   out.ascii("}]}}}");
 }
 
-/** Nanoseconds as decimal seconds (a JSON number, no float formatting needed). */
-export function secondsOf(ns: i64): string {
-  const whole = ns / 1_000_000_000;
-  let fraction = (ns % 1_000_000_000).toString();
-  while (fraction.length < 9) fraction = "0" + fraction;
-  let end = 9;
-  while (end > 0 && fraction.charCodeAt(end - 1) == 0x30) end--;
-  return end == 0 ? whole.toString() : whole.toString() + "." + fraction.substring(0, end);
+/** Nanoseconds (not negative) as decimal seconds: a JSON number, no float formatting needed, no trailing zeros. */
+function seconds(ns: i64): void {
+  decimal(ns / 1_000_000_000);
+  let fraction = ns % 1_000_000_000;
+  if (fraction == 0) return;
+  let digits = 9;
+  while (fraction % 10 == 0) {
+    fraction /= 10;
+    digits--;
+  }
+  out.byte(0x2e);
+  for (let i = digits - 1; i >= 0; i--) {
+    store<u8>(DIGITS + i, <u8>(0x30 + <i32>(fraction % 10)));
+    fraction /= 10;
+  }
+  out.bytes(DIGITS, digits);
 }
 
 // gen_ai.request.* per Param (json-scan.ts), and whether each is an int (else a double or, for the
@@ -232,19 +269,25 @@ export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
   // The same error.type as the call's stats (metrics.ts errorTypeIndex); docs/filter.md lists the values.
   const errorType = errorTypeName(errorTypeIndex(r.statusCode, r.responseComplete, r.finishReason == "error"));
   out.length = 0;
+  const ids = changetype<usize>(r.ids);
   out.ascii("{\"traceId\":\"");
-  out.ascii(r.traceId);
+  out.bytes(ids, <i32>SPAN_ID_OFFSET);
   out.ascii("\",\"spanId\":\"");
-  out.ascii(r.spanId);
+  out.bytes(ids + SPAN_ID_OFFSET, 16);
   out.byte(0x22);
-  if (r.parentSpanId.length > 0) {
+  if (r.hasParent) {
     out.ascii(",\"parentSpanId\":\"");
-    out.ascii(r.parentSpanId);
+    out.bytes(ids + SPAN_PARENT_OFFSET, 16);
     out.byte(0x22);
   }
   // Span name: {gen_ai.operation.name} {gen_ai.request.model}, the operation alone without one.
-  out.ascii(",\"name\":");
-  quoted(r.requestModel.length > 0 ? operation + " " + r.requestModel : operation);
+  out.ascii(",\"name\":\"");
+  out.ascii(operation);
+  if (r.requestModel.length > 0) {
+    out.byte(0x20);
+    unquoted(r.requestModel);
+  }
+  out.byte(0x22);
   out.ascii(",\"kind\":3,\"startTimeUnixNano\":\"");
   decimal(r.startNs);
   out.ascii("\",\"endTimeUnixNano\":\"");
@@ -255,8 +298,12 @@ export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
   stringAttr("gen_ai.provider.name", providerName);
   if (errorType.length > 0) stringAttr("error.type", errorType);
   if (r.requestModel.length > 0) stringAttr("gen_ai.request.model", r.requestModel);
-  if (r.serverAddress.length > 0) {
-    stringAttr("server.address", r.serverAddress);
+  const server = r.serverAddress;
+  if (server !== null && server.byteLength > 0) {
+    openAttr("server.address");
+    out.ascii("\"stringValue\":");
+    quotedBytes(server);
+    out.ascii("}}");
     if (r.serverPort > 0) intAttr("server.port", r.serverPort);
   }
   if (r.stream) trueAttr("gen_ai.request.stream");
@@ -276,7 +323,7 @@ export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
   if (r.stream && r.firstContentNs > 0 && r.firstContentNs >= r.startNs) {
     openAttr("gen_ai.response.time_to_first_chunk");
     out.ascii("\"doubleValue\":");
-    out.ascii(secondsOf(r.firstContentNs - r.startNs));
+    seconds(r.firstContentNs - r.startNs);
     out.ascii("}}");
   }
   if (r.inputTokens >= 0) intAttr("gen_ai.usage.input_tokens", r.inputTokens);
@@ -284,7 +331,12 @@ export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
   if (r.outputTokens >= 0 && !embeddings) intAttr("gen_ai.usage.output_tokens", r.outputTokens);
   if (r.reasoningTokens >= 0 && !embeddings) intAttr("gen_ai.usage.reasoning.output_tokens", r.reasoningTokens);
   if (r.statusCode > 0) intAttr("http.response.status_code", r.statusCode);
-  stringAttr("tokentrace.token_trace_id", r.tokenTraceId);
+  openAttr("tokentrace.token_trace_id");
+  out.ascii("\"stringValue\":");
+  const token = r.tokenTraceId;
+  if (token !== null) quotedBytes(token);
+  else out.ascii("\"\"");
+  out.ascii("}}");
   stringAttr("tokentrace.route", r.route);
   if (r.keepReason.length > 0) stringAttr("tokentrace.keep_reason", r.keepReason);
   const capture = r.capture;
@@ -316,6 +368,9 @@ export class SpanExporter {
   private buffered: Array<ArrayBuffer> = [];
   private inFlightToken: i64 = -1;
   private inFlightSpans: i32 = 0;
+  /** Ticks per spans.flushIntervalMs (the tick is the shortest of the filter's intervals); a partial batch goes once this many have passed. */
+  partialEveryTicks: i32 = 1;
+  private ticksSinceSend: i32 = 0;
   private stats: Stats;
 
   constructor(stats: Stats) {
@@ -332,9 +387,15 @@ export class SpanExporter {
     if (this.buffered.length >= config.batchSize) this.flush(config);
   }
 
+  /** A tick passed: whether a partial batch is due (spans.flushIntervalMs since the last send). */
+  flushDue(): bool {
+    return ++this.ticksSinceSend >= this.partialEveryTicks;
+  }
+
   /** Sends up to one batch unless an export is in flight (called on tick and when a batch fills). */
   flush(config: SpanConfig): void {
     if (this.inFlightToken >= 0 || this.buffered.length == 0) return;
+    this.ticksSinceSend = 0;
     const n = this.buffered.length < config.batchSize ? this.buffered.length : config.batchSize;
     const batch = this.buffered.slice(0, n);
     this.buffered = this.buffered.slice(n);

@@ -1,17 +1,18 @@
 // Tail keep's budget (spans.keep.budget): a token bucket of spans per second for the whole proxy,
 // shared by head sampling and tail keep, and the reservoir where the spans tail keep chose wait for
-// the next tick. A head-sampled span goes at once (its trace already left sampled) and is paid for at
-// the tick; what is left of the bucket goes to the reservoir's spans, errors first, then the slowest
-// relative to their threshold, and the rest are dropped and counted per route and reason. That is
+// the next decision, which comes when a batch of spans is due (spans.flushIntervalMs; root.ts). A
+// head-sampled span goes at once (its trace already left sampled) and is paid for at the decision;
+// what is left of the bucket goes to the reservoir's spans, errors first, then the slowest relative
+// to their threshold, and the rest are dropped and counted per route and reason. That is
 // the OpenTelemetry Collector's composite policy (ordered sub-policies sharing max_total_spans_per_
 // second) with its rate_limiting policy's token bucket (open-telemetry/opentelemetry-collector-contrib
 // processor/tailsamplingprocessor/internal/sampling composite.go 09ea2f42, rate_limiting.go 026e1822),
-// except that the order within a tick is by priority, not by arrival.
+// except that the order within a decision is by priority, not by arrival.
 //
 // Envoy runs one VM per worker thread, and a connection stays on its worker, so the load of the
 // workers is uneven (one busy HTTP/2 connection is one worker's). A fixed share per VM would strand
 // budget on idle workers: the bucket lives in shared data instead (one store per plugin across the
-// workers, proxy-wasm-cpp-host src/shared_data.cc), read and written at each VM's tick with a CAS.
+// workers, proxy-wasm-cpp-host src/shared_data.cc), read and written at each VM's decision with a CAS.
 // A host that refuses shared data leaves each VM with a bucket of its own (at most workers x budget).
 import { KeepBudgetConfig, SpanConfig } from "../config/config";
 import * as host from "../host/host";
@@ -40,7 +41,7 @@ function refill(tokens: f64, elapsedNs: i64, rate: f64, capacity: f64): f64 {
 
 export class TailKeep {
   // The reservoir: a min-heap on priority (parallel arrays), so the least slow span is the first to go.
-  // A span waits as its record and is encoded only if the tick grants it: the request path pays for
+  // A span waits as its record and is encoded only if the decision grants it: the request path pays for
   // the record alone, and a span the budget drops is never encoded.
   private spans: Array<SpanRecord> = [];
   private sizes: Array<i32> = [];
@@ -48,7 +49,7 @@ export class TailKeep {
   private keptSlots: Array<i32> = [];
   private droppedSlots: Array<i32> = [];
   private bytes: i32 = 0;
-  /** Head-sampled spans exported since the last tick, paid for at the next. */
+  /** Head-sampled spans exported since the last decision, paid for at the next. */
   private headSpent: i32 = 0;
   /** This VM's own bucket, used only when shared data fails. */
   private localTokens: f64 = 0;
@@ -63,13 +64,18 @@ export class TailKeep {
     return this.spans.length;
   }
 
+  /** Head-sampled spans went since the last decision, and the budget has yet to pay for them. */
+  get owesHead(): bool {
+    return this.headSpent > 0;
+  }
+
   /** A head-sampled (or forced) span went: the budget pays for it first. */
   spendHead(): void {
     this.headSpent++;
   }
 
   /**
-   * Holds a span tail keep chose until the tick; a full reservoir drops the least slow span (this
+   * Holds a span tail keep chose until the decision; a full reservoir drops the least slow span (this
    * one, when none is slower) and counts it in `droppedSlot`.
    */
   offer(span: SpanRecord, priority: f64, keptSlot: i32, droppedSlot: i32, maxBytes: i32): void {
@@ -94,15 +100,15 @@ export class TailKeep {
     this.siftUp(this.spans.length - 1);
   }
 
-  /** The tick: pays for the head spans, grants what is left to the reservoir's best, exports them and drops the rest. */
-  decide(config: SpanConfig, exporter: SpanExporter): void {
+  /** The decision (wall clock `nowNs`): pays for the head spans, grants what is left to the reservoir's best, exports them and drops the rest. */
+  decide(config: SpanConfig, exporter: SpanExporter, nowNs: i64): void {
     const budget = config.keepBudget;
     let n = this.spans.length;
     if (n == 0 && this.headSpent == 0) return;
     if (budget === null) {
       this.headSpent = 0;
     } else {
-      const grant = this.take(n, budget, <i64>host.nowNs());
+      const grant = this.take(n, budget, nowNs);
       while (n > grant) {
         this.dropLeast();
         n--;
@@ -120,7 +126,7 @@ export class TailKeep {
     this.bytes = 0;
   }
 
-  /** Spans the bucket grants now, at most `wanted`, after paying for the head spans since the last tick. */
+  /** Spans the bucket grants now, at most `wanted`, after paying for the head spans since the last decision. */
   private take(wanted: i32, budget: KeepBudgetConfig, nowNs: i64): i32 {
     const rate = budget.tracesPerSecond;
     const capacity = Math.max(1, rate * <f64>budget.burstSeconds);
@@ -158,7 +164,7 @@ export class TailKeep {
     return grant;
   }
 
-  /** The bucket once the head spans since the last tick are paid (a debt down to one bucket's worth). */
+  /** The bucket once the head spans since the last decision are paid (a debt down to one bucket's worth). */
   private afterHead(tokens: f64, capacity: f64): f64 {
     const left = tokens - <f64>this.headSpent;
     return left < -capacity ? -capacity : left;

@@ -296,6 +296,24 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     assert.deepEqual(receiver.requests.map((r) => r.spans), [2]);
   });
 
+  it("a partial batch waits for spans.flushIntervalMs when a shorter stats interval sets the tick", async () => {
+    reset();
+    const clock = new ManualClock(T0);
+    const config = { ...(spansConfig({ flushIntervalMs: 3000 }) as object), stats: { flushIntervalMs: 1000 } };
+    const vm = await loadFilter({ clock, random: countingRandom(), config, clusters: { otel: receiver.url } });
+    assert.equal(vm.tickPeriodMs, 1000);
+    streamedChat(vm, clock);
+    const sentAfterTicks: number[] = [];
+    for (let tick = 1; tick <= 4; tick++) {
+      clock.advanceMs(1000);
+      vm.tick();
+      if (vm.pendingHttpCalls() > 0) sentAfterTicks.push(tick);
+      await vm.settle();
+    }
+    assert.deepEqual(sentAfterTicks, [3], "sent at the third one-second tick, not the first");
+    assert.deepEqual(receiver.requests.map((r) => r.spans), [1]);
+  });
+
   it("a receiver that is down never fails traffic: the batch is dropped and counted", async () => {
     const down = await startOtlpReceiver();
     await down.close();

@@ -347,11 +347,38 @@ describe("tail keep: spans of unsampled requests that failed or were slow (emula
     assert.equal(byPod("tokentrace_spans_kept_total", "10.1.0.1", "head"), 1);
   });
 
+  it("decides when a batch is due (spans.flushIntervalMs), choosing among every span since the last one, not at each shorter stats tick", async () => {
+    receiver.spans.length = 0;
+    const clock = new ManualClock(T0);
+    const keep = { slowerThanMs: 100, budget: { tracesPerSecond: 1, burstSeconds: 1 } };
+    const config = { sampling: { defaultRate: 0 }, stats: { flushIntervalMs: 1000 }, spans: { cluster: "otel", flushIntervalMs: 3000, keep } };
+    const vm = await loadFilter({ clock, random: countingRandom(), config, clusters: { otel: receiver.url } });
+    call(vm, clock, { status: 200, durationMs: 150 });
+    clock.advanceMs(1000);
+    await flush(vm); // a one-second stats tick: no decision yet
+    assert.equal(receiver.spans.length, 0);
+    call(vm, clock, { status: 200, durationMs: 300 });
+    // The third tick decides and sends; the fourth sends the counters.
+    for (let tick = 2; tick <= 4; tick++) {
+      clock.advanceMs(1000);
+      await flush(vm);
+    }
+    // A bucket of one span: decided per tick, both would have gone (one token a second).
+    assert.equal(receiver.spans.length, 1);
+    assert.equal(Number((BigInt(receiver.spans[0]!.endTimeUnixNano) - BigInt(receiver.spans[0]!.startTimeUnixNano)) / 1_000_000n), 300);
+    assert.equal(dropped(vm, "chat", "slow"), 1);
+  });
+
   it("the reservoir is bounded in bytes: when full it drops the least slow span, so the slowest are the ones kept", async () => {
     const { vm, clock } = await setup({ slowerThanMs: 10, budget: { tracesPerSecond: 1000, reservoirBytes: 16384 } });
-    const durations = Array.from({ length: 40 }, (_, i) => 20 + ((i * 37) % 40));
+    // More records than 16 KiB holds (a record without content retains about 400 bytes).
+    const durations = Array.from({ length: 120 }, (_, i) => 20 + ((i * 37) % 120));
     for (const d of durations) call(vm, clock, { status: 200, durationMs: d });
-    await flush(vm);
+    // One batch (32 spans) leaves per tick.
+    for (let sent = -1; sent !== receiver.spans.length; ) {
+      sent = receiver.spans.length;
+      await flush(vm);
+    }
     const n = receiver.spans.length;
     assert.ok(n > 0 && n < durations.length, `${n} spans kept of ${durations.length}`);
     assert.equal(dropped(vm, "chat", "slow"), durations.length - n);
