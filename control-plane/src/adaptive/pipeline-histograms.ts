@@ -3,9 +3,10 @@
 // tokentrace_llm_duration_ms and tokentrace_llm_ttft_ms buckets per (route, model); a target's
 // window is its latest scrape minus its scrape from about `windowMs` earlier (what
 // increase(...[window]) would see), and a policy's windows are those of the targets in its
-// namespace, summed per (route, model) bound. On a waypoint the series also carry pod_ip: they are
-// summed over it, since thresholds are per route and model. A target not scraped for `maxAgeMs`
-// no longer counts.
+// namespace, summed per (route, model) bound. On a waypoint the series also carry pod_ip, and
+// duration and TTFT carry the filter's length class (output_length, input_length): they are summed
+// over both, since thresholds are per route and model. A target not scraped for `maxAgeMs` no
+// longer counts.
 import { counterDelta } from "../join/joiner.js";
 import { labelValue } from "../scrape/sample.js";
 import type { WriteSeries } from "../remote-write/series.js";

@@ -8,6 +8,7 @@
 // requests are slow in every phase alike, and can go below zero when they are not.
 import { extrapolatedRate } from "../promql/rate.js";
 import type { WindowSeries } from "../promql/series-window.js";
+import { seriesOrderKey } from "../promql/series-order.js";
 import type { Labels, ParsedSample } from "../scrape/sample.js";
 import { quantilesOf, sumByLe, type ModelSignals } from "./signals.js";
 
@@ -28,7 +29,12 @@ export interface SidecarInfo {
 /** Route-level phases, seconds per quantile. */
 export type RoutePhase = "ttft" | "decode" | "outside_ttft" | "outside_decode";
 
-/** The filter's TTFT and decode bucket series of one Envoy scrape, keyed for the window. */
+/**
+ * The filter's TTFT and decode bucket series of one Envoy scrape, keyed for the window by their
+ * whole label set: a series with labels beyond route, model and le (a length class, a waypoint's
+ * pod_ip) is its own series, rated on its own and summed by le per route and model, as
+ * `sum by (..., le) (rate(x_bucket[w]))` does.
+ */
 export function sidecarEntries(targetId: string, samples: readonly ParsedSample[]): { key: string; info: SidecarInfo; value: number }[] {
   const out: { key: string; info: SidecarInfo; value: number }[] = [];
   for (const s of samples) {
@@ -42,7 +48,7 @@ export function sidecarEntries(targetId: string, samples: readonly ParsedSample[
     if (le === "") continue;
     const route = get(s.labels, "route");
     const model = get(s.labels, "model");
-    out.push({ key: `${targetId}\xff${s.name}\xff${route}\xff${model}\xff${le}`, info: { phase, route, model, le }, value: s.value });
+    out.push({ key: `${targetId}\xff${seriesOrderKey(["__name__", s.name, ...s.labels])}`, info: { phase, route, model, le }, value: s.value });
   }
   return out;
 }

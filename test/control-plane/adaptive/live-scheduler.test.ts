@@ -139,6 +139,20 @@ describe("windows from the pipeline's histograms", () => {
     assert.equal(w[0]!.ttft, undefined);
   });
 
+  it("sums a pair's output_length classes: the window of three classes is the unsplit one", () => {
+    const now = { ms: T0 };
+    const h = source(now);
+    const early = even(100, 1000);
+    const late = add(early, even(1000, 1000));
+    // Class i holds floor((v + i) / 3) of each bucket: cumulative, and the three add up to v.
+    const classed = (hist: Map<number, number>): WriteSeries[] => ["le64", "le256", "unknown"].flatMap((cls, i) =>
+      buckets(new Map([...hist].map(([le, v]) => [le, Math.floor((v + i) / 3)])), "chat", "m", ["output_length", cls]));
+    h.observe(classed(early), batch("a", T0));
+    h.observe(classed(late), batch("a", T0 + 30_000));
+    now.ms = T0 + 30_000;
+    assert.deepEqual(h.windows("keeps").map((w) => [w.route, w.model, w.duration]), [["chat", "m", even(1000, 1000)]]);
+  });
+
   it("a window spans about windowMs: older scrapes stop counting", () => {
     const now = { ms: T0 };
     const h = source(now);

@@ -96,6 +96,25 @@ test("one pod, two scrapes 2 s apart: rates, status-class shares, TTFT / decode 
   assert.deepEqual([onlyB.llmRequestsPerSecond, onlyB.ttftP50, onlyB.requestsPerSecond], [[0], [null], [10]], "model b was idle; route-wide requests stay");
 });
 
+test("histograms split by the filter's length classes (input_length on TTFT, output_length on decode and duration) give the unsplit quantiles", () => {
+  // Each histogram line as two classes: floor(v / 3) and the rest, both cumulative.
+  const classed = (text: string): string => text.replace(/^(tokentrace_llm_(ttft|decode|duration)_ms_\w+)\{([^}]*)\} (\d+)$/gm, (_m, name: string, hist: string, labels: string, v: string) => {
+    const tag = hist === "ttft" ? "input_length" : "output_length";
+    const third = Math.floor(Number(v) / 3);
+    return `${name}{${labels},${tag}="le512"} ${third}\n${name}{${labels},${tag}="unknown"} ${Number(v) - third}`;
+  });
+  const a = { ttft: [2, 8, 10, 10, 10, 10], decode: [0, 0, 1, 6, 9, 10], duration: [0, 0, 0, 1, 8, 10], calls: 10, input: 300, output: 120 };
+  const columns = (split: (text: string) => string): ReturnType<typeof windowColumns> => {
+    const d = new DashboardSeries();
+    d.observe(batch(split(statsText({ ok: 10, e4: 0, e5: 0, sampled: 1, models: { a: zero } })), T0, null), { target: target("p0"), timestampMs: T0 });
+    d.observe(batch(split(statsText({ ok: 26, e4: 2, e5: 2, sampled: 5, models: { a } })), T0 + 2000, null), { target: target("p0"), timestampMs: T0 + 2000 });
+    return windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + 2000, rangeMs: 2000, stepMs: 2000, windowMs: 8000, samplingWindowMs: 60_000 });
+  };
+  const split = columns(classed);
+  assert.deepEqual([split.ttftP50, split.ttftP95, split.ttftP99, split.decodeP50, split.durationP50], [[75], [212.5], [242.5], [450], [785.714]]);
+  assert.deepEqual(split, columns((text) => text));
+});
+
 test("a model's LLM calls split by status_class and error_type (the filter labels failures) still add up to its request rate", () => {
   const d = new DashboardSeries();
   const text = (ok: number, limited: number, reset: number): string => [

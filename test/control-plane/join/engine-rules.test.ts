@@ -218,6 +218,49 @@ describe("engine recording rules give the pipeline's join values, point by point
     await checkPoints(t, runner.promtool, test, checked);
   });
 
+  it("a sidecar whose TTFT and decode carry length classes: the route's percentiles are the unsplit ones, bit for bit, and the rules agree", async (t) => {
+    const pod = "chat-6f8d-aaaaa";
+    // Short requests fast, long ones slow: two different histograms per route, phase and class.
+    type Routes = Parameters<typeof sidecarText>[1];
+    const short: Routes = [
+      { route: "chat", model: LLAMA, per: 40, ttft: { 6: 2, 7: 5, 8: 2, 9: 1 }, decode: { 11: 3, 12: 6, 13: 1 } },
+      { route: "summarise", model: LLAMA, per: 8, ttft: { 8: 2, 9: 5, 10: 3 }, decode: { 12: 2, 13: 8 } },
+    ];
+    const long: Routes = [
+      { route: "chat", model: LLAMA, per: 8, ttft: { 9: 3, 10: 5, 11: 2 }, decode: { 13: 4, 14: 6 } },
+      { route: "summarise", model: LLAMA, per: 24, ttft: { 10: 1, 11: 6, 12: 3 }, decode: { 13: 5, 14: 5 } },
+    ];
+    const SAMPLE = /^(tokentrace_llm_(ttft|decode)_ms_\w+|tokentrace_llm_output_tokens_total)\{([^}]*)\} (\d+)$/;
+    /** The two classes' expositions line by line: each classed (`split`) or added into one line. */
+    const sidecar = (k: number, split: boolean): string => {
+      const b = sidecarText(k, long).split("\n");
+      return sidecarText(k, short).split("\n").map((line, i) => {
+        const [ma, mb] = [SAMPLE.exec(line), SAMPLE.exec(b[i]!)];
+        if (!ma || !mb) return line;
+        const [, name, phase, labels] = ma as unknown as [string, string, string | undefined, string];
+        if (!split || phase === undefined) return `${name}{${labels}} ${Number(ma[4]) + Number(mb[4])}`;
+        const tag = phase === "ttft" ? "input_length" : "output_length";
+        return `${name}{${labels},${tag}="le512"} ${ma[4]}\n${name}{${labels},${tag}="gt8192"} ${mb[4]}`;
+      }).join("\n");
+    };
+    // Scrapes at 0 and 256 s, read at 256 s over 5 min: the window extrapolates 44 s, so each rate is
+    // the increase times 2^-8 exactly and a sum of the classes' rates is the unsplit rate, not a bit off.
+    const scrapes = (split: boolean): Scrape[] => [0, 16].map((k) => ({ atSec: k * STEP, target: target("envoy", pod, 15090), text: sidecar(k, split) }));
+    const quantiles = (s: Scrape[]): JoinedPoint[] => runScrapes(s).joined.filter((p) => p.name === C.ROUTE_LATENCY_QUANTILE);
+    const unsplit = quantiles(scrapes(false));
+    const split = scrapes(true);
+    assert.match(split[1]!.text, /^tokentrace_llm_decode_ms_bucket\{route="summarise",[^}]*,output_length="gt8192"\} \d+$/m);
+    assert.equal(unsplit.length, 2 * 2 * 3, "two routes, ttft and decode, three quantiles");
+    assert.deepEqual(quantiles(split), unsplit);
+    const { input } = runScrapes(split);
+    const test = {
+      interval: "1s",
+      input_series: inputSeries(input, 256),
+      promql_expr_test: unsplit.map((p) => ({ expr: selector(p), eval_time: "256s", exp_samples: [{ labels: `${ruleFor(p.name)}${promLabels(p.labels)}`, value: p.value }] })),
+    };
+    await checkPoints(t, runner.promtool, test, unsplit);
+  });
+
   it("fails when a rule and the join disagree by one bit (the check can fail)", async () => {
     const pod = "chat-6f8d-aaaaa";
     const { test } = engineCase([

@@ -32,6 +32,27 @@ function rows(out: WriteSeries[], family: string, model: string): [string, strin
 
 const buckets = (pairs: [string, number][], sum: number, count: number): [string, string, number][] => [...pairs.map(([le, v]): [string, string, number] => ["bucket", le, v]), ["sum", "", sum], ["count", "", count]];
 
+/**
+ * The exposition with each TTFT line split into three input_length classes and each decode and
+ * duration line into three output_length classes: class i holds floor((v + i) / 3) of a value v,
+ * so every class stays cumulative and monotone and the three add up to v.
+ */
+function splitIntoClasses(text: string): string {
+  const tagOf = (name: string): string | undefined => (name.startsWith("tokentrace_llm_ttft_ms_") ? "input_length" : /^tokentrace_llm_(decode|duration)_ms_/.test(name) ? "output_length" : undefined);
+  return text.split("\n").flatMap((line) => {
+    const m = /^(\w+)\{(.*)\} (\d+)$/.exec(line);
+    const tag = m && tagOf(m[1]!);
+    if (!m || tag === undefined) return [line];
+    const [, name, labels, value] = m as unknown as [string, string, string, string];
+    // Before `le`, where Envoy puts an extracted tag.
+    const at = labels.indexOf(",le=");
+    return ["le512", "le2048", "unknown"].map((cls, i) => {
+      const classed = at < 0 ? `${labels},${tag}="${cls}"` : `${labels.slice(0, at)},${tag}="${cls}"${labels.slice(at)}`;
+      return `${name}{${classed}} ${Math.floor((Number(value) + i) / 3)}`;
+    });
+  }).join("\n");
+}
+
 describe("join: OpenTelemetry GenAI histograms from the filter's", () => {
   const out = joined(fixture("envoy-sidecar-genai.prom"));
 
@@ -85,6 +106,13 @@ describe("join: OpenTelemetry GenAI histograms from the filter's", () => {
     assert.deepEqual(rows(old, "gen_ai_server_time_to_first_token_seconds", "llama-3-8b"), buckets([["0.25", 380], ["+Inf", 400]], 48, 400));
     assert.deepEqual(rows(old, "gen_ai_server_time_per_output_token_seconds", "llama-3-8b"), buckets([["0.025", 250], ["+Inf", 300]], 6, 300));
     assert.deepEqual(rows(old, "gen_ai_client_operation_duration_seconds", "llama-3-8b"), buckets([["+Inf", 400]], 800, 400));
+  });
+
+  it("sums the filter's length classes away: three input_length (TTFT) and output_length (duration) classes give the unsplit series, value for value", () => {
+    const genAi = (x: WriteSeries[]): WriteSeries[] => x.filter((s) => labelsOf(s).__name__!.startsWith("gen_ai_"));
+    const split = joined(splitIntoClasses(fixture("envoy-sidecar-genai.prom")));
+    assert.ok(split.some((s) => labelsOf(s).__name__ === "tokentrace_llm_ttft_ms_bucket" && labelsOf(s).input_length === "unknown"), "the fixture is split");
+    assert.deepEqual(genAi(split), genAi(out));
   });
 
   it("leaves the tokentrace series as they were, and emits none with genai: false", () => {

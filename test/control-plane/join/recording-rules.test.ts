@@ -201,3 +201,52 @@ describe("recording rules give the pipeline's join values (promtool test rules o
     await assert.rejects(promtool(wrong), /FAILED/);
   });
 });
+
+// Latency by length class (group tokentrace.length-classes): each class's own P99, while the
+// per-(route, model) rules sum the classes away. Samples every 64 s and the rule evaluated on the
+// last: the 5 min window holds 256 s of samples and extrapolates 44 s to its start, so rate() is
+// four steps' increase times 2^-8 exactly ((256 + 44) / 256 / 300), and every P99 below is the one of the
+// per-step increases, computed by hand.
+describe("length-class recording rules give each class its own P99 (promtool test rules)", () => {
+  const BOUNDS = ["100", "250", "500", "1000", "2500", "+Inf"];
+  /** One class's bucket series: `perStep` requests a step by bucket, counters starting at ten steps' worth. */
+  const classSeries = (name: string, tag: string, cls: string, perStep: number[]): { series: string; values: string }[] =>
+    BOUNDS.map((le, i) => ({ series: `${name}_bucket{namespace="llm",pod="a",route="chat",model="m",${tag}="${cls}",le="${le}"}`, values: `${10 * perStep[i]!}+${perStep[i]}x10` }));
+  const SHORT = [50, 90, 100, 100, 100, 100];
+  const LONG = [0, 0, 10, 60, 100, 100];
+  const rule = (name: string, tag: string, cls: string, value: number): { labels: string; value: number } =>
+    ({ labels: `${name}{${tag}="${cls}",model="m",namespace="llm",quantile="0.99",route="chat"}`, value });
+
+  it("TTFT by input_length, decode and duration by output_length on two classes each; the route's P99 is the unsplit one", async () => {
+    const test = {
+      interval: "64s",
+      input_series: [
+        ...classSeries("tokentrace_llm_ttft_ms", "input_length", "le512", SHORT), ...classSeries("tokentrace_llm_ttft_ms", "input_length", "gt8192", LONG),
+        ...classSeries("tokentrace_llm_decode_ms", "output_length", "le64", SHORT), ...classSeries("tokentrace_llm_decode_ms", "output_length", "unknown", LONG),
+        ...classSeries("tokentrace_llm_duration_ms", "output_length", "le64", SHORT), ...classSeries("tokentrace_llm_duration_ms", "output_length", "gt1024", LONG),
+      ],
+      promql_expr_test: [
+        // 99 of 100 short requests by 250 + 250 * 9/10 ms; 99 of 100 long ones by 1000 + 1500 * 39/40 ms.
+        { expr: "namespace_route_model_input_length:tokentrace_llm_ttft_ms:histogram_quantile_rate5m", eval_time: "640s", exp_samples: [
+          rule("namespace_route_model_input_length:tokentrace_llm_ttft_ms:histogram_quantile_rate5m", "input_length", "gt8192", 2462.5),
+          rule("namespace_route_model_input_length:tokentrace_llm_ttft_ms:histogram_quantile_rate5m", "input_length", "le512", 475),
+        ] },
+        { expr: "namespace_route_model_output_length:tokentrace_llm_decode_ms:histogram_quantile_rate5m", eval_time: "640s", exp_samples: [
+          rule("namespace_route_model_output_length:tokentrace_llm_decode_ms:histogram_quantile_rate5m", "output_length", "le64", 475),
+          rule("namespace_route_model_output_length:tokentrace_llm_decode_ms:histogram_quantile_rate5m", "output_length", "unknown", 2462.5),
+        ] },
+        { expr: "namespace_route_model_output_length:tokentrace_llm_duration_ms:histogram_quantile_rate5m", eval_time: "640s", exp_samples: [
+          rule("namespace_route_model_output_length:tokentrace_llm_duration_ms:histogram_quantile_rate5m", "output_length", "gt1024", 2462.5),
+          rule("namespace_route_model_output_length:tokentrace_llm_duration_ms:histogram_quantile_rate5m", "output_length", "le64", 475),
+        ] },
+        // Both classes together: 198 of 200 by 1000 + 1500 * 38/40 ms, one series per phase as before the classes.
+        ...["ttft", "decode"].map((phase) => ({
+          expr: `namespace_pod_route_model:tokentrace_route_latency_seconds:histogram_quantile_rate5m{phase="${phase}", quantile="0.99"}`,
+          eval_time: "640s",
+          exp_samples: [{ labels: `namespace_pod_route_model:tokentrace_route_latency_seconds:histogram_quantile_rate5m{model="m",namespace="llm",phase="${phase}",pod="a",quantile="0.99",route="chat"}`, value: 2.425 }],
+        })),
+      ],
+    };
+    await runner.promtool(test);
+  });
+});

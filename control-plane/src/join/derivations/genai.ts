@@ -9,14 +9,18 @@
 // The conversion is exact: a filter histogram is cumulative, so its bucket at a bound that is also
 // a GenAI boundary (in the filter's unit: ms or µs) is the GenAI bucket; other filter buckets are
 // dropped and a GenAI boundary the mesh's bucket list lacks is not emitted (never interpolated).
-// _sum is scaled to seconds, _count and +Inf pass unchanged. Stateless: one pass over the scrape,
-// the label set of a (route, model) built once and shared by its buckets.
+// _sum is scaled to seconds, _count and +Inf pass unchanged. The filter's length classes
+// (input_length on TTFT, output_length on decode and duration) are summed away: the conventions
+// define no such attribute, so a GenAI dashboard sees one series per (route, model) as before.
+// Stateless: one pass over the scrape, the label set of a (route, model) built once and shared by
+// its buckets.
 import { labelValue, type Labels, type ParsedSample } from "../../scrape/sample.js";
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
 import { cleanLabels } from "../labels.js";
 import { podLabelsOf, type PodIdentity } from "../identity.js";
+import { seriesOrderKey } from "../../promql/series-order.js";
 import type { Derivation } from "./derivation.js";
 
 /** The advisory explicit bucket boundaries (s) of the conventions, spelled as the `le` they become. */
@@ -43,6 +47,9 @@ function conversion(name: string, perSecond: number, boundaries: readonly string
 }
 
 type Part = "bucket" | "sum" | "count";
+
+/** The filter's length-class tags (filter/telemetry/metrics.ts TAG_INPUT_LENGTH, TAG_OUTPUT_LENGTH): summed over, never passed on. */
+const LENGTH_CLASS_LABELS: ReadonlySet<string> = new Set(["input_length", "output_length"]);
 
 /** Where the operation and provider come from, for the labels the conventions require. */
 export interface GenAiOptions {
@@ -84,6 +91,10 @@ export class GenAiMetrics implements Derivation {
     let lastSource: Labels | undefined;
     let lastName: string | undefined;
     let base: Labels = [];
+    let baseKey = "";
+    // The series emitted so far by identity, and their values in the filter's unit: the classes of
+    // one (route, model) add into the first one's series (a _sum is scaled once, after adding).
+    const emitted = new Map<string, { sample: { value: number }; raw: number; perSecond: number }>();
     for (const s of r.samples) {
       const hit = this.byName.get(s.name);
       if (hit === undefined) continue;
@@ -98,14 +109,23 @@ export class GenAiMetrics implements Derivation {
       if (lastName !== c.name || lastSource === undefined || !sameButLe(lastSource, s.labels)) {
         podLabels ??= podLabelsOf(t);
         base = this.baseLabels(s, podLabels);
+        baseKey = seriesOrderKey(base);
         lastSource = s.labels;
         lastName = c.name;
       }
-      const ts = s.timestampMs ?? r.timestampMs;
-      if (part === "bucket") out.push({ labels: [...base, "__name__", `${c.name}_bucket`, "le", le!], samples: [{ value: s.value, timestampMs: ts }] });
-      else if (part === "sum") out.push({ labels: [...base, "__name__", `${c.name}_sum`], samples: [{ value: s.value / c.perSecond, timestampMs: ts }] });
-      else out.push({ labels: [...base, "__name__", `${c.name}_count`], samples: [{ value: s.value, timestampMs: ts }] });
+      const key = `${c.name}\xff${part}\xff${le ?? ""}\xff${baseKey}`;
+      const known = emitted.get(key);
+      if (known !== undefined) {
+        known.raw += s.value;
+        continue;
+      }
+      const sample = { value: s.value, timestampMs: s.timestampMs ?? r.timestampMs };
+      emitted.set(key, { sample, raw: s.value, perSecond: part === "sum" ? c.perSecond : 1 });
+      if (part === "bucket") out.push({ labels: [...base, "__name__", `${c.name}_bucket`, "le", le!], samples: [sample] });
+      else if (part === "sum") out.push({ labels: [...base, "__name__", `${c.name}_sum`], samples: [sample] });
+      else out.push({ labels: [...base, "__name__", `${c.name}_count`], samples: [sample] });
     }
+    for (const e of emitted.values()) e.sample.value = e.raw / e.perSecond;
   }
 
   /** The GenAI `le` of a filter bucket bound, or undefined when that bound is no GenAI boundary. */
@@ -125,7 +145,7 @@ export class GenAiMetrics implements Derivation {
     const clean = cleanLabels(s.labels);
     for (let i = 0; i < clean.length; i += 2) {
       const n = clean[i]!;
-      if (n === "le" || n === "namespace" || n === "pod" || n === "waypoint") continue;
+      if (n === "le" || n === "namespace" || n === "pod" || n === "waypoint" || LENGTH_CLASS_LABELS.has(n)) continue;
       labels.push(n === "model" ? "gen_ai_request_model" : n, clean[i + 1]!);
     }
     labels.push(...podLabels, ...this.constantLabels);
