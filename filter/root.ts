@@ -115,14 +115,14 @@ export class TokentraceRoot extends RootContext {
     const text = host.readPluginConfiguration(configuration_size);
     if (text === null) {
       stats.error(ErrorReason.ConfigRejected);
-      host.log(host.LogLevel.Error, "tokentrace: could not read the plugin configuration; keeping the previous one");
+      host.log(host.LogLevel.Error, "tokentrace: unreadable plugin configuration; previous one kept");
       return false;
     }
     const result = parseConfig(text);
     const config = result.config;
     if (config === null) {
       stats.error(ErrorReason.ConfigRejected);
-      host.log(host.LogLevel.Error, "tokentrace: configuration rejected, keeping the previous one: " + result.error);
+      host.log(host.LogLevel.Error, "tokentrace: configuration rejected, previous one kept: " + result.error);
       return false;
     }
     this.local = config;

@@ -5,6 +5,7 @@ import { equalBytes } from "../bytes";
 import { JsonKind, JsonParser, JsonValue } from "./json";
 import { ProtocolPaths } from "../protocols/llm-paths";
 import { Protocol } from "../protocols";
+import { LengthClasses, MAX_LENGTH_BOUNDARIES } from "../telemetry/length-classes";
 
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
@@ -12,6 +13,13 @@ export const DEFAULT_MAX_ROUTES: i32 = 64;
 export const DEFAULT_MAX_MODELS: i32 = 32;
 export const DEFAULT_STATS_FLUSH_INTERVAL_MS: i32 = 1000;
 export const DEFAULT_MAX_REQUEST_BODY_BYTES: i32 = 65536;
+// Length classes (tokens), from the shapes of Azure's 2023 production LLM traces as the Splitwise
+// paper (Patel et al., ISCA 2024) reports them: prompts of about 1,000 (conversation) and 1,500
+// (coding) tokens at the median, outputs of about 130 (conversation) and 13 (coding). Input: short
+// turns, that typical traffic, long context (RAG, documents), beyond 8k. Output: completions, chat
+// answers, long answers, long generations (reasoning) beyond 1k.
+const DEFAULT_INPUT_BOUNDARIES: StaticArray<i64> = [512, 2048, 8192];
+const DEFAULT_OUTPUT_BOUNDARIES: StaticArray<i64> = [64, 256, 1024];
 const MAX_REQUEST_BODY_BYTES_LIMIT: i32 = 16777216;
 /**
  * Envoy's stream buffer limit, the listener's per_connection_buffer_limit_bytes when it is not
@@ -45,6 +53,10 @@ export class LlmConfig {
   maxRequestBodyBytes: i32 = DEFAULT_MAX_REQUEST_BODY_BYTES;
   /** Add stream_options.include_usage to streaming requests so the last chunk carries usage. */
   requestUsageInStream: bool = false;
+  /** Input-token classes, a label on the TTFT histogram (llm.lengthClasses.inputTokens). */
+  inputClasses: LengthClasses = new LengthClasses(DEFAULT_INPUT_BOUNDARIES);
+  /** Output-token classes, a label on the decode and duration histograms (llm.lengthClasses.outputTokens). */
+  outputClasses: LengthClasses = new LengthClasses(DEFAULT_OUTPUT_BOUNDARIES);
 }
 
 /** A per-route sampling override; absent (null) matchers match anything. Matchers are UTF-8 bytes. */
@@ -321,7 +333,7 @@ class Validator {
       if (name !== null) {
         if (!this.headerName(name, "headers.tokenTraceId")) return null;
         if (isReservedHeader(name.str)) {
-          this.reject("headers.tokenTraceId", "\"" + name.str + "\" is reserved: the filter replaces this header both ways, so it may not be a pseudo-header, hop-by-hop or framing header, host, content-*, a credential or a trace header");
+          this.reject("headers.tokenTraceId", "\"" + name.str + "\" is reserved (docs/filter.md, headers.tokenTraceId)");
           return null;
         }
         c.tokenTraceIdHeader = String.UTF8.encode(name.str);
@@ -378,6 +390,25 @@ class Validator {
   private boolean(v: JsonValue, field: string): bool {
     if (v.kind != JsonKind.Bool) return this.reject(field, "must be true or false");
     return true;
+  }
+
+  /** Length-class boundaries: 0 to MAX_LENGTH_BOUNDARIES token counts, each 1 to 10,000,000, strictly increasing. */
+  private boundaries(v: JsonValue, field: string): StaticArray<i64> | null {
+    if (v.kind != JsonKind.Array || v.items.length > MAX_LENGTH_BOUNDARIES) {
+      this.reject(field, "must be an array of at most " + MAX_LENGTH_BOUNDARIES.toString() + " token counts");
+      return null;
+    }
+    const out = new StaticArray<i64>(v.items.length);
+    for (let i = 0; i < v.items.length; i++) {
+      const name = field + "[" + i.toString() + "]";
+      if (!this.integer(v.items[i], name, 1, 10000000)) return null;
+      out[i] = <i64>v.items[i].num;
+      if (i > 0 && out[i] <= out[i - 1]) {
+        this.reject(name, "must be greater than the boundary before it");
+        return null;
+      }
+    }
+    return out;
   }
 
   /** An array of `minItems` to 16 strings, each checked by `str`; returns their UTF-8 bytes. */
@@ -442,7 +473,7 @@ class Validator {
       for (let i = 0; i < labels.keys.length; i++) {
         const field = "policySource.labels." + labels.keys[i];
         if (!isLabelText(labels.keys[i], 1) || !this.str(labels.values[i], field, 0, 63) || !isLabelText(labels.values[i].str, 0)) {
-          this.reject(field, "keys and values must be Kubernetes label text ([A-Za-z0-9._/-], at most 63)");
+          this.reject(field, "keys and values must be label text: at most 63 of [A-Za-z0-9._/-]");
           return null;
         }
         text += (i > 0 ? "," : "") + labels.keys[i] + "=" + labels.values[i].str;
@@ -577,7 +608,7 @@ class Validator {
   // The key is never part of a configuration: it is fetched from the control plane (docs/data-protection.md).
   private pseudonyms(v: JsonValue, cc: ContentConfig): bool {
     if (v.kind == JsonKind.Object && v.get("salt") !== null) {
-      return this.reject("spans.content.pseudonyms.salt", "is no longer accepted: the pseudonym key lives with the control plane (content.keysDir, in Kubernetes the Secret tokentrace-content-keys) and the filter fetches it");
+      return this.reject("spans.content.pseudonyms.salt", "is no longer accepted: the filter fetches the pseudonym key from the control plane");
     }
     if (!this.objectWithKeys(v, "spans.content.pseudonyms", ["keySource", "refreshIntervalMs"])) return false;
     cc.pseudonyms = true;
@@ -737,7 +768,7 @@ class Validator {
   }
 
   private llm(v: JsonValue, llm: LlmConfig): bool {
-    if (!this.objectWithKeys(v, "llm", ["enabled", "pathSuffixes", "protocols", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream"])) return false;
+    if (!this.objectWithKeys(v, "llm", ["enabled", "pathSuffixes", "protocols", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream", "lengthClasses"])) return false;
     const enabled = v.get("enabled");
     if (enabled !== null) {
       if (!this.boolean(enabled, "llm.enabled")) return false;
@@ -790,8 +821,24 @@ class Validator {
       if (!this.boolean(usage, "llm.requestUsageInStream")) return false;
       llm.requestUsageInStream = usage.bool;
     }
+    const classes = v.get("lengthClasses");
+    if (classes !== null) {
+      if (!this.objectWithKeys(classes, "llm.lengthClasses", ["inputTokens", "outputTokens"])) return false;
+      const input = classes.get("inputTokens");
+      if (input !== null) {
+        const bounds = this.boundaries(input, "llm.lengthClasses.inputTokens");
+        if (bounds === null) return false;
+        llm.inputClasses = new LengthClasses(bounds);
+      }
+      const output = classes.get("outputTokens");
+      if (output !== null) {
+        const bounds = this.boundaries(output, "llm.lengthClasses.outputTokens");
+        if (bounds === null) return false;
+        llm.outputClasses = new LengthClasses(bounds);
+      }
+    }
     if (llm.requestUsageInStream && llm.maxRequestBodyBytes > ENVOY_BUFFER_LIMIT_BYTES) {
-      return this.reject("llm.maxRequestBodyBytes", "must be at most " + ENVOY_BUFFER_LIMIT_BYTES.toString() + " with llm.requestUsageInStream: the request body is then held in Envoy, which answers 413 to a body over its per_connection_buffer_limit_bytes (" + ENVOY_BUFFER_LIMIT_BYTES.toString() + " by default)");
+      return this.reject("llm.maxRequestBodyBytes", "must be at most " + ENVOY_BUFFER_LIMIT_BYTES.toString() + " with llm.requestUsageInStream (Envoy's buffer limit: it answers 413 above it)");
     }
     return true;
   }

@@ -59,7 +59,7 @@ export class PolicyPoller {
     const headers = host.encodePairs([METHOD, PATH, AUTHORITY, ACCEPT], [GET, String.UTF8.encode(path), source.authority, JSON_TYPE]);
     const token = host.httpCall(source.cluster, headers, new ArrayBuffer(0), <u32>source.timeoutMs);
     if (token >= 0) this.inFlightToken = token;
-    else this.failure = "the host refused the poll (is the cluster defined?)";
+    else this.failure = "the host refused the poll (no such cluster?)";
   }
 
   /** Handles an HTTP call response; Updated leaves the new configuration in `pulled`. */

@@ -386,10 +386,11 @@ export class LlmExchange {
     this.errorType = errorType;
     this.stats.count(llm.requestsFor(stream, finishIndex, codeClassIndex(statusCode), errorType), 1);
     const durationNs = endNs - startNs;
-    if (durationNs >= 0) host.recordHistogram(llm.durationMs, <u64>(durationNs / NS_PER_MS));
+    const config = this.config;
+    if (durationNs >= 0) host.recordHistogram(llm.durationFor(config.outputClasses, completionTokens), <u64>(durationNs / NS_PER_MS));
     // Streams only: a non-streaming response's first byte is the whole generation, not a first token.
     const firstContentNs = this.firstContentNs;
-    if (firstContentNs > 0 && firstContentNs >= startNs) host.recordHistogram(llm.ttftMs, <u64>((firstContentNs - startNs) / NS_PER_MS));
+    if (firstContentNs > 0 && firstContentNs >= startNs) host.recordHistogram(llm.ttftFor(config.inputClasses, promptTokens), <u64>((firstContentNs - startNs) / NS_PER_MS));
     if (promptTokens > 0) this.stats.count(llm.inputTokens, promptTokens);
     if (completionTokens > 0) this.stats.count(llm.outputTokens, completionTokens);
     if (chunks > 0) this.stats.count(llm.streamChunks, chunks);
@@ -400,7 +401,7 @@ export class LlmExchange {
     // whole (end of stream, else [DONE] before trailers); a cut stream has no decode time.
     const lastNs = this.lastByteNs > 0 ? this.lastByteNs : sse !== null && sse.sawDone ? endNs : 0;
     if (firstContentNs > 0 && lastNs >= firstContentNs) {
-      host.recordHistogram(llm.decodeMs, <u64>((lastNs - firstContentNs) / NS_PER_MS));
+      host.recordHistogram(llm.decodeFor(config.outputClasses, completionTokens), <u64>((lastNs - firstContentNs) / NS_PER_MS));
       if (completionTokens > 1) host.recordHistogram(llm.tpotUs, <u64>((lastNs - firstContentNs) / NS_PER_US / (completionTokens - 1)));
     }
   }

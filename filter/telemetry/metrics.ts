@@ -58,6 +58,12 @@ export const TAG_ERROR = "error";
 export const TAG_ERROR_TYPE = "error_type";
 /** Why a span went (head, forced, slow, error); no tag ends with "keep_reason", and it ends with none. */
 export const TAG_KEEP_REASON = "keep_reason";
+/**
+ * A request's input and output token class (llm.lengthClasses; length-classes.ts) on the TTFT, and on
+ * the decode and duration histograms. Neither ends with another tag, and no tag ends with either.
+ */
+export const TAG_INPUT_LENGTH = "input_length";
+export const TAG_OUTPUT_LENGTH = "output_length";
 /** The type of a value redacted from captured content (no tag ends with "redacted", and it ends with none). */
 export const TAG_REDACTED = "redacted";
 /**

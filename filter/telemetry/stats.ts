@@ -12,8 +12,9 @@ import {
   CONTENT_CAPTURED_TOTAL, CONTENT_KEY_UPDATES_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED, KeepReason, keepReasonName, TAG_KEEP_REASON,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
   REQUESTS_TOTAL, ROUTE_DEFAULT, ROUTE_OTHER, sanitizeLabelValue, tagSegment, TAG_ERROR, TAG_STATUS_CLASS, TAG_ROUTE, TRACES_SAMPLED_TOTAL,
-  TRACES_STARTED_TOTAL, POD_IP_OTHER, TAG_POD_IP,
+  TRACES_STARTED_TOTAL, POD_IP_OTHER, TAG_POD_IP, TAG_INPUT_LENGTH, TAG_OUTPUT_LENGTH,
 } from "./metrics";
+import { LengthClasses } from "./length-classes";
 
 /** No counter: its definition was refused (or not made yet); adding to it does nothing. */
 export const NO_COUNTER: i32 = -1;
@@ -128,6 +129,51 @@ export const MAX_ERROR_TYPES: i32 = 8;
 export const MAX_RECENT_PAIRS: i32 = 64;
 let recentPairs: i32 = 0;
 
+/**
+ * One of a pair's histograms with a length-class label (length-classes.ts): a histogram per class,
+ * each defined on first use (a class no request fell in costs no series). A configuration with other
+ * boundaries names other classes: the ones defined before stay with Envoy, as every stat does.
+ */
+class ClassedHistogram {
+  private prefix: string;
+  private tag: string;
+  private name: string;
+  /** The classes `ids` was made for; ids by class index, NO_HISTOGRAM until defined. */
+  private classesOf: LengthClasses | null = null;
+  private ids: StaticArray<u32> = new StaticArray<u32>(0);
+  /** The histogram without a class label, for a configuration that turns the classes off. */
+  private plain: u32 = NO_HISTOGRAM;
+
+  constructor(prefix: string, tag: string, name: string) {
+    this.prefix = prefix;
+    this.tag = tag;
+    this.name = name;
+  }
+
+  forTokens(classes: LengthClasses, tokens: i64): u32 {
+    if (!classes.enabled) {
+      if (this.plain == NO_HISTOGRAM) this.plain = host.defineMetric(host.MetricKind.Histogram, this.prefix + this.name);
+      return this.plain;
+    }
+    if (this.classesOf !== classes) {
+      this.classesOf = classes;
+      const ids = new StaticArray<u32>(classes.names.length);
+      for (let i = 0; i < ids.length; i++) unchecked((ids[i] = NO_HISTOGRAM));
+      this.ids = ids;
+    }
+    const c = classes.classOf(tokens);
+    let id = unchecked(this.ids[c]);
+    if (id == NO_HISTOGRAM) {
+      id = host.defineMetric(host.MetricKind.Histogram, this.prefix + tagSegment(this.tag, unchecked(classes.names[c])) + this.name);
+      unchecked((this.ids[c] = id));
+    }
+    return id;
+  }
+}
+
+/** Not defined yet (host.NO_METRIC is a refused definition, which is kept so it is not asked again). */
+const NO_HISTOGRAM: u32 = u32.MAX_VALUE - 1;
+
 /** The LLM stats of one (route, model) pair. */
 export class LlmStats {
   route: string;
@@ -145,10 +191,10 @@ export class LlmStats {
   private outcomeSlots: Array<i32> = [];
   /** The distinct error types this pair has counted (at most MAX_ERROR_TYPES). */
   private errorTypes: Array<i32> = [];
-  ttftMs: u32;
-  decodeMs: u32;
+  private ttftMs: ClassedHistogram;
+  private decodeMs: ClassedHistogram;
   tpotUs: u32;
-  durationMs: u32;
+  private durationMs: ClassedHistogram;
   inputTokens: i32;
   outputTokens: i32;
   streamChunks: i32;
@@ -160,14 +206,29 @@ export class LlmStats {
     const prefix = route.prefix + tagSegment(TAG_MODEL, model);
     this.prefix = prefix;
     this.counters = counters;
-    this.ttftMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TTFT_MS);
-    this.decodeMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DECODE_MS);
+    this.ttftMs = new ClassedHistogram(prefix, TAG_INPUT_LENGTH, LLM_TTFT_MS);
+    this.decodeMs = new ClassedHistogram(prefix, TAG_OUTPUT_LENGTH, LLM_DECODE_MS);
     this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
-    this.durationMs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_DURATION_MS);
+    this.durationMs = new ClassedHistogram(prefix, TAG_OUTPUT_LENGTH, LLM_DURATION_MS);
     this.inputTokens = counters.define(prefix + LLM_INPUT_TOKENS_TOTAL);
     this.outputTokens = counters.define(prefix + LLM_OUTPUT_TOKENS_TOTAL);
     this.streamChunks = counters.define(prefix + LLM_STREAM_CHUNKS_TOTAL);
     this.usageMissing = counters.define(prefix + LLM_USAGE_MISSING_TOTAL);
+  }
+
+  /** The TTFT histogram of a request with `inputTokens` (negative: not known). */
+  ttftFor(classes: LengthClasses, inputTokens: i64): u32 {
+    return this.ttftMs.forTokens(classes, inputTokens);
+  }
+
+  /** The decode histogram of a request with `outputTokens` (negative: not known). */
+  decodeFor(classes: LengthClasses, outputTokens: i64): u32 {
+    return this.decodeMs.forTokens(classes, outputTokens);
+  }
+
+  /** The duration histogram of a request with `outputTokens` (negative: not known). */
+  durationFor(classes: LengthClasses, outputTokens: i64): u32 {
+    return this.durationMs.forTokens(classes, outputTokens);
   }
 
   /**

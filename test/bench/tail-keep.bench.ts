@@ -359,7 +359,7 @@ function seededBytes(seed: number): (out: Uint8Array) => void {
   };
 }
 
-/** Cumulative duration and TTFT buckets per (route, model) from /stats/prometheus text. */
+/** Cumulative duration and TTFT buckets per (route, model) from /stats/prometheus text, over every length class. */
 function scrape(text: string): Map<string, { route: string; model: string; duration: Map<number, number>; ttft: Map<number, number> }> {
   const pairs = new Map<string, { route: string; model: string; duration: Map<number, number>; ttft: Map<number, number> }>();
   for (const s of parseText(text).samples) {
@@ -371,7 +371,9 @@ function scrape(text: string): Map<string, { route: string; model: string; durat
     const key = `${route}\u0000${model}`;
     let p = pairs.get(key);
     if (p === undefined) pairs.set(key, (p = { route, model, duration: new Map(), ttft: new Map() }));
-    p[which].set(le === "+Inf" ? Infinity : Number(le), s.value);
+    // Summed over the length classes (input_length, output_length): the pair's own histogram.
+    const bound = le === "+Inf" ? Infinity : Number(le);
+    p[which].set(bound, (p[which].get(bound) ?? 0) + s.value);
   }
   return pairs;
 }

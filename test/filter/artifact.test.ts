@@ -16,3 +16,11 @@ it("build/filter.wasm exports one proxy_abi_version_0_2_x and malloc, and import
     assert.ok(ok, `unexpected import ${imp.module}.${imp.name}`);
   }
 });
+
+// Issue #26's bar: every VM of every LLM pod loads it, and Istio fetches it per pod.
+const MAX_MODULE_BYTES = 96 * 1024;
+
+it(`build/filter.wasm is at most ${MAX_MODULE_BYTES} bytes (96 KiB)`, () => {
+  const bytes = readFileSync(requireArtifact(FILTER_WASM)).byteLength;
+  assert.ok(bytes <= MAX_MODULE_BYTES, `${bytes} bytes`);
+});

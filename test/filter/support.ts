@@ -10,6 +10,14 @@ export const FILTER_WASM = fileURLToPath(new URL("../../build/filter.wasm", impo
 export const FILTER_CONTENT_WASM = fileURLToPath(new URL("../../build/filter-content.wasm", import.meta.url));
 export const NOOP_WASM = fileURLToPath(new URL("../../build/noop.wasm", import.meta.url));
 
+/** The length-class label each LLM latency histogram carries (filter/telemetry/length-classes.ts). */
+const CLASS_TAG: Readonly<Record<string, string>> = { tokentrace_llm_ttft_ms: "input_length", tokentrace_llm_decode_ms: "output_length", tokentrace_llm_duration_ms: "output_length" };
+
+/** A latency histogram's samples for `labels` over every length class, as a query summing the class away sees them. */
+export function llmSamples(vm: FilterVm, metric: keyof typeof CLASS_TAG & string, labels: Record<string, string>): number[] {
+  return vm.stats.samplesOver(metric, labels, CLASS_TAG[metric]!);
+}
+
 export function requireArtifact(path: string): string {
   if (!existsSync(path)) throw new Error(`${path} is missing: run \`make build\` first`);
   return path;

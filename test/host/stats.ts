@@ -331,6 +331,24 @@ export class StatsStore {
     return m ? this.retained(m) : undefined;
   }
 
+  /**
+   * Histogram samples of every series with exactly `labels` plus, optionally, `over` with any value
+   * (as a query summing `over` away sees them), in definition order; [] when there is none.
+   */
+  samplesOver(metric: string, labels: Record<string, string>, over: string): number[] {
+    const want = Object.entries(labels);
+    const out: number[] = [];
+    for (const m of this.byName.values()) {
+      if (m.kind !== "histogram") continue;
+      const e = this.extract(m.name);
+      if (e.extractedName !== metric) continue;
+      const rest = e.tags.filter(([k]) => k !== over);
+      if (rest.length !== want.length || !want.every(([k, v]) => rest.some(([tk, tv]) => tk === k && tv === v))) continue;
+      out.push(...this.retained(m));
+    }
+    return out;
+  }
+
   /** Envoy's /stats/prometheus text for these stats, as an Istio sidecar prints them. */
   prometheus(): string {
     interface Row { full: string; tags: Array<[string, string]>; metric?: Metric; hostValue?: number }

@@ -11,7 +11,7 @@ import { stringify } from "yaml";
 import * as joinCatalogue from "../../control-plane/src/join/catalogue.js";
 import { FILTER_STAT_TAGS, WAYPOINT_STAT_TAGS } from "../filter/catalogue.js";
 import { checkExpression } from "./promql.js";
-import { controlPlaneSeries, filterAndPipelineSeries, merge, recordedSeries, type SeriesCatalogue } from "./produced-series.js";
+import { controlPlaneSeries, filterAndPipelineSeries, merge, recordedSeries, recordRules as ruleFileRecords, type SeriesCatalogue } from "./produced-series.js";
 import { ISTIO_DIR, REPO, manifests, one } from "./support.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string; datasource?: { uid: string } }
@@ -52,7 +52,8 @@ describe("the produced-series catalogue the checks rely on (filter.wasm under th
       const histogram = /_(ms|us)$/.test(name);
       for (const s of histogram ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name]) assert.ok(sidecar.has(s), `${s} is exported by the sidecar`);
     }
-    assert.deepEqual([...sidecar.get("tokentrace_llm_ttft_ms_bucket")!].sort(), ["le", "model", "route"]);
+    assert.deepEqual([...sidecar.get("tokentrace_llm_ttft_ms_bucket")!].sort(), ["input_length", "le", "model", "route"]);
+    assert.deepEqual([...sidecar.get("tokentrace_llm_decode_ms_bucket")!].sort(), ["le", "model", "output_length", "route"]);
     assert.deepEqual([...sidecar.get("tokentrace_llm_requests_total")!].sort(), ["error_type", "finish_reason", "model", "route", "status_class", "stream"]);
     const tags = new Set([...sidecar.values()].flatMap((s) => [...s]));
     tags.delete("le");
@@ -151,6 +152,30 @@ describe("Grafana dashboard (queries checked against the emulated-stack catalogu
       assert.ok(panel, metric);
       const quantiles = panel.targets!.map((t) => /histogram_quantile\(([0-9.]+), sum by \(le, route\)/.exec(t.expr)?.[1]);
       assert.deepEqual(quantiles, ["0.5", "0.95", "0.99"], metric);
+    }
+  });
+
+  it("has a Latency by length class row: P99 of TTFT by input_length, of decode and duration by output_length, each saying it needs its tag in extraStatTags", () => {
+    const start = dashboard.panels.findIndex((p) => p.type === "row" && /^Latency by length class\b/.test(p.title));
+    assert.ok(start >= 0, "a Latency by length class row");
+    const end = dashboard.panels.findIndex((p, i) => i > start && p.type === "row");
+    const row = dashboard.panels.slice(start + 1, end) as (Panel & { description: string })[];
+    const shape = row.map((p) => [p.type, p.fieldConfig?.defaults.unit, p.targets!.map((t) => [t.expr, t.legendFormat])]);
+    const p99 = (metric: string, tag: string): [string, string][] => [[`histogram_quantile(0.99, sum by (le, route, model, ${tag}) (rate(${metric}_bucket{namespace=~"$namespace", route=~"$route"}[$__rate_interval])))`, `{{route}} {{model}} {{${tag}}}`]];
+    assert.deepEqual(shape, [
+      ["timeseries", "ms", p99("tokentrace_llm_ttft_ms", "input_length")],
+      ["timeseries", "ms", p99("tokentrace_llm_decode_ms", "output_length")],
+      ["timeseries", "ms", p99("tokentrace_llm_duration_ms", "output_length")],
+    ]);
+    // Each description names the rule that records the same P99 per (namespace, route, model).
+    const recorded = ruleFileRecords().filter((r) => r.file === "recording-rules.yaml");
+    for (const [i, tag] of ["input_length", "output_length", "output_length"].entries()) {
+      const p = row[i]!;
+      assert.match(p.description, new RegExp(`Needs the filter's ${tag} tag in Istio's extraStatTags`), p.title);
+      const metric = /\((\w+)_bucket/.exec(p.targets![0]!.expr)![1]!;
+      const record = `namespace_route_model_${tag}:${metric}:histogram_quantile_rate5m`;
+      assert.ok(p.description.includes(record), `${p.title} names ${record}`);
+      assert.deepEqual(recorded.filter((r) => r.record === record).map((r) => [r.expr, r.labels]), [[`histogram_quantile(0.99, sum by (namespace, route, model, ${tag}, le) (rate(${metric}_bucket[5m]))) >= 0`, { quantile: "0.99" }]]);
     }
   });
 

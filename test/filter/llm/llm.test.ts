@@ -4,7 +4,7 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ManualClock, WasmResult, type FilterVm, type HostFault } from "../../host/index.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { countingRandom, llmSamples, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 
@@ -83,9 +83,9 @@ describe("LLM telemetry, non-streaming (emulated Envoy host)", () => {
     assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "false", finish_reason: "stop", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 12);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 34);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [], "TTFT is for streams only: this first byte is the whole generation");
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [], "decode is for streams only");
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [200]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [], "TTFT is for streams only: this first byte is the whole generation");
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_decode_ms", L), [], "decode is for streams only");
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_duration_ms", L), [200]);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [], "TPOT is for streams only");
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
   });
@@ -123,10 +123,10 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 5);
     assert.equal(vm.stats.value("tokentrace_llm_input_tokens_total", L), 9);
     assert.equal(vm.stats.value("tokentrace_llm_output_tokens_total", L), 5);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [110]);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [70]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [110]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_decode_ms", L), [70]);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), [17_500]);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [180]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_duration_ms", L), [180]);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 0);
   });
 
@@ -137,7 +137,7 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "stop", status_class: "2xx" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [40]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [40]);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_tpot_us", L), []);
   });
 
@@ -148,9 +148,9 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     assert.equal(vm.stats.value("tokentrace_llm_requests_total", { ...L, stream: "true", finish_reason: "none", status_class: "2xx", error_type: "reset_during_response" }), 1);
     assert.equal(vm.stats.value("tokentrace_llm_stream_chunks_total", L), 2);
     assert.equal(vm.stats.value("tokentrace_llm_usage_missing_total", L), 1);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [40]);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [35], "the first content did arrive");
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [], "a cut stream has no decode time");
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_duration_ms", L), [40]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [35], "the first content did arrive");
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_decode_ms", L), [], "a cut stream has no decode time");
     assert.equal(vm.stats.value("tokentrace_requests_total", { route: "chat", status_class: "2xx" }), 1);
   });
 
@@ -159,8 +159,8 @@ describe("LLM telemetry, streaming (emulated Envoy host)", () => {
     for (const [ttftMs, gapMs] of [[200, 5], [50, 100], [900, 1]] as const) {
       call(vm, clock, { requestBody: chatRequest({ stream: true }), ttftMs, chunks: [sse([chunk("a")]).replace("data: [DONE]\n\n", ""), sse([chunk("b"), chunk(null, "stop")])], gapMs, contentType: "text/event-stream" });
     }
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", L), [200, 50, 900]);
-    assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [5, 100, 1]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [200, 50, 900]);
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_decode_ms", L), [5, 100, 1]);
   });
 
   it("handles CRLF line endings, multi-line data, comments and other fields", async () => {

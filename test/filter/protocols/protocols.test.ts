@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { ManualClock, type FilterVm } from "../../host/index.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { countingRandom, llmSamples, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 const fixture = (path: string): string => readFileSync(new URL(`../../fixtures/llm/${path}`, import.meta.url), "utf8");
@@ -187,8 +187,8 @@ describe("LLM protocols (emulated Envoy host, fixtures from each protocol's sche
       });
       const labels = { route: "llm", model: c.model };
       // TTFT: streams only, at the first event with content (the first part ends with it, 100 ms in).
-      assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", labels), c.firstContentAt !== undefined ? [100] : []);
-      assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", labels), [c.firstContentAt !== undefined && cut < c.body.length ? 110 : 100]);
+      assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", labels), c.firstContentAt !== undefined ? [100] : []);
+      assert.deepEqual(llmSamples(vm, "tokentrace_llm_duration_ms", labels), [c.firstContentAt !== undefined && cut < c.body.length ? 110 : 100]);
       assert.deepEqual(errors(vm), { sse_malformed: 0, body_not_json: 0, unknown_shape: 0, usage_invalid: 0 });
     });
   }

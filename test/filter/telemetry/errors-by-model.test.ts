@@ -7,7 +7,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock, type FilterVm } from "../../host/index.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { countingRandom, llmSamples, loadFilter } from "../support.js";
 
 const MODEL = "Qwen/Qwen3-8B";
 
@@ -80,7 +80,7 @@ describe("errors by model: status_class and error_type on tokentrace_llm_request
       assert.deepEqual(seriesOf(vm, "tokentrace_llm_requests_total"), [want]);
       // The route's own counter has the same class (no model label there).
       assert.deepEqual(seriesOf(vm, "tokentrace_requests_total"), [`route=chat,status_class=${routeClass} 1`]);
-      assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", { route: "chat", model: MODEL }), [30]);
+      assert.deepEqual(llmSamples(vm, "tokentrace_llm_duration_ms", { route: "chat", model: MODEL }), [30]);
     });
   }
 

@@ -12,13 +12,14 @@ import { countingRandom, loadFilter } from "../support.js";
 import { ISTIO_DIR, readYaml, type Manifest } from "../../istio/support.js";
 
 /**
- * Series per (route, model) the filter may export. Today's figure (STAT_COUNT_TODAY) plus room for
- * the latency-by-length classes of issue #26 item 4: four input-length classes on the TTFT, decode
- * and duration histograms would add 3 x 3 x 41 = 369 series (565 in all).
+ * Series per (route, model) the filter may export: the 196 of the release before length classes
+ * (4 histograms x 41 + 4 counters + 28 request outcomes) plus the classes of issue #26 item 4. The
+ * TTFT, decode and duration histograms each carry at most five classes (three boundaries, one past
+ * the last, `unknown`), four more label sets of 41 series each: 3 x 4 x 41 = 492.
  */
-const STAT_BUDGET_PER_ROUTE_MODEL = 640;
-/** Today's count for the traffic below: 4 histograms x 41 (38 buckets, +Inf, _sum, _count) + 4 counters + 28 request outcomes. */
-const STAT_COUNT_TODAY = 196;
+const STAT_BUDGET_PER_ROUTE_MODEL = 196 + 3 * 4 * 41;
+/** The count for the traffic below, every class reached: 3 histograms x 5 classes x 41 + TPOT's 41 + 4 counters + 28 request outcomes. */
+const STAT_COUNT_TODAY = 688;
 
 const MODEL = "m";
 const [patch] = readYaml(join(ISTIO_DIR, "mesh/llm-workload-patch.yaml")) as Manifest[];
@@ -27,6 +28,8 @@ const BUCKETS = (JSON.parse(patch!.spec.template.metadata.annotations["sidecar.i
 const sse = (events: unknown[]): string => events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
 const chunk = (finish: string | null): unknown => ({ model: MODEL, choices: [{ index: 0, delta: { content: "a" }, finish_reason: finish }] });
 const usage = { prompt_tokens: 3, completion_tokens: 2 };
+/** Token counts in every input and output class but `unknown` (the default boundaries 512/2048/8192 and 64/256/1024). */
+const CLASS_USAGES = [{ prompt_tokens: 1000, completion_tokens: 100 }, { prompt_tokens: 5000, completion_tokens: 500 }, { prompt_tokens: 9000, completion_tokens: 2000 }];
 
 interface Call { path?: string; stream: boolean; status?: number; body?: string; cut?: boolean }
 
@@ -44,10 +47,10 @@ function call(vm: FilterVm, clock: ManualClock, c: Call): void {
 }
 
 /** A 200 with `finish` (null: none), streamed or whole. */
-function finished(stream: boolean, finish: string | null): Call {
+function finished(stream: boolean, finish: string | null, counts: object | null = usage): Call {
   const body = stream
-    ? sse([chunk(null), chunk(finish), { model: MODEL, choices: [], usage }])
-    : JSON.stringify({ model: MODEL, choices: [{ index: 0, message: { role: "assistant", content: "a" }, finish_reason: finish }], usage });
+    ? sse([chunk(null), chunk(finish), { model: MODEL, choices: [], usage: counts }])
+    : JSON.stringify({ model: MODEL, choices: [{ index: 0, message: { role: "assistant", content: "a" }, finish_reason: finish }], usage: counts });
   return { stream, status: 200, body };
 }
 
@@ -68,6 +71,9 @@ function everyOutcome(): Call[] {
     out.push({ stream });
     out.push({ ...finished(stream, null), cut: true });
   }
+  // Every length class: the calls above reach le512/le64 (and `unknown` for the duration of those
+  // without usage); a stream without usage reaches `unknown` for TTFT and decode.
+  for (const counts of [...CLASS_USAGES, null]) out.push(finished(true, "stop", counts));
   return out;
 }
 
@@ -91,15 +97,15 @@ describe("stat-count budget per (route, model) (filter.wasm, emulated Envoy host
     const perName = seriesPerName(vm);
     const histogram = BUCKETS.length + 1; // and +Inf; _sum and _count apart
     assert.deepEqual(Object.fromEntries([...perName].sort(([a], [b]) => a.localeCompare(b))), {
-      tokentrace_llm_decode_ms_bucket: histogram, tokentrace_llm_decode_ms_count: 1, tokentrace_llm_decode_ms_sum: 1,
-      tokentrace_llm_duration_ms_bucket: histogram, tokentrace_llm_duration_ms_count: 1, tokentrace_llm_duration_ms_sum: 1,
+      tokentrace_llm_decode_ms_bucket: 5 * histogram, tokentrace_llm_decode_ms_count: 5, tokentrace_llm_decode_ms_sum: 5,
+      tokentrace_llm_duration_ms_bucket: 5 * histogram, tokentrace_llm_duration_ms_count: 5, tokentrace_llm_duration_ms_sum: 5,
       tokentrace_llm_input_tokens_total: 1,
       tokentrace_llm_output_tokens_total: 1,
       // 2 streams x (7 finish reasons under a 200, response.failed, 1xx, 3xx, 429, 500, two resets).
       tokentrace_llm_requests_total: 28,
       tokentrace_llm_stream_chunks_total: 1,
       tokentrace_llm_tpot_us_bucket: histogram, tokentrace_llm_tpot_us_count: 1, tokentrace_llm_tpot_us_sum: 1,
-      tokentrace_llm_ttft_ms_bucket: histogram, tokentrace_llm_ttft_ms_count: 1, tokentrace_llm_ttft_ms_sum: 1,
+      tokentrace_llm_ttft_ms_bucket: 5 * histogram, tokentrace_llm_ttft_ms_count: 5, tokentrace_llm_ttft_ms_sum: 5,
       tokentrace_llm_usage_missing_total: 1,
     });
     const total = [...perName.values()].reduce((a, b) => a + b, 0);

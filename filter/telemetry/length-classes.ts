@@ -1,0 +1,42 @@
+// Latency by length class (llm.lengthClasses): a request's input and output token counts fall in
+// bounded classes, and the class is a label on the TTFT (input), decode and duration (output)
+// histograms, so a P99 made of long prompts can be told from a slow engine. At most
+// MAX_LENGTH_BOUNDARIES boundaries per side: with `gt` and `unknown` that is five label sets per
+// histogram, each a series Envoy keeps for the proxy's life (docs/filter.md, Stat budget).
+// Pure logic: no host calls.
+
+export const MAX_LENGTH_BOUNDARIES: i32 = 3;
+/** The label value of a request whose token count is not known (no usage in the response). */
+export const LENGTH_UNKNOWN = "unknown";
+
+/** One side's classes: boundaries (tokens, increasing) and the label value of each class. */
+export class LengthClasses {
+  boundaries: StaticArray<i64>;
+  /** le<b> for each boundary, gt<last>, then unknown; empty when the side has no classes. */
+  names: StaticArray<string>;
+
+  constructor(boundaries: StaticArray<i64>) {
+    this.boundaries = boundaries;
+    const n = boundaries.length;
+    const names = new StaticArray<string>(n == 0 ? 0 : n + 2);
+    for (let i = 0; i < n; i++) names[i] = "le" + boundaries[i].toString();
+    if (n > 0) {
+      names[n] = "gt" + boundaries[n - 1].toString();
+      names[n + 1] = LENGTH_UNKNOWN;
+    }
+    this.names = names;
+  }
+
+  /** Whether this side labels its histograms at all (an empty list turns the classes off). */
+  get enabled(): bool {
+    return this.boundaries.length > 0;
+  }
+
+  /** The class of `tokens` (negative: not known), an index into `names`. */
+  classOf(tokens: i64): i32 {
+    const n = this.boundaries.length;
+    if (tokens < 0) return n + 1;
+    for (let i = 0; i < n; i++) if (tokens <= unchecked(this.boundaries[i])) return i;
+    return n;
+  }
+}
