@@ -105,7 +105,7 @@ function operationName(op: Operation): string {
 }
 
 // Spans are written as UTF-8 straight into one buffer the VM reuses. Built as a string per attribute,
-// joined, then encoded again, they made a request with tail keep cost 1.21x one without (now 1.09x; docs/sampling.md, Measured).
+// joined, then encoded again, they made a request with tail keep cost 1.21x one without (now 1.04-1.06x; docs/sampling.md, Measured).
 const out = new ByteWriter(2048);
 /** Attributes written in the current list (a comma before every one but the first). */
 let attrsWritten = 0;
