@@ -319,6 +319,21 @@ const paths = {
       responses: { "200": { description: "The route's keep rates and thresholds.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
     },
   },
+  "/v1/dashboard/errors": {
+    get: {
+      operationId: "dashboardErrors",
+      summary: "Errors by model: per route and model, the failed share of LLM calls and failures per second by error_type over the range, from the metrics pipeline's joined scrapes of tokentrace_llm_requests_total",
+      description:
+        "rows, most failures per second first, at most 100 (truncated counts the rest): namespace, route, model; calls and failed (LLM calls, and those with an error_type, counted in the intervals that ended within the range); failedShare (failed / calls, 4 decimals; null without calls); callsPerSecond and failuresPerSecond (summed per pod then added across pods, 3 decimals); errorTypes (errorType, failed, perSecond; most first; at most 8 types per route and model and _OTHER, as the filter labels them). Without route: every route with data (of namespace, when given).",
+      security: readSecurity,
+      parameters: [
+        { name: "route", in: "query", required: false, schema: { type: "string" }, description: "Only this route; default every route with data." },
+        { name: "namespace", in: "query", required: false, schema: { type: "string" }, description: "Only this namespace's routes; default every namespace." },
+        rangeParameter,
+      ],
+      responses: { "200": { description: "Per route and model, the failures over the range.", content: jsonContent({ type: "object" }) }, "400": errorResponse("Bad range."), "401": errorResponse(status.readToken), "404": errorResponse("No data for this route.") },
+    },
+  },
   "/v1/dashboard/alerts": {
     get: {
       operationId: "dashboardAlerts",

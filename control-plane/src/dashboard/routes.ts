@@ -17,6 +17,7 @@ import { SLO_THRESHOLDS } from "./engine-signals.js";
 import { engineCausesRoutes } from "./engine-causes-route.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
+import { errorsRoutes } from "./errors-route.js";
 import { alertsRoutes, type AlertsSource } from "./alerts-route.js";
 import { sloRoutes, type SloSource } from "./slo-route.js";
 import { policyFor } from "./route-policy.js";
@@ -123,7 +124,7 @@ function roundedRatios(columns: Record<string, (number | null)[]>): Record<strin
   return Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, name === "t" ? values : values.map((v) => (v === null ? null : Math.round(v * 10_000) / 10_000))]));
 }
 
-/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route), GET /v1/dashboard/alerts (firing and pending alerts), GET /v1/dashboard/slo (goodput, budget and burn per route and model) and GET /v1/dashboard/engine-causes (the cause panels per model). */
+/** The dashboard router: GET /dashboard (+ assets), GET /v1/dashboard/series (per route), GET /v1/dashboard/models (engine signals per model), GET /v1/dashboard/gpus (GPU health per pod), GET /v1/dashboard/keep (keep reasons and live thresholds per route), GET /v1/dashboard/errors (failed share and failures by error_type per route and model), GET /v1/dashboard/alerts (firing and pending alerts), GET /v1/dashboard/slo (goodput, budget and burn per route and model) and GET /v1/dashboard/engine-causes (the cause panels per model). */
 export function dashboardRoutes(deps: DashboardDeps): Router {
   const router = express.Router();
   const assets = loadAssets();
@@ -223,6 +224,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
   });
   gpuRoutes(router, { deps, read, now });
   keepRoutes(router, { deps, read, now });
+  errorsRoutes(router, { deps, read, now });
   alertsRoutes(router, { alerts: deps.alerts, read });
   sloRoutes(router, { slo: deps.slo, read });
   engineCausesRoutes(router, { deps, read, now });

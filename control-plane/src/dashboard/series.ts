@@ -24,9 +24,24 @@ export interface BucketDeltas {
   counts: Float64Array;
 }
 
+/**
+ * One model's failed LLM calls by error_type over one interval: `types` shared by every interval
+ * with the same types (ErrorTypesPool), `counts` in their order: about 100 bytes plus 8 per type
+ * (series-memory.test.ts measures it), and nothing on the many intervals without a failure.
+ */
+export interface ErrorDeltas {
+  types: readonly string[];
+  counts: number[];
+}
+
+/** Failures by error_type: cumulative as scraped (a Map) or, over an interval, ErrorDeltas (null without a failure). */
+export type ErrorsOf<B> = B extends Buckets ? Map<string, number> : ErrorDeltas | null;
+
 /** One model's share of a route, cumulative as scraped (`B` = Buckets) or increased over an interval (`B` = BucketDeltas). */
 export interface ModelCounts<B = BucketDeltas> {
   llmRequests: number;
+  /** tokentrace_llm_requests_total with an error_type (failed calls), by error_type; at most MAX_ERROR_TYPES + _OTHER. */
+  errors: ErrorsOf<B>;
   inputTokens: number;
   outputTokens: number;
   /** tokentrace_llm_ttft_ms: streaming responses, request start to first content chunk. */
@@ -113,11 +128,23 @@ const STATUS_CLASS_BYTES = 80;
 const KEEPS_BYTES = 120;
 const MODEL_BYTES = 200;
 const TYPED_ARRAY_BYTES = 240;
+// An interval's failures of one model: the ErrorDeltas object and its counts array (the types are shared).
+const ERRORS_BYTES = 100;
+
+/** Error types kept per (route, model), as the filter labels them (8, then _OTHER). */
+export const MAX_ERROR_TYPES = 8;
+/** The error_type every type past MAX_ERROR_TYPES (or longer than MAX_ERROR_TYPE_CHARS) counts as. */
+export const OTHER_ERROR_TYPE = "_OTHER";
+/** Longest error_type kept (the filter's longest is reset_before_response, 21). */
+export const MAX_ERROR_TYPE_CHARS = 32;
 
 /** The estimated heap bytes of one interval (bounds are shared and not counted). */
 export function intervalBytes(i: RouteInterval): number {
   let bytes = INTERVAL_BYTES + STATUS_CLASS_BYTES * i.counts.byStatusClass.size + (i.counts.keeps === null ? 0 : KEEPS_BYTES);
-  for (const m of i.counts.models.values()) bytes += MODEL_BYTES + 3 * TYPED_ARRAY_BYTES + 8 * (m.ttft.counts.length + m.decode.counts.length + m.duration.counts.length);
+  for (const m of i.counts.models.values()) {
+    bytes += MODEL_BYTES + 3 * TYPED_ARRAY_BYTES + 8 * (m.ttft.counts.length + m.decode.counts.length + m.duration.counts.length);
+    if (m.errors !== null) bytes += ERRORS_BYTES + 8 * m.errors.counts.length;
+  }
   return bytes;
 }
 
@@ -142,7 +169,7 @@ export const KEEP_REASONS = ["head", "forced", "slow", "error"] as const;
 export const DROPPED_OFFSET = KEEP_REASONS.length;
 const keepIndex = (reason: string | undefined): number => (KEEP_REASONS as readonly (string | undefined)[]).indexOf(reason);
 
-const newModel = (): ModelCounts<Buckets> => ({ llmRequests: 0, inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
+const newModel = (): ModelCounts<Buckets> => ({ llmRequests: 0, errors: new Map(), inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
 const newRoute = (): RouteCounts<Buckets> => ({ byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() });
 const NO_BOUNDS = new Float64Array(0);
 const add = <K>(m: Map<K, number>, k: K, v: number): void => {
@@ -167,13 +194,44 @@ class BoundsPool {
   }
 }
 
+/** Error-type lists by their text, so intervals with the same failing types share one; each type a copy, not a slice of the scrape. */
+class ErrorTypesPool {
+  private readonly pool = new Map<string, readonly string[]>();
+
+  constructor(private readonly max = 256) {}
+
+  of(types: string[]): readonly string[] {
+    const key = types.join("\u0000");
+    const known = this.pool.get(key);
+    if (known) return known;
+    // Label values are slices of the scraped text: a kept one would hold the whole text.
+    const copied = types.map((t) => Buffer.from(t, "utf8").toString("utf8"));
+    // Past `max` distinct lists (types changing every scrape) lists are not shared.
+    if (this.pool.size < this.max) this.pool.set(key, copied);
+    return copied;
+  }
+}
+
+/** The error_type a failed call counts under in `errors` (the filter's cap, again: a sidecar cannot grow what an interval holds). */
+function errorTypeOf(errors: Map<string, number>, errorType: string): string {
+  if (errors.has(errorType)) return errorType;
+  if (errorType === OTHER_ERROR_TYPE || errorType.length > MAX_ERROR_TYPE_CHARS) return OTHER_ERROR_TYPE;
+  const named = errors.has(OTHER_ERROR_TYPE) ? errors.size - 1 : errors.size;
+  return named < MAX_ERROR_TYPES ? errorType : OTHER_ERROR_TYPE;
+}
+
 /** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero). */
-function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool): RouteCounts {
+function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool, typesPool: ErrorTypesPool): RouteCounts {
   const buckets = (cur: Buckets, prev: Buckets | undefined): BucketDeltas => {
     const bounds = pool.of(cur);
     const counts = new Float64Array(bounds.length);
     for (let i = 0; i < bounds.length; i++) counts[i] = counterDelta(prev?.get(bounds[i]!) ?? 0, cur.get(bounds[i]!)!);
     return { bounds, counts };
+  };
+  const errors = (cur: Map<string, number>, prev: Map<string, number> | undefined): ErrorDeltas | null => {
+    const failed = [...cur.keys()].sort().map((t) => ({ t, v: counterDelta(prev?.get(t) ?? 0, cur.get(t)!) })).filter((f) => f.v > 0);
+    // map() allocates exactly its length; push() would leave room for 17 numbers.
+    return failed.length === 0 ? null : { types: typesPool.of(failed.map((f) => f.t)), counts: failed.map((f) => f.v) };
   };
   const out: RouteCounts = { byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() };
   for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
@@ -183,6 +241,7 @@ function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | un
     const p = before?.models.get(model);
     out.models.set(model, {
       llmRequests: counterDelta(p?.llmRequests ?? 0, m.llmRequests),
+      errors: errors(m.errors, p?.errors),
       inputTokens: counterDelta(p?.inputTokens ?? 0, m.inputTokens),
       outputTokens: counterDelta(p?.outputTokens ?? 0, m.outputTokens),
       ttft: buckets(m.ttft, p?.ttft),
@@ -200,6 +259,7 @@ export class DashboardSeries implements DashboardSource {
   private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts<Buckets>> }>();
   private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
   private readonly bounds = new BoundsPool();
+  private readonly errorTypes = new ErrorTypesPool();
   /** intervalBytes of every interval held. */
   private heldBytes = 0;
   readonly engine = new EngineSignals();
@@ -251,7 +311,11 @@ export class DashboardSeries implements DashboardSource {
         if (!r.models.has(modelName) && r.models.size >= this.limits.maxModelsPerRoute) modelName = "other";
         let m = r.models.get(modelName);
         if (!m) r.models.set(modelName, (m = newModel()));
-        if (counter !== undefined) m[counter] += value;
+        if (counter !== undefined) {
+          m[counter] += value;
+          const errorType = counter === "llmRequests" ? labelValue(s.labels, "error_type") : undefined;
+          if (errorType !== undefined && errorType !== "") add(m.errors, errorTypeOf(m.errors, errorType), value);
+        }
         else if (histogram !== undefined) {
           const le = labelValue(s.labels, "le");
           const bound = le === "+Inf" ? Infinity : Number(le);
@@ -273,7 +337,7 @@ export class DashboardSeries implements DashboardSource {
         if (this.byRoute.size >= this.limits.maxRoutes) continue;
         this.byRoute.set(keyOf(key), (entry = { key, intervals: [] }));
       }
-      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
+      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds, this.errorTypes), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
       entry.intervals.push(interval);
       this.heldBytes += intervalBytes(interval);
       this.trim(entry.intervals, source.timestampMs);

@@ -196,6 +196,7 @@ const anyPath = fc.oneof(
   fc.tuple(workload, query).map(([w, q]) => `/v1/filters/${w}/config${q}`),
   query.map((q) => `/v1/dashboard/series${q}`),
   query.map((q) => `/v1/dashboard/keep${q}`),
+  query.map((q) => `/v1/dashboard/errors${q}`),
   fc.constantFrom("", "?limit=0", "?limit=5&errors=true", "?id=abc", "?minDurationMs=-1", "?route=chat").map((q) => `/v1/dashboard/traces${q}`),
   fc.constantFrom("/v1/dashboard/status", "/v1/traces", "/openapi.json", "/healthz", "/readyz", "/metrics", "/V1/POLICIES", "/v1/policies/", "/v2/x", "/", "/v1/policies/chat/history/x"),
 );

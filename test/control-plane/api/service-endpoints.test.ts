@@ -66,7 +66,7 @@ describe("service endpoints", () => {
     }
     assert.ok(refs.length >= 10);
     const served = servedRoutes();
-    assert.equal(served.length, 24);
+    assert.equal(served.length, 25);
     assert.deepEqual(described, served);
   });
 

@@ -1,11 +1,12 @@
 // Run by series-memory.test.ts as `node --expose-gc`: feeds one DashboardSeries `intervals` scrapes
 // of one sidecar of a given shape and prints, as JSON, what the heap and the array buffers grew by
-// per interval beside the series' own estimate (intervalBytes) per interval.
+// per interval beside the series' own estimate (intervalBytes) per interval; optionally with failed
+// calls of `errorTypes` error types per model.
 import { DashboardSeries, DEFAULT_LIMITS } from "../../../control-plane/src/dashboard/series.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 
-const [intervals, models, buckets, keeps] = process.argv.slice(2).map(Number) as [number, number, number, number];
+const [intervals, models, buckets, keeps, errorTypes = 0] = process.argv.slice(2).map(Number) as [number, number, number, number, number?];
 const bounds = [...Array.from({ length: buckets - 1 }, (_, i) => String(5 * (i + 1))), "+Inf"];
 
 function text(k: number): string {
@@ -15,6 +16,8 @@ function text(k: number): string {
   for (let m = 0; m < models; m++) {
     for (const h of ["ttft", "decode", "duration"]) bounds.forEach((le, i) => lines.push(`tokentrace_llm_${h}_ms_bucket{route="chat",model="m${m}",le="${le}"} ${k * (i + 1)}`));
     lines.push(`tokentrace_llm_requests_total{route="chat",model="m${m}"} ${k * buckets}`);
+    // Failed calls of every error type in every interval: an interval holds the most it can for them.
+    for (let e = 0; e < errorTypes; e++) lines.push(`tokentrace_llm_requests_total{route="chat",model="m${m}",error_type="${e === 0 ? "reset_before_response" : String(500 + e)}"} ${k}`);
   }
   return `${lines.join("\n")}\n`;
 }

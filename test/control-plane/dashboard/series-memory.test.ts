@@ -11,13 +11,14 @@ import type { WriteSeries } from "../../../control-plane/src/remote-write/series
 
 const child = fileURLToPath(new URL("./series-memory-child.ts", import.meta.url));
 
-for (const [models, buckets, keeps] of [
-  [2, 48, 0],
-  [1, 12, 1],
-  [8, 24, 1],
+for (const [models, buckets, keeps, errorTypes] of [
+  [2, 48, 0, 0],
+  [1, 12, 1, 0],
+  [8, 24, 1, 0],
+  [8, 12, 0, 9],
 ] as const) {
-  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
-    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000", String(models), String(buckets), String(keeps)], { encoding: "utf8" });
+  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
+    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000", String(models), String(buckets), String(keeps), String(errorTypes)], { encoding: "utf8" });
     const r = JSON.parse(out) as { held: number; measuredPerInterval: number; estimatedPerInterval: number };
     t.diagnostic(`measured ${r.measuredPerInterval.toFixed(0)} B, estimated ${r.estimatedPerInterval.toFixed(0)} B per interval`);
     assert.equal(r.held, 3000);

@@ -1,6 +1,7 @@
 // The dashboard page: polls /v1/dashboard/series for the chosen route, model and time range and
-// draws the golden signals (charts.js), and /v1/dashboard/models for one engine SLO panel per model
-// of the route's namespace; policies.js and traces.js run the other two sections. The
+// draws the golden signals (charts.js), /v1/dashboard/errors for the "Errors by model" table of the
+// route's namespace, and /v1/dashboard/models for one engine SLO panel per model of the route's
+// namespace; policies.js and traces.js run the other two sections. The
 // token typed by the user goes with every request, so the page also works with api.reads = token.
 /* global document, window */
 "use strict";
@@ -133,6 +134,49 @@ function modelsPath(namespace) {
   return `/v1/dashboard/models?${q}`;
 }
 
+function errorsPath(namespace) {
+  const q = new window.URLSearchParams({ range: state.range });
+  if (namespace) q.set("namespace", namespace);
+  return `/v1/dashboard/errors?${q}`;
+}
+
+/** Error types shown per row; the rest are counted. */
+const TOP_ERROR_TYPES = 3;
+
+/** The "Errors by model" table: per route and model over the range, worst first. Text nodes only: route, model and error type come from traffic. */
+function showModelErrors(body) {
+  $("model-errors").hidden = body.pipeline === "off";
+  const rows = body.rows;
+  const table = $("model-errors-table");
+  const tbody = table.tBodies[0];
+  tbody.replaceChildren();
+  table.dataset.rows = String(rows.length);
+  const failing = rows.filter((r) => r.failed > 0).length;
+  const range = `${body.rangeSeconds / 60} min`;
+  $("model-errors-note").textContent =
+    rows.length === 0
+      ? `No LLM calls in the last ${range}.`
+      : `LLM calls per route and model over the last ${range} (tokentrace_llm_requests_total; failed: those with an error_type), worst first: ${failing} of ${rows.length} failing${body.truncated > 0 ? ` (and ${body.truncated} more rows)` : ""}.`;
+  const cell = (tr, text, className) => {
+    const td = tr.insertCell();
+    td.append(document.createTextNode(text));
+    if (className) td.className = className;
+  };
+  for (const r of rows) {
+    const tr = tbody.insertRow();
+    tr.dataset.route = r.route;
+    tr.dataset.model = r.model;
+    cell(tr, `${r.route} (${r.namespace})`);
+    cell(tr, r.model || "(none)");
+    cell(tr, String(r.callsPerSecond));
+    cell(tr, r.failedShare === null ? "–" : `${(r.failedShare * 100).toFixed(2)}%`, r.failed > 0 ? "bad" : "");
+    cell(tr, String(r.failuresPerSecond));
+    const top = r.errorTypes.slice(0, TOP_ERROR_TYPES).map((e) => `${e.errorType} ${e.perSecond}/s`);
+    if (r.errorTypes.length > TOP_ERROR_TYPES) top.push(`${r.errorTypes.length - TOP_ERROR_TYPES} more`);
+    cell(tr, top.join(", ") || "–");
+  }
+}
+
 async function refresh() {
   // The engine panels' models are asked for beside the series, not after them (a chain the first
   // paint waits on): under the namespace known so far, none on a first visit, which asks for every
@@ -195,10 +239,15 @@ async function refresh() {
   // The engine panels are below the first screen: they wait until it has been painted.
   await afterPaint();
   firstScreenPainted();
+  // The table is below the first screen too, and asked for after it: the browser's six connections
+  // to the host are the first answers' until then. The route's namespace is known by now.
+  const errors = getJson(errorsPath(state.namespace)).catch(() => undefined);
   let answer = await models;
   // The route chosen is in another namespace than the one asked for: ask again.
   if (askedNamespace && askedNamespace !== state.namespace) answer = await getJson(modelsPath(state.namespace)).catch(() => undefined);
   if (answer?.ok) showEngine(answer.body, state.namespace);
+  const failures = await errors;
+  if (failures?.ok) showModelErrors(failures.body);
 }
 
 /** One engine panel per model of `namespace` (every namespace when empty). */
