@@ -104,8 +104,19 @@ export function checkExpression(expr: string, catalogue: SeriesCatalogue): { pro
         const l = output(left);
         const r = output(right);
         const clause = parts.find((c) => c.name === "MatchingModifierClause");
-        if (clause) {
-          for (const label of grouping(clause)) if (!l.has(label) || !r.has(label)) problems.push(`${src(clause)}: ${label} is not on both sides`);
+        // on (...) labels must be on both sides; group_left (...) / group_right (...) labels are copied from the "one" side.
+        const side = clause && children(clause).find((c) => c.name === "GroupLeft" || c.name === "GroupRight");
+        const labelLists = clause ? children(clause).filter((c) => c.name === "GroupingLabels") : [];
+        const matching = labelLists.find((c) => !side || c.from < side.from);
+        const include = side && labelLists.find((c) => c.from > side.from);
+        for (const label of grouping(matching)) if (!l.has(label) || !r.has(label)) problems.push(`${src(clause!)}: ${label} is not on both sides`);
+        if (side) {
+          const [many, one] = side.name === "GroupLeft" ? [l, r] : [r, l];
+          for (const label of grouping(include)) {
+            if (!one.has(label)) problems.push(`${src(clause!)}: ${label} is not on the one side`);
+            many.add(label);
+          }
+          return many;
         }
         const op = parts.find((c) => /^(Or)$/.test(c.name));
         if (op) return new Set([...l, ...r]);

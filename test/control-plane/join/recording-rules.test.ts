@@ -11,6 +11,7 @@ import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js"
 import * as C from "../../../control-plane/src/join/catalogue.js";
 import { checkPoints, inputSeries, promLabels, promtoolRunner, runScrapes, type JoinedPoint, type Scrape } from "../../support/promtool-case.js";
 import { ruleFor } from "../../support/rule-names.js";
+import { EVAL_SEC, expectedPerAdapter, LLAMA, loraScrapes, type AdapterFigures } from "../../support/lora-scrapes.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
 const DERIVED = [C.OUTPUT_TOKENS_PER_SECOND_PER_GPU, C.GPU_SECONDS_PER_1K_TOKENS, C.TOKENS_PER_JOULE, C.ROUTE_LATENCY, C.ROUTE_GPU_UTILIZATION];
@@ -248,5 +249,46 @@ describe("length-class recording rules give each class its own P99 (promtool tes
       ],
     };
     await runner.promtool(test);
+  });
+});
+
+// Per LoRA adapter and its base model (group tokentrace.lora-adapters): the filter's series of an
+// adapter's requests carry the adapter as `model`; the join's tokentrace_model_lora_adapter_info
+// names its base model per (namespace, pod, model). The input is what the pipeline writes (the
+// sidecars' series it forwards, with namespace and pod, and the info series it derives from vLLM's
+// /metrics and /v1/models), as a ruler beside the pipeline reads it.
+describe("LoRA adapter recording rules relate the filter's per-model series to the base model (promtool test rules)", () => {
+  it("two adapters of meta-llama/Llama-3.1-8B-Instruct, one on two pods: requests, tokens and P99 TTFT and duration per (namespace, base_model, model); the base model's own traffic and idle adapters give nothing", async () => {
+    const { scrapes, adapterParents } = loraScrapes();
+    const { joined } = runScrapes(scrapes, { adapterParents });
+    const infos = joined.filter((p) => p.name === C.MODEL_LORA_ADAPTER_INFO && p.atMs === EVAL_SEC * 1000).map((p) => promLabels(p.labels)).sort();
+    assert.deepEqual(infos, ["lora-0", "lora-1"].flatMap((pod) => ["chat-de", "idle-lora", "sql-lora", "support-fr"].map((model) => `{base_model="${LLAMA}",model="${model}",namespace="llm",pod="${pod}"}`)).sort(), "the join relates every listed adapter of each pod to its base model");
+    const stored = new Map<string, Map<number, string>>();
+    for (const p of joined) {
+      const key = `${p.name}${promLabels(p.labels)}`;
+      if (!stored.has(key)) stored.set(key, new Map());
+      stored.get(key)!.set(p.atMs / 1000, String(p.value));
+    }
+    const expected = expectedPerAdapter();
+    // sql-lora: 128 + 64 requests a step over two pods, chat-de 64; P99 TTFT 2320 and 490 ms, duration 2455 and 990 ms (by hand).
+    assert.deepEqual([...expected].map(([m, e]) => [m, e.requests, e.inputTokens, e.outputTokens]), [["sql-lora", 3, 768, 96], ["chat-de", 1, 512, 64]]);
+    assert.deepEqual([...expected].map(([, e]) => [e.ttftP99, e.durationP99].map((v) => Math.round(v * 1e6) / 1e6)), [[2320, 2455], [490, 990]]);
+    const records: [string, keyof AdapterFigures, string][] = [
+      ["namespace_base_model_model:tokentrace_llm_requests:rate5m", "requests", ""],
+      ["namespace_base_model_model:tokentrace_llm_input_tokens:rate5m", "inputTokens", ""],
+      ["namespace_base_model_model:tokentrace_llm_output_tokens:rate5m", "outputTokens", ""],
+      ["namespace_base_model_model:tokentrace_llm_ttft_ms:histogram_quantile_rate5m", "ttftP99", ',quantile="0.99"'],
+      ["namespace_base_model_model:tokentrace_llm_duration_ms:histogram_quantile_rate5m", "durationP99", ',quantile="0.99"'],
+    ];
+    const test = {
+      interval: "1s",
+      input_series: inputSeries(stored, EVAL_SEC),
+      promql_expr_test: records.map(([record, key, extra]) => ({
+        expr: record,
+        eval_time: `${EVAL_SEC}s`,
+        exp_samples: [...expected].map(([model, e]) => ({ labels: `${record}{base_model="${LLAMA}",model="${model}",namespace="llm"${extra}}`, value: e[key] })),
+      })),
+    };
+    assert.match(await promtool(test), /SUCCESS/);
   });
 });
