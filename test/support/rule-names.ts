@@ -26,6 +26,7 @@ export const RULE_FOR_SERIES: ReadonlyMap<string, string> = new Map([
   [C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, "namespace_pod_model:tokentrace_model_external_prefix_cache_hit_ratio:rate5m"],
   [C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, "namespace_pod_model_cache_source:tokentrace_model_prefix_cache_hit_ratio:rate5m"],
   [C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, "namespace_pod_model:tokentrace_model_prefill_kv_computed_tokens:mean_rate5m"],
+  [C.MODEL_REQUEST_PREEMPTIONS_MEAN, "namespace_pod_model:tokentrace_model_request_preemptions:mean_rate5m"],
   [C.MODEL_REQUEST_TPOT_QUANTILE, "namespace_pod_model:tokentrace_model_request_time_per_output_token_seconds:histogram_quantile"],
   // The pipeline's links carry one more label (gpu_pods): read both with `or on (namespace, pod, gpu_uuid)`.
   [C.POD_GPU_INFO, "namespace_pod_gpu_uuid:tokentrace_pod_gpu_info:group"],

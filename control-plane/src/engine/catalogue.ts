@@ -28,9 +28,10 @@
 //          external_prefix_cache_queries/hits (KV-connector cross-instance cache, tokens),
 //          request_time_per_output_token_seconds (per request: decode time over its output tokens),
 //          request_prefill_kv_computed_tokens (per request: prompt tokens computed, cache hits excluded;
-//          read through its _sum and _count). Checked and
-//          not read: request_num_preemptions (no such family in the stored sources), kv_offload_* (bytes,
-//          times and sizes of transfers, no hits: no hit ratio can be made of them).
+//          read through its _sum and _count), request_num_preemptions (per finished request: times it
+//          was preempted, FinishedRequestStats.num_preemptions; read through its _sum and _count; vLLM's
+//          own PrometheusStatLogger tests list it among the finished-request histograms). Checked and
+//          not read: kv_offload_* (bytes, times and sizes of transfers, no hits: no hit ratio can be made of them).
 //   SGLang python/sglang/srt/observability/metrics_collector.py at 016d860: cached_tokens_total by
 //          cache_source (device, host, storage_<backend>, or total where the request had no breakdown).
 //   TGI    huggingface/text-generation-inference at db931fc: router/src/server.rs (request
@@ -46,7 +47,7 @@ export type EnginePhase = "queue" | "prefill" | "decode" | "inter_token" | "requ
 export type EngineGauge = "waiting" | "running" | "kv_cache_usage" | "spec_accept_rate" | "spec_accept_length" | "waiting_by_reason";
 
 /** Counters, read as rates over the window. */
-export type EngineCounter = "prefix_cache_queries" | "prefix_cache_hits" | "preemptions" | "spec_draft_tokens" | "spec_accepted_tokens" | "external_prefix_cache_queries" | "external_prefix_cache_hits" | "prefill_kv_computed_tokens" | "prefill_kv_computed_requests";
+export type EngineCounter = "prefix_cache_queries" | "prefix_cache_hits" | "preemptions" | "spec_draft_tokens" | "spec_accepted_tokens" | "external_prefix_cache_queries" | "external_prefix_cache_hits" | "prefill_kv_computed_tokens" | "prefill_kv_computed_requests" | "request_preemptions" | "request_preemptions_requests";
 
 interface Base {
   /** The family name on /metrics. */
@@ -97,6 +98,8 @@ export const ENGINE_METRICS: readonly EngineMetric[] = [
   { name: "vllm:request_prefill_kv_computed_tokens_sum", server: "vllm", kind: "counter", signal: "prefill_kv_computed_tokens", generation: 0, source: `${VLLM} (histogram's sum; tokens)`, registeredWhen: "vLLM after #38435" },
   { name: "vllm:request_prefill_kv_computed_tokens_count", server: "vllm", kind: "counter", signal: "prefill_kv_computed_requests", generation: 0, source: `${VLLM} (histogram's count; requests)`, registeredWhen: "vLLM after #38435" },
   { name: "vllm:num_preemptions_total", server: "vllm", kind: "counter", signal: "preemptions", generation: 0, source: VLLM },
+  { name: "vllm:request_num_preemptions_sum", server: "vllm", kind: "counter", signal: "request_preemptions", generation: 0, source: `${VLLM} (histogram's sum; preemptions of finished requests)`, registeredWhen: "vLLM after #38435" },
+  { name: "vllm:request_num_preemptions_count", server: "vllm", kind: "counter", signal: "request_preemptions_requests", generation: 0, source: `${VLLM} (histogram's count; finished requests)`, registeredWhen: "vLLM after #38435" },
   { name: "vllm:spec_decode_num_draft_tokens_total", server: "vllm", kind: "counter", signal: "spec_draft_tokens", generation: 0, source: VLLM_SPEC },
   { name: "vllm:spec_decode_num_accepted_tokens_total", server: "vllm", kind: "counter", signal: "spec_accepted_tokens", generation: 0, source: VLLM_SPEC },
   { name: "vllm:request_queue_time_seconds", server: "vllm", kind: "histogram", signal: "queue", generation: 0, source: `${VLLM} (QUEUED to SCHEDULED)` },

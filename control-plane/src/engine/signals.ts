@@ -44,6 +44,8 @@ export interface ModelSignals {
   prefixCacheHitRatioBySource: Map<string, number>;
   /** Prompt tokens computed per request (cache hits excluded), mean over the window. */
   prefillKvComputedTokensMean?: number;
+  /** Preemptions per finished request (recomputed prefills), mean over the window. */
+  requestPreemptionsMean?: number;
   /** Per-request time per output token: quantile -> seconds. */
   requestTpot: Map<number, number>;
   /** Engine phase -> quantile -> seconds. */
@@ -180,6 +182,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     set("preemptionsPerSecond", rate("preemptions"));
     set("externalPrefixCacheHitRatio", ratio(rate("external_prefix_cache_hits"), rate("external_prefix_cache_queries")));
     set("prefillKvComputedTokensMean", ratio(rate("prefill_kv_computed_tokens"), rate("prefill_kv_computed_requests")));
+    set("requestPreemptionsMean", ratio(rate("request_preemptions"), rate("request_preemptions_requests")));
     m.requestTpot = quantilesOf(sumByLe(newestGeneration(of("histogram", "request_tpot"), (s) => extrapolatedRate(s.points, t, windowMs))));
     // sum by (..., reason): per value of the grouping label, the series in slot order.
     const byGroup = <T extends { info: EngineInfo; value: number }>(xs: T[]): Map<string, number[]> => {

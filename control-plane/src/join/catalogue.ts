@@ -82,6 +82,8 @@ export const MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO = "tokentrace_model_external_
 export const MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE = "tokentrace_model_prefix_cache_hit_ratio_by_source";
 /** vLLM's prompt tokens computed per request (its prefix-cache hits excluded), mean over the rate window. */
 export const MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN = "tokentrace_model_prefill_kv_computed_tokens_mean";
+/** vLLM's preemptions per finished request (each a recomputed prefill), mean over the rate window. */
+export const MODEL_REQUEST_PREEMPTIONS_MEAN = "tokentrace_model_request_preemptions_mean";
 /** vLLM's per-request time per output token (decode time over the request's output tokens), percentiles over the rate window; label quantile. */
 export const MODEL_REQUEST_TPOT_QUANTILE = "tokentrace_model_request_tpot_quantile_seconds";
 /** Engine latency percentiles per model: phase queue, prefill, decode, inter_token; label quantile. */

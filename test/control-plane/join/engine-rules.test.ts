@@ -19,7 +19,7 @@ const ENGINE_SERIES = [
   C.MODEL_REQUESTS_WAITING, C.MODEL_REQUESTS_RUNNING, C.MODEL_KV_CACHE_USAGE, C.MODEL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREEMPTIONS_PER_SECOND,
   C.MODEL_SPEC_DECODE_ACCEPTANCE, C.MODEL_GPU_UTILIZATION, C.MODEL_LATENCY_QUANTILE, C.ROUTE_LATENCY_QUANTILE,
   C.MODEL_REQUESTS_WAITING_BY_REASON, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE,
-  C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, C.MODEL_REQUEST_TPOT_QUANTILE,
+  C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, C.MODEL_REQUEST_TPOT_QUANTILE, C.MODEL_REQUEST_PREEMPTIONS_MEAN,
 ];
 const STEP = 16;
 const STEPS = 26;
@@ -182,7 +182,7 @@ describe("engine recording rules give the pipeline's join values, point by point
     await checkPoints(t, runner.promtool, test, checked);
   });
 
-  it("vLLM's waiting requests by reason and its external (KV-connector) prefix cache; SGLang's prefix-cache hits per cache_source", async (t) => {
+  it("vLLM's waiting requests by reason, its external (KV-connector) prefix cache and preemptions per finished request; SGLang's prefix-cache hits per cache_source", async (t) => {
     const scrapes = [
       ...every(target("vllm", "kvc-0", 8000, "cpu-node"), 1, (k) => advance(fixture("vllm-waiting-by-reason-external-cache.prom"), k, 0.05, (name, labels, v) => (name === "vllm:num_requests_waiting_by_reason" && labels.includes("deferred") ? v + (k % 2) : v))),
       ...every(target("vllm", "sgl-prio-0", 30000, "cpu-node"), 2, (k) => advance(fixture("sglang-priority.prom"), k, 0.25)),
@@ -194,6 +194,7 @@ describe("engine recording rules give the pipeline's join values, point by point
     assert.equal(latest(points, C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, kvc), 0.25, "4000 of 16000 tokens a step");
     assert.equal(latest(points, C.MODEL_PREFIX_CACHE_HIT_RATIO, kvc), 0.6, "the local cache, apart");
     assert.ok(Math.abs(latest(points, C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, kvc)! - 14000 / 50) < 1e-9, "computed tokens per request: 5% of the sum over 5% of the count a step");
+    assert.ok(Math.abs(latest(points, C.MODEL_REQUEST_PREEMPTIONS_MEAN, kvc)! - 80 / 1000) < 1e-12, "preemptions per finished request: the sum's rate over the count's (4 over 50 a step)");
     const tpot = (q: string): number => latest(points, C.MODEL_REQUEST_TPOT_QUANTILE, { ...kvc, quantile: q })!;
     assert.ok(tpot("0.5") > 0.025 && tpot("0.5") <= 0.05 && tpot("0.99") > tpot("0.5"), `per-request TPOT p50 ${tpot("0.5")}, p99 ${tpot("0.99")}`);
     const sgl = { pod: "sgl-prio-0", model: "Qwen/Qwen3-30B-A3B" };

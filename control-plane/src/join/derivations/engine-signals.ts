@@ -57,6 +57,7 @@ export class EngineSignals implements Derivation {
       put(C.MODEL_SPEC_DECODE_ACCEPTANCE, m.specDecodeAcceptance);
       put(C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, m.externalPrefixCacheHitRatio);
       put(C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, m.prefillKvComputedTokensMean);
+      put(C.MODEL_REQUEST_PREEMPTIONS_MEAN, m.requestPreemptionsMean);
       for (const [q, v] of m.requestTpot) put(C.MODEL_REQUEST_TPOT_QUANTILE, v, ["quantile", String(q)]);
       for (const [reason, v] of m.waitingByReason) put(C.MODEL_REQUESTS_WAITING_BY_REASON, v, ["reason", reason]);
       for (const [source, v] of m.prefixCacheHitRatioBySource) put(C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, v, ["cache_source", source]);
