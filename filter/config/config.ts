@@ -5,7 +5,7 @@ import { equalBytes } from "../bytes";
 import { JsonKind, JsonParser, JsonValue } from "./json";
 import { ProtocolPaths } from "../protocols/llm-paths";
 import { Protocol } from "../protocols";
-import { LengthClasses, MAX_LENGTH_BOUNDARIES } from "../telemetry/length-classes";
+import { LengthClasses, lengthClassesOf, MAX_LENGTH_BOUNDARIES } from "../telemetry/length-classes";
 
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
@@ -54,9 +54,9 @@ export class LlmConfig {
   /** Add stream_options.include_usage to streaming requests so the last chunk carries usage. */
   requestUsageInStream: bool = false;
   /** Input-token classes, a label on the TTFT histogram (llm.lengthClasses.inputTokens). */
-  inputClasses: LengthClasses = new LengthClasses(DEFAULT_INPUT_BOUNDARIES);
+  inputClasses: LengthClasses = lengthClassesOf(DEFAULT_INPUT_BOUNDARIES);
   /** Output-token classes, a label on the decode and duration histograms (llm.lengthClasses.outputTokens). */
-  outputClasses: LengthClasses = new LengthClasses(DEFAULT_OUTPUT_BOUNDARIES);
+  outputClasses: LengthClasses = lengthClassesOf(DEFAULT_OUTPUT_BOUNDARIES);
 }
 
 /** A per-route sampling override; absent (null) matchers match anything. Matchers are UTF-8 bytes. */
@@ -404,7 +404,7 @@ class Validator {
       if (!this.integer(v.items[i], name, 1, 10000000)) return null;
       out[i] = <i64>v.items[i].num;
       if (i > 0 && out[i] <= out[i - 1]) {
-        this.reject(name, "must be greater than the boundary before it");
+        this.reject(name, "must exceed the boundary before it");
         return null;
       }
     }
@@ -473,7 +473,7 @@ class Validator {
       for (let i = 0; i < labels.keys.length; i++) {
         const field = "policySource.labels." + labels.keys[i];
         if (!isLabelText(labels.keys[i], 1) || !this.str(labels.values[i], field, 0, 63) || !isLabelText(labels.values[i].str, 0)) {
-          this.reject(field, "keys and values must be label text: at most 63 of [A-Za-z0-9._/-]");
+          this.reject(field, "keys and values must be Kubernetes label text");
           return null;
         }
         text += (i > 0 ? "," : "") + labels.keys[i] + "=" + labels.values[i].str;
@@ -608,7 +608,7 @@ class Validator {
   // The key is never part of a configuration: it is fetched from the control plane (docs/data-protection.md).
   private pseudonyms(v: JsonValue, cc: ContentConfig): bool {
     if (v.kind == JsonKind.Object && v.get("salt") !== null) {
-      return this.reject("spans.content.pseudonyms.salt", "is no longer accepted: the filter fetches the pseudonym key from the control plane");
+      return this.reject("spans.content.pseudonyms.salt", "is no longer accepted (the key comes from the control plane)");
     }
     if (!this.objectWithKeys(v, "spans.content.pseudonyms", ["keySource", "refreshIntervalMs"])) return false;
     cc.pseudonyms = true;
@@ -639,7 +639,7 @@ class Validator {
     const tokenEnv = source.get("tokenEnv");
     if (tokenEnv !== null) {
       if (!this.str(tokenEnv, field + ".tokenEnv", 1, 128)) return false;
-      if (!isEnvName(tokenEnv.str)) return this.reject(field + ".tokenEnv", "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+      if (!isEnvName(tokenEnv.str)) return this.reject(field + ".tokenEnv", "must be an environment variable name");
       ks.tokenEnv = tokenEnv.str;
     }
     const timeout = source.get("timeoutMs");
@@ -828,17 +828,17 @@ class Validator {
       if (input !== null) {
         const bounds = this.boundaries(input, "llm.lengthClasses.inputTokens");
         if (bounds === null) return false;
-        llm.inputClasses = new LengthClasses(bounds);
+        llm.inputClasses = lengthClassesOf(bounds);
       }
       const output = classes.get("outputTokens");
       if (output !== null) {
         const bounds = this.boundaries(output, "llm.lengthClasses.outputTokens");
         if (bounds === null) return false;
-        llm.outputClasses = new LengthClasses(bounds);
+        llm.outputClasses = lengthClassesOf(bounds);
       }
     }
     if (llm.requestUsageInStream && llm.maxRequestBodyBytes > ENVOY_BUFFER_LIMIT_BYTES) {
-      return this.reject("llm.maxRequestBodyBytes", "must be at most " + ENVOY_BUFFER_LIMIT_BYTES.toString() + " with llm.requestUsageInStream (Envoy's buffer limit: it answers 413 above it)");
+      return this.reject("llm.maxRequestBodyBytes", "must be at most " + ENVOY_BUFFER_LIMIT_BYTES.toString() + " with llm.requestUsageInStream (Envoy's buffer limit)");
     }
     return true;
   }

@@ -9,6 +9,29 @@ export const MAX_LENGTH_BOUNDARIES: i32 = 3;
 /** The label value of a request whose token count is not known (no usage in the response). */
 export const LENGTH_UNKNOWN = "unknown";
 
+/** Classes made so far, so every configuration with the same boundaries shares one (see lengthClassesOf). */
+const made: Array<LengthClasses> = [];
+const MAX_MADE: i32 = 16;
+
+/**
+ * The classes of `boundaries`, the same object for the same boundaries: a pair's histograms are
+ * defined once per class, not again at every configuration push (a live-threshold push is one every
+ * few seconds), since Envoy hands out a new id at every definition and keeps each one (envoy
+ * source/extensions/common/wasm/context.cc Context::defineMetric, histograms_.emplace).
+ */
+export function lengthClassesOf(boundaries: StaticArray<i64>): LengthClasses {
+  for (let i = 0; i < made.length; i++) {
+    const c = unchecked(made[i]);
+    if (c.boundaries.length != boundaries.length) continue;
+    let same = true;
+    for (let k = 0; k < boundaries.length && same; k++) same = unchecked(c.boundaries[k]) == unchecked(boundaries[k]);
+    if (same) return c;
+  }
+  const c = new LengthClasses(boundaries);
+  if (made.length < MAX_MADE) made.push(c);
+  return c;
+}
+
 /** One side's classes: boundaries (tokens, increasing) and the label value of each class. */
 export class LengthClasses {
   boundaries: StaticArray<i64>;

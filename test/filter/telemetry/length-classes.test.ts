@@ -68,9 +68,25 @@ describe("latency by length class (filter.wasm, emulated Envoy host)", () => {
     assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [100, 100], "summed over the classes, the figure is the pair's");
   });
 
+  it("a configuration push with the same boundaries defines no histogram again (Envoy keeps every id a definition hands out)", async () => {
+    const clock = new ManualClock(1_700_000_000_000_000_000n);
+    const config = { llm: { lengthClasses: { inputTokens: [100, 1000] } }, spans: { cluster: "otel", keep: { live: [{ route: "chat", durationMs: 500 }] } } };
+    const vm = await loadFilter({ clock, random: countingRandom(), config });
+    const defines = (): number => vm.hostCallsByName()["env.proxy_define_metric"] ?? 0;
+    streamed(vm, clock, 150, 3);
+    const before = defines();
+    for (let push = 0; push < 3; push++) {
+      config.spans.keep.live[0]!.durationMs += 10; // as the control plane's live thresholds move
+      assert.equal(vm.configure(JSON.stringify(config)), true);
+      streamed(vm, clock, 150, 3);
+    }
+    assert.equal(defines(), before, "the classes of the pushes are the ones already defined");
+    assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", { ...L, input_length: "le1000" }), [100, 100, 100, 100]);
+  });
+
   const invalid: Array<[string, unknown, string]> = [
     ["more than three boundaries", { inputTokens: [1, 2, 3, 4] }, "llm.lengthClasses.inputTokens: must be an array of at most 3 token counts"],
-    ["not increasing", { outputTokens: [64, 64] }, "llm.lengthClasses.outputTokens[1]: must be greater than the boundary before it"],
+    ["not increasing", { outputTokens: [64, 64] }, "llm.lengthClasses.outputTokens[1]: must exceed the boundary before it"],
     ["zero tokens", { inputTokens: [0] }, "llm.lengthClasses.inputTokens[0]: must be an integer between 1 and 10000000"],
     ["a fraction", { outputTokens: [1.5] }, "llm.lengthClasses.outputTokens[0]: must be an integer between 1 and 10000000"],
     ["not an array", { inputTokens: 512 }, "llm.lengthClasses.inputTokens: must be an array of at most 3 token counts"],
