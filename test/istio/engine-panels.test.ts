@@ -7,7 +7,8 @@
 // per signal for the repeated panel's model, with the join's values. Each query reads
 // `(pipeline or rule)`, so it is run three times: on what the pipeline writes, on the same series
 // under the recording rules' names (test/support/rule-names.ts; the rules-only deployment), and on
-// both in one Prometheus (where `or` must not count a series twice).
+// both in one Prometheus (where `or` must not count a series twice). The per-request panels read a
+// second recording: one vLLM pod exporting the families added after vllm-project/vllm#38435.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -24,7 +25,7 @@ import { RULE_FOR_SERIES, ruleFor } from "../support/rule-names.js";
 import { ISTIO_DIR } from "./support.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string }
-interface Panel { id: number; type: string; title: string; repeat?: string; targets?: Target[] }
+interface Panel { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; repeat?: string; targets?: Target[] }
 const dashboard = JSON.parse(readFileSync(join(ISTIO_DIR, "observability/grafana-dashboard.json"), "utf8")) as { panels: Panel[]; templating: { list: { name: string; allValue?: string }[] } };
 const panel = (title: RegExp): Panel => {
   const p = dashboard.panels.find((x) => title.test(x.title));
@@ -38,10 +39,11 @@ const POD = "chat-6f8d-aaaaa";
 const STEP = 10;
 const STEPS = 14;
 
+const target = (kind: ScrapeTarget["kind"], pod: string, port: number): ScrapeTarget => ({ id: `${kind}|http://${pod}:${port}/m`, kind, url: `http://${pod}:${port}/m`, intervalMs: STEP * 1000, timeoutMs: 5000, namespace: kind === "dcgm" ? "gpu-operator" : "llm", pod, node: "gpu-node-b" });
+const every = (t: ScrapeTarget, offset: number, text: (k: number) => string): Scrape[] => Array.from({ length: STEPS }, (_, k) => ({ atSec: offset + STEP * k, target: t, text: text(k) }));
+
 /** What the pipeline writes for one pod serving two models on a time-sliced GPU, one scrape of each target every STEP seconds. */
 function recorded(): { points: JoinedPoint[]; end: number } {
-  const target = (kind: ScrapeTarget["kind"], pod: string, port: number): ScrapeTarget => ({ id: `${kind}|http://${pod}:${port}/m`, kind, url: `http://${pod}:${port}/m`, intervalMs: STEP * 1000, timeoutMs: 5000, namespace: kind === "dcgm" ? "gpu-operator" : "llm", pod, node: "gpu-node-b" });
-  const every = (t: ScrapeTarget, offset: number, text: (k: number) => string): Scrape[] => Array.from({ length: STEPS }, (_, k) => ({ atSec: offset + STEP * k, target: t, text: text(k) }));
   const scrapes = [
     ...every(target("dcgm", "dcgm-b", 9400), 0, () => fixture("dcgm-time-sliced.prom")),
     ...every(target("vllm", POD, 8000), 1, (k) => advance(fixture("vllm-v1-two-engines.prom"), k)),
@@ -51,6 +53,35 @@ function recorded(): { points: JoinedPoint[]; end: number } {
   ];
   const { joined } = runScrapes(scrapes, { rateWindowMs: 60_000 });
   return { points: joined, end: 3 + STEP * (STEPS - 1) };
+}
+
+/**
+ * What the pipeline writes for one vLLM pod with the per-request families (its fixture advanced 5%
+ * a step): per step 50 finished requests, 14000 prompt tokens computed, 4 preemptions, and
+ * time-per-output-token buckets growing 15, 40, 48, 50 up to 0.025, 0.05, 0.075 and 0.1 s.
+ */
+function recordedPerRequest(): { points: JoinedPoint[]; end: number } {
+  const { joined } = runScrapes(every(target("vllm", "kvc-0", 8000), 1, (k) => advance(fixture("vllm-waiting-by-reason-external-cache.prom"), k)), { rateWindowMs: 60_000 });
+  return { points: joined, end: 1 + STEP * (STEPS - 1) };
+}
+
+type Deployments = Record<"pipeline" | "rules" | "both", { series: string; values: string }[]>;
+
+/** The stored series of each deployment: the pipeline's, the recording rules', both. */
+function deployments(points: JoinedPoint[], end: number): Deployments {
+  const stored = (names: (p: JoinedPoint) => string[]): { series: string; values: string }[] => {
+    const series = new Map<string, Map<number, string>>();
+    for (const p of points) {
+      for (const name of names(p)) {
+        const key = `${name}${promLabels(p.labels)}`;
+        if (!series.has(key)) series.set(key, new Map());
+        series.get(key)!.set(p.atMs / 1000, String(p.value));
+      }
+    }
+    return inputSeries(series, end);
+  };
+  const rule = (p: JoinedPoint): string => RULE_FOR_SERIES.get(p.name) ?? p.name;
+  return { pipeline: stored((p) => [p.name]), rules: stored((p) => [rule(p)]), both: stored((p) => [...new Set([p.name, rule(p)])]) };
 }
 
 /** Grafana's Prometheus data source regex-escapes a multi-value variable's values. */
@@ -93,26 +124,17 @@ function expectedOf(expr: string, points: JoinedPoint[], end: number): { labels:
 let dir: string;
 let points: JoinedPoint[];
 let end: number;
-/** The stored series of each deployment: the pipeline's, the recording rules', both. */
-let inputs: Record<"pipeline" | "rules" | "both", { series: string; values: string }[]>;
+let inputs: Deployments;
+/** The per-request recording: its points, end and deployments. */
+let perRequest: { points: JoinedPoint[]; end: number; inputs: Deployments };
 before(() => {
   dir = mkdtempSync(join(tmpdir(), "tokentrace-panels-"));
   // No rules: the queries read what remote write (or the ruler) stored, as Grafana does.
   writeFileSync(join(dir, "rules.yaml"), stringify({ groups: [] }));
   ({ points, end } = recorded());
-  const stored = (names: (p: JoinedPoint) => string[]): { series: string; values: string }[] => {
-    const series = new Map<string, Map<number, string>>();
-    for (const p of points) {
-      for (const name of names(p)) {
-        const key = `${name}${promLabels(p.labels)}`;
-        if (!series.has(key)) series.set(key, new Map());
-        series.get(key)!.set(p.atMs / 1000, String(p.value));
-      }
-    }
-    return inputSeries(series, end);
-  };
-  const rule = (p: JoinedPoint): string => RULE_FOR_SERIES.get(p.name) ?? p.name;
-  inputs = { pipeline: stored((p) => [p.name]), rules: stored((p) => [rule(p)]), both: stored((p) => [...new Set([p.name, rule(p)])]) };
+  inputs = deployments(points, end);
+  const r = recordedPerRequest();
+  perRequest = { ...r, inputs: deployments(r.points, r.end) };
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -129,16 +151,16 @@ async function promtool(test: unknown): Promise<string> {
   }
 }
 
-/** promtool's case: each query (interpolated) at the end returns exactly `expected`, on one deployment's series. */
-const checkCase = (queries: { expr: string; expected: { labels: string; value: number }[] }[], stored: keyof typeof inputs = "pipeline"): unknown => ({
+/** promtool's case: each query (interpolated) at the end returns exactly `expected`, on one deployment's series (of the two-model recording unless `of` says). */
+const checkCase = (queries: { expr: string; expected: { labels: string; value: number }[] }[], stored: keyof Deployments = "pipeline", of: { inputs: Deployments; end: number } = { inputs, end }): unknown => ({
   interval: "1s",
-  input_series: inputs[stored],
-  promql_expr_test: queries.map((q) => ({ expr: q.expr, eval_time: `${end}s`, exp_samples: q.expected })),
+  input_series: of.inputs[stored],
+  promql_expr_test: queries.map((q) => ({ expr: q.expr, eval_time: `${of.end}s`, exp_samples: q.expected })),
 });
 
 /** The queries return `expected` on the pipeline's series, on the rules', and on both. */
-async function everyDeployment(queries: { expr: string; expected: { labels: string; value: number }[] }[]): Promise<void> {
-  for (const stored of ["pipeline", "rules", "both"] as const) assert.match(await promtool(checkCase(queries, stored)), /SUCCESS/, stored);
+async function everyDeployment(queries: { expr: string; expected: { labels: string; value: number }[] }[], of?: { inputs: Deployments; end: number }): Promise<void> {
+  for (const stored of ["pipeline", "rules", "both"] as const) assert.match(await promtool(checkCase(queries, stored, of)), /SUCCESS/, stored);
 }
 
 describe("Grafana engine panels return the series the pipeline records (promtool, Prometheus's query engine)", () => {
@@ -176,6 +198,28 @@ describe("Grafana engine panels return the series the pipeline records (promtool
     for (const i of [2, 3, 4]) assert.deepEqual(labelsOf(i), [LLAMA, QWEN].map((m) => `{model=${JSON.stringify(m)}}`).sort());
     assert.ok(points.some((p) => p.name === C.MODEL_KV_CACHE_USAGE));
     await everyDeployment(queries);
+  });
+
+  it("the per-request panels sit beside each other at the end of the engine row and return vLLM's per-request TPOT P50/P95/P99, prompt tokens computed and preemptions per request", async () => {
+    const [tpot, perRequestPanel] = [panel(/^Time per output token per request \(vLLM\)$/), panel(/^Per finished request: prompt tokens computed and preemptions \(vLLM\)$/)];
+    const i = dashboard.panels.indexOf(tpot);
+    assert.deepEqual(dashboard.panels.slice(i - 1, i + 3).map((p) => (p.type === "row" ? "row" : p.title)), ["LoRA adapters: requests, tokens, latency by base model", tpot.title, perRequestPanel.title, "row"], "after the LoRA panel, before the SLO row");
+    assert.deepEqual([tpot.gridPos, perRequestPanel.gridPos], [{ x: 0, y: tpot.gridPos.y, w: 12, h: 8 }, { x: 12, y: tpot.gridPos.y, w: 12, h: 8 }], "side by side");
+    assert.deepEqual(tpot.targets!.map((t) => t.legendFormat), ["P50", "P95", "P99"].map((q) => `{{model}} TPOT ${q}`));
+    assert.deepEqual(perRequestPanel.targets!.map((t) => t.legendFormat), ["{{model}} prompt tokens computed per request", "{{model}} preemptions per request"]);
+    const queries = [tpot, perRequestPanel].flatMap((p) =>
+      p.targets!.map((t) => {
+        const expr = interpolate(t.expr, undefined);
+        const expected = expectedOf(expr, perRequest.points, perRequest.end);
+        assert.deepEqual(expected.map((e) => e.labels), [`{model=${JSON.stringify(LLAMA)}}`], `${t.legendFormat}: one series`);
+        return { expr, expected };
+      }),
+    );
+    // The join's own figures first, so the check cannot pass on two wrong answers that agree.
+    const values = queries.map((q) => q.expected[0]!.value);
+    const figures = [0.025 + (0.025 * (25 - 15)) / (40 - 15), 0.05 + (0.025 * (47.5 - 40)) / (48 - 40), 0.075 + (0.025 * (49.5 - 48)) / (50 - 48), 14000 / 50, 4 / 50];
+    figures.forEach((f, k) => assert.ok(Math.abs(values[k]! - f) < 1e-9, `${queries[k]!.expr}: ${values[k]} against ${f}`));
+    await everyDeployment(queries, perRequest);
   });
 
   it("the check can fail: a query on vLLM's own label (model_name), not the join's (model), returns nothing", async () => {
