@@ -50,7 +50,8 @@ export function checkExpression(expr: string, catalogue: SeriesCatalogue): { pro
       return new Set();
     }
     for (const ln of descendants(sel, "LabelName")) if (!labels.has(src(ln))) problems.push(`${name} has no label ${src(ln)}`);
-    return labels;
+    // A copy: a group_left adds labels to its result, and histogram_quantile takes le away.
+    return new Set(labels);
   };
 
   const grouping = (clause: SyntaxNode | undefined): string[] => (clause ? descendants(clause, "LabelName").map(src) : []);
