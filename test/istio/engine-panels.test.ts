@@ -11,10 +11,8 @@
 // second recording: one vLLM pod exporting the families added after vllm-project/vllm#38435.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { promisify } from "node:util";
 import { stringify } from "yaml";
 import { join } from "node:path";
 import * as C from "../../control-plane/src/join/catalogue.js";
@@ -23,6 +21,7 @@ import { inputSeries, promLabels, runScrapes, type JoinedPoint, type Scrape } fr
 import { advance, fixture, relabel, sidecarText } from "../support/engine-scrapes.js";
 import { RULE_FOR_SERIES, ruleFor } from "../support/rule-names.js";
 import { ISTIO_DIR } from "./support.js";
+import { runPromtoolTest } from "./promtool-run.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string }
 interface Panel { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; repeat?: string; targets?: Target[] }
@@ -140,15 +139,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs one promtool case; rejects with its output when a query's result differs. */
 async function promtool(test: unknown): Promise<string> {
-  const file = join(dir, `test-${Math.random().toString(36).slice(2)}.yaml`);
-  writeFileSync(file, stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1s", tests: [test] }));
-  try {
-    const { stdout, stderr } = await promisify(execFile)("promtool", ["test", "rules", file], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-    return stdout + stderr;
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string };
-    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
-  }
+  return runPromtoolTest(dir, test);
 }
 
 /** promtool's case: each query (interpolated) at the end returns exactly `expected`, on one deployment's series (of the two-model recording unless `of` says). */

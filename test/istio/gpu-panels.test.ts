@@ -7,16 +7,15 @@
 // variables at All, return the pipeline's figures.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { parseAllDocuments, stringify } from "yaml";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import { inputSeries, promLabels, runScrapes, type JoinedPoint, type Scrape } from "../support/promtool-case.js";
 import { fixture, sidecarText } from "../support/engine-scrapes.js";
 import { ISTIO_DIR } from "./support.js";
+import { runPromtoolTest } from "./promtool-run.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string }
 interface Panel { id: number; type: string; title: string; description?: string; targets?: Target[] }
@@ -73,20 +72,12 @@ const rounded = (v: number): number => Math.floor(v * (1 / TO) + 0.5) / (1 / TO)
  * mean depends on the order it meets them, which is not fixed, so both sides are rounded to 1e-9.
  */
 async function check(queries: { expr: string; expected: { labels: string; value: number }[]; mean?: boolean }[]): Promise<string> {
-  const file = join(dir, `test-${Math.random().toString(36).slice(2)}.yaml`);
   const exp = (q: (typeof queries)[number]): { expr: string; eval_time: string; exp_samples: { labels: string; value: number }[] } =>
     q.mean
       ? { expr: `round(${q.expr}, ${TO})`, eval_time: `${end}s`, exp_samples: q.expected.map((e) => ({ labels: e.labels, value: rounded(e.value) })) }
       : { expr: q.expr, eval_time: `${end}s`, exp_samples: q.expected };
   const test = { interval: "1s", input_series: input, promql_expr_test: queries.map(exp) };
-  writeFileSync(file, stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1s", tests: [test] }));
-  try {
-    const { stdout, stderr } = await promisify(execFile)("promtool", ["test", "rules", file], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-    return stdout + stderr;
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string };
-    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
-  }
+  return runPromtoolTest(dir, test);
 }
 
 /** The join's newest point of every series named `name` at the end, as promtool's exp_samples. */

@@ -6,15 +6,14 @@
 // rules' 5m), returns one series per adapter with the figures the recording rules record.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { stringify } from "yaml";
 import { inputSeries, promLabels, runScrapes } from "../support/promtool-case.js";
 import { EVAL_SEC, expectedPerAdapter, LLAMA, loraScrapes, type AdapterFigures } from "../support/lora-scrapes.js";
 import { ISTIO_DIR } from "./support.js";
+import { runPromtoolTest } from "./promtool-run.js";
 
 interface Panel { id: number; type: string; title: string; targets?: { refId: string; expr: string; legendFormat?: string }[] }
 const dashboard = JSON.parse(readFileSync(join(ISTIO_DIR, "observability/grafana-dashboard.json"), "utf8")) as { panels: Panel[]; templating: { list: { name: string; allValue?: string }[] } };
@@ -42,16 +41,8 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs one promtool case; rejects with its output when a query's result differs. */
 async function promtool(queries: { expr: string; expected: { labels: string; value: number }[] }[]): Promise<string> {
-  const file = join(dir, `test-${Math.random().toString(36).slice(2)}.yaml`);
   const test = { interval: "1s", input_series: input, promql_expr_test: queries.map((q) => ({ expr: q.expr, eval_time: `${EVAL_SEC}s`, exp_samples: q.expected })) };
-  writeFileSync(file, stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1s", tests: [test] }));
-  try {
-    const { stdout, stderr } = await promisify(execFile)("promtool", ["test", "rules", file], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-    return stdout + stderr;
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string };
-    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
-  }
+  return runPromtoolTest(dir, test);
 }
 
 const FIGURES: (keyof AdapterFigures)[] = ["requests", "inputTokens", "outputTokens", "ttftP99", "durationP99"];

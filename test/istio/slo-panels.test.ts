@@ -8,13 +8,12 @@
 // fails. The alerts' runbooks name the row's panels by their titles.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { parse, stringify } from "yaml";
 import { ISTIO_DIR, manifests } from "./support.js";
+import { runPromtoolTest } from "./promtool-run.js";
 
 interface Target { refId: string; expr: string; legendFormat?: string }
 interface Panel { id: number; type: string; title: string; targets?: Target[] }
@@ -123,16 +122,8 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs one promtool case: each query, rounded to 1e-4, at EVAL returns exactly its samples; rejects with promtool's output otherwise. */
 async function check(queries: { expr: string; expected: Sample[] }[]): Promise<string> {
-  const file = join(dir, `test-${Math.random().toString(36).slice(2)}.yaml`);
   const test = { interval: `${STEP}m`, input_series: inputSeries(), promql_expr_test: queries.map((q) => ({ expr: `round(${q.expr}, 0.0001)`, eval_time: EVAL, exp_samples: q.expected })) };
-  writeFileSync(file, stringify({ rule_files: ["rules.yaml"], evaluation_interval: `${STEP}m`, tests: [test] }));
-  try {
-    const { stdout, stderr } = await promisify(execFile)("promtool", ["test", "rules", file], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-    return stdout + stderr;
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string };
-    throw new Error(`promtool test rules failed:\n${e.stdout ?? ""}${e.stderr ?? ""}`, { cause: err });
-  }
+  return runPromtoolTest(dir, test, `${STEP}m`);
 }
 
 describe("the dashboard's SLO row returns the SLO records' figures (promtool, Prometheus's rule and query engine)", () => {
