@@ -20,8 +20,7 @@ import { DashboardSeries, DEFAULT_LIMITS } from "../../../control-plane/src/dash
 import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
 import type { RateOverrides } from "../../../control-plane/src/policy/effective.js";
 import { errorHandler } from "../../../control-plane/src/api/errors.js";
-import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
-import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { demoTarget, sidecarBatch } from "./sidecar-batch.js";
 
 const T0 = Date.UTC(2026, 11, 4, 12, 0, 0);
 
@@ -51,18 +50,11 @@ function statsText(k: Keeps): string {
   ].join("\n");
 }
 
-function batch(text: string, ts: number): WriteSeries[] {
-  const parsed = parseText(text);
-  assert.deepEqual(parsed.errors, []);
-  return parsed.samples.map((s) => ({ labels: [...s.labels, "__name__", s.name], samples: [{ value: s.value, timestampMs: ts }] }));
-}
-
-const target = (pod: string) => ({ id: `envoy/demo/${pod}`, kind: "envoy", namespace: "demo", pod });
 const none: Keeps = { head: 0, forced: 0, slow: 0, error: 0, droppedSlow: 0, droppedError: 0 };
 
 /** Pod p0 scraped every 2 s, p1 once after 4 s. */
 function feed(d: DashboardSeries): void {
-  const scrape = (pod: string, dt: number, k: Keeps) => d.observe(batch(statsText(k), T0 + dt), { target: target(pod), timestampMs: T0 + dt });
+  const scrape = (pod: string, dt: number, k: Keeps) => d.observe(sidecarBatch(statsText(k), T0 + dt), { target: demoTarget(pod), timestampMs: T0 + dt });
   scrape("p0", 0, none);
   scrape("p1", 0, none);
   scrape("p0", 2000, { head: 4, forced: 2, slow: 6, error: 2, droppedSlow: 4, droppedError: 0 });
@@ -211,7 +203,7 @@ test("what a route's keep counters hold is bounded: eight numbers per interval (
     }
     return `${lines.join("\n")}\n`;
   };
-  for (let k = 0; k < 10; k++) d.observe(batch(text(k * 3), T0 + k * 1000), { target: target("p0"), timestampMs: T0 + k * 1000 });
+  for (let k = 0; k < 10; k++) d.observe(sidecarBatch(text(k * 3), T0 + k * 1000), { target: demoTarget("p0"), timestampMs: T0 + k * 1000 });
   const routes = d.routes();
   assert.equal(routes.length, 3, "routes past maxRoutes are not kept");
   for (const key of routes) {

@@ -19,8 +19,7 @@ import { modelErrors } from "../../../control-plane/src/dashboard/errors-window.
 import { DashboardSeries, DEFAULT_LIMITS, intervalBytes, MAX_ERROR_TYPES } from "../../../control-plane/src/dashboard/series.js";
 import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
 import { errorHandler } from "../../../control-plane/src/api/errors.js";
-import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
-import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { demoTarget, sidecarBatch } from "./sidecar-batch.js";
 
 type Doc = { getElementById(id: string): { dataset: Record<string, string | undefined> } | null };
 
@@ -50,20 +49,13 @@ function statsText(c: Calls): string {
   ].join("\n");
 }
 
-function batch(text: string, ts: number): WriteSeries[] {
-  const parsed = parseText(text);
-  assert.deepEqual(parsed.errors, []);
-  return parsed.samples.map((s) => ({ labels: [...s.labels, "__name__", s.name], samples: [{ value: s.value, timestampMs: ts }] }));
-}
-
-const target = (pod: string) => ({ id: `envoy/demo/${pod}`, kind: "envoy", namespace: "demo", pod });
 
 /**
  * Pod p0 over 10 s: llama 100 calls; mistral 40, of which 12 are 429s (8 streamed, 4 not) and 8 are 500s.
  * Pod p1 over 5 s: llama 10 calls; mistral 10, of which 4 are 429s and 1 a 500.
  */
 function feed(d: DashboardSeries): void {
-  const scrape = (pod: string, dt: number, c: Calls) => d.observe(batch(statsText(c), T0 + dt), { target: target(pod), timestampMs: T0 + dt });
+  const scrape = (pod: string, dt: number, c: Calls) => d.observe(sidecarBatch(statsText(c), T0 + dt), { target: demoTarget(pod), timestampMs: T0 + dt });
   scrape("p0", 0, { llama: 50, mistralOk: 7, mistral429Stream: 3, mistral429: 0, mistral500: 1 });
   scrape("p1", 5000, { llama: 0, mistralOk: 0, mistral429Stream: 0, mistral429: 0, mistral500: 0 });
   scrape("p0", 10_000, { llama: 150, mistralOk: 27, mistral429Stream: 11, mistral429: 4, mistral500: 9 });
@@ -103,7 +95,7 @@ test("error types are bounded per model as the filter labels them: 8, then _OTHE
   const long = "x".repeat(33);
   const types = [long, ...Array.from({ length: 11 }, (_, i) => String(400 + i))];
   const text = (k: number) => `${types.map((t) => `tokentrace_llm_requests_total{route="chat",model="m",error_type="${t}"} ${k}`).join("\n")}\ntokentrace_llm_requests_total{route="chat",model="m"} ${k}\n`;
-  for (let k = 0; k <= 2; k++) d.observe(batch(text(k), T0 + k * 2000), { target: target("p0"), timestampMs: T0 + k * 2000 });
+  for (let k = 0; k <= 2; k++) d.observe(sidecarBatch(text(k), T0 + k * 2000), { target: demoTarget("p0"), timestampMs: T0 + k * 2000 });
   const [first, second] = d.intervals({ namespace: "demo", route: "chat" });
   const errors = first!.counts.models.get("m")!.errors!;
   assert.equal(MAX_ERROR_TYPES, 8);
@@ -184,7 +176,7 @@ test("the page's Errors by model table shows the failing model first with its fa
   const evil = '<img src=x onerror="globalThis.pwned=1">';
   const scrape = (dt: number, k: number) => {
     const text = `tokentrace_llm_requests_total{route="chat",model="${evil.replace(/"/g, '\\"')}",error_type="503"} ${k}\n`;
-    d.observe(batch(text, T0 + dt), { target: target("p2"), timestampMs: T0 + dt });
+    d.observe(sidecarBatch(text, T0 + dt), { target: demoTarget("p2"), timestampMs: T0 + dt });
   };
   scrape(0, 0);
   scrape(10_000, 1);

@@ -16,8 +16,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
 import { errorHandler } from "../../../control-plane/src/api/errors.js";
-import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { demoTarget, sidecarBatch } from "./sidecar-batch.js";
 
 const T0 = Date.UTC(2026, 11, 2, 12, 0, 0);
 const BOUNDS = ["50", "100", "250", "500", "1000", "+Inf"];
@@ -62,9 +62,7 @@ function statsText(c: Counts): string {
 
 /** The joined batch the pipeline hands over: the parsed text plus the pod's GPU state. */
 function batch(text: string, ts: number, gpu: { util: number; power: number } | null): WriteSeries[] {
-  const parsed = parseText(text);
-  assert.deepEqual(parsed.errors, []);
-  const out: WriteSeries[] = parsed.samples.map((s) => ({ labels: [...s.labels, "__name__", s.name], samples: [{ value: s.value, timestampMs: ts }] }));
+  const out = sidecarBatch(text, ts);
   if (gpu) {
     out.push({ labels: ["gpu", "0", "__name__", "tokentrace_pod_gpu_utilization_percent"], samples: [{ value: gpu.util, timestampMs: ts }] });
     out.push({ labels: ["gpu", "0", "__name__", "tokentrace_pod_gpu_power_watts"], samples: [{ value: gpu.power, timestampMs: ts }] });
@@ -72,15 +70,14 @@ function batch(text: string, ts: number, gpu: { util: number; power: number } | 
   return out;
 }
 
-const target = (pod: string) => ({ id: `envoy/demo/${pod}`, kind: "envoy", namespace: "demo", pod });
 const zero = { ttft: [0, 0, 0, 0, 0, 0], decode: [0, 0, 0, 0, 0, 0], duration: [0, 0, 0, 0, 0, 0], calls: 0, input: 0, output: 0 };
 
 test("one pod, two scrapes 2 s apart: rates, status-class shares, TTFT / decode / duration quantiles from their own histograms", () => {
   const d = new DashboardSeries();
-  d.observe(batch(statsText({ ok: 10, e4: 0, e5: 0, sampled: 1, models: { a: zero } }), T0, { util: 40, power: 300 }), { target: target("p0"), timestampMs: T0 });
+  d.observe(batch(statsText({ ok: 10, e4: 0, e5: 0, sampled: 1, models: { a: zero } }), T0, { util: 40, power: 300 }), { target: demoTarget("p0"), timestampMs: T0 });
   assert.deepEqual(d.routes(), [], "the first scrape only sets the baseline");
   const a = { ttft: [2, 8, 10, 10, 10, 10], decode: [0, 0, 1, 6, 9, 10], duration: [0, 0, 0, 1, 8, 10], calls: 10, input: 300, output: 120 };
-  d.observe(batch(statsText({ ok: 26, e4: 2, e5: 2, sampled: 5, models: { a, b: zero } }), T0 + 2000, { util: 60, power: 500 }), { target: target("p0"), timestampMs: T0 + 2000 });
+  d.observe(batch(statsText({ ok: 26, e4: 2, e5: 2, sampled: 5, models: { a, b: zero } }), T0 + 2000, { util: 60, power: 500 }), { target: demoTarget("p0"), timestampMs: T0 + 2000 });
   assert.deepEqual(d.routes(), [{ namespace: "demo", route: "chat" }]);
   const cols = windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + 2000, rangeMs: 2000, stepMs: 2000, windowMs: 8000, samplingWindowMs: 60_000 });
   assert.deepEqual(cols.t, [(T0 + 2000) / 1000]);
@@ -106,8 +103,8 @@ test("histograms split by the filter's length classes (input_length on TTFT, out
   const a = { ttft: [2, 8, 10, 10, 10, 10], decode: [0, 0, 1, 6, 9, 10], duration: [0, 0, 0, 1, 8, 10], calls: 10, input: 300, output: 120 };
   const columns = (split: (text: string) => string): ReturnType<typeof windowColumns> => {
     const d = new DashboardSeries();
-    d.observe(batch(split(statsText({ ok: 10, e4: 0, e5: 0, sampled: 1, models: { a: zero } })), T0, null), { target: target("p0"), timestampMs: T0 });
-    d.observe(batch(split(statsText({ ok: 26, e4: 2, e5: 2, sampled: 5, models: { a } })), T0 + 2000, null), { target: target("p0"), timestampMs: T0 + 2000 });
+    d.observe(batch(split(statsText({ ok: 10, e4: 0, e5: 0, sampled: 1, models: { a: zero } })), T0, null), { target: demoTarget("p0"), timestampMs: T0 });
+    d.observe(batch(split(statsText({ ok: 26, e4: 2, e5: 2, sampled: 5, models: { a } })), T0 + 2000, null), { target: demoTarget("p0"), timestampMs: T0 + 2000 });
     return windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + 2000, rangeMs: 2000, stepMs: 2000, windowMs: 8000, samplingWindowMs: 60_000 });
   };
   const split = columns(classed);
@@ -124,8 +121,8 @@ test("a model's LLM calls split by status_class and error_type (the filter label
     `tokentrace_llm_requests_total{route="chat",model="a",stream="true",finish_reason="none",status_class="none",error_type="reset_before_response"} ${reset}`,
     "",
   ].join("\n");
-  d.observe(batch(text(10, 0, 0), T0, null), { target: target("p0"), timestampMs: T0 });
-  d.observe(batch(text(16, 3, 1), T0 + 2000, null), { target: target("p0"), timestampMs: T0 + 2000 });
+  d.observe(batch(text(10, 0, 0), T0, null), { target: demoTarget("p0"), timestampMs: T0 });
+  d.observe(batch(text(16, 3, 1), T0 + 2000, null), { target: demoTarget("p0"), timestampMs: T0 + 2000 });
   const cols = windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + 2000, rangeMs: 2000, stepMs: 2000, windowMs: 8000, samplingWindowMs: 60_000, model: "a" });
   assert.deepEqual(cols.llmRequestsPerSecond, [5], "6 ok + 3 limited + 1 reset in 2 s");
 });
@@ -133,10 +130,10 @@ test("a model's LLM calls split by status_class and error_type (the filter label
 test("two pods: rates add up, buckets add before the quantile, utilisation is the mean and power the sum, a point without data is null", () => {
   const d = new DashboardSeries();
   const b = (ok: number, ttft: number[]) => statsText({ ok, e4: 0, e5: 0, sampled: 0, models: { a: { ...zero, ttft, calls: ok } } });
-  d.observe(batch(b(0, [0, 0, 0, 0, 0, 0]), T0, { util: 20, power: 100 }), { target: target("p0"), timestampMs: T0 });
-  d.observe(batch(b(0, [0, 0, 0, 0, 0, 0]), T0 + 500, { util: 80, power: 600 }), { target: target("p1"), timestampMs: T0 + 500 });
-  d.observe(batch(b(8, [8, 8, 8, 8, 8, 8]), T0 + 2000, { util: 20, power: 100 }), { target: target("p0"), timestampMs: T0 + 2000 });
-  d.observe(batch(b(4, [0, 0, 0, 4, 4, 4]), T0 + 2500, { util: 80, power: 600 }), { target: target("p1"), timestampMs: T0 + 2500 });
+  d.observe(batch(b(0, [0, 0, 0, 0, 0, 0]), T0, { util: 20, power: 100 }), { target: demoTarget("p0"), timestampMs: T0 });
+  d.observe(batch(b(0, [0, 0, 0, 0, 0, 0]), T0 + 500, { util: 80, power: 600 }), { target: demoTarget("p1"), timestampMs: T0 + 500 });
+  d.observe(batch(b(8, [8, 8, 8, 8, 8, 8]), T0 + 2000, { util: 20, power: 100 }), { target: demoTarget("p0"), timestampMs: T0 + 2000 });
+  d.observe(batch(b(4, [0, 0, 0, 4, 4, 4]), T0 + 2500, { util: 80, power: 600 }), { target: demoTarget("p1"), timestampMs: T0 + 2500 });
   const cols = windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + 4000, rangeMs: 8000, stepMs: 2000, windowMs: 4000, samplingWindowMs: 60_000 });
   assert.deepEqual(cols.t, [T0 - 2000, T0, T0 + 2000, T0 + 4000].map((t) => t / 1000));
   assert.deepEqual(cols.requestsPerSecond, [null, null, 4, 6], "p0: 8 in 2 s, p1: 4 in 2 s (its interval ends after the 2 s point)");
@@ -152,7 +149,7 @@ test("every latency series the dashboard serves has P50 <= P95 <= P99 at every p
       const d = new DashboardSeries();
       scrapes.forEach(([ttft, decode, duration], i) => {
         const text = statsText({ ok: i * 5, e4: 0, e5: 0, sampled: 0, models: { a: { ttft, decode, duration, calls: i, input: 0, output: 0 } } });
-        d.observe(batch(text, T0 + i * 1000, null), { target: target("p0"), timestampMs: T0 + i * 1000 });
+        d.observe(batch(text, T0 + i * 1000, null), { target: demoTarget("p0"), timestampMs: T0 + i * 1000 });
       });
       const cols = windowColumns(d.intervals({ namespace: "demo", route: "chat" }), { nowMs: T0 + scrapes.length * 1000, rangeMs: 10_000, stepMs: 1000, windowMs: 3000, samplingWindowMs: 60_000 });
       for (const phase of LATENCY_PHASES) {
@@ -174,7 +171,7 @@ test("GET /v1/dashboard/series: columns for uPlot, the windows it used, the samp
   assert.equal((await store.create(policy, { by: "test" })).ok, true);
   assert.equal((await store.put(policy.name, { ...policy, adaptive: { targetTracesPerSecond: 2 } }, { by: "test" })).ok, true);
   const d = new DashboardSeries();
-  [0, 2000, 4000, 6000].forEach((dt, i) => d.observe(batch(statsText({ ok: i * 8, e4: 0, e5: 0, sampled: i, models: { a: zero } }), T0 + dt, { util: 50, power: 400 }), { target: target("p0"), timestampMs: T0 + dt }));
+  [0, 2000, 4000, 6000].forEach((dt, i) => d.observe(batch(statsText({ ok: i * 8, e4: 0, e5: 0, sampled: i, models: { a: zero } }), T0 + dt, { util: 50, power: 400 }), { target: demoTarget("p0"), timestampMs: T0 + dt }));
 
   const app = express();
   app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard: d, now: () => T0 + 6000 }));
