@@ -451,7 +451,7 @@ export class TokentraceStream extends Context {
     span.reasoningTokens = llm.reasoningTokens;
     span.params = llm.params;
     span.stream = llm.isStream;
-    span.firstContentNs = llm.firstContentNs;
+    span.firstChunkNs = llm.firstChunkNs;
     const kept = this.keptTokenId;
     if (kept !== null) {
       span.tokenTraceId = kept;

@@ -6,6 +6,7 @@ import { JsonKind, JsonParser, JsonValue } from "./json";
 import { ProtocolPaths } from "../protocols/llm-paths";
 import { Protocol } from "../protocols";
 import { LengthClasses, lengthClassesOf, MAX_LENGTH_BOUNDARIES } from "../telemetry/length-classes";
+import { decimal } from "../decimal";
 
 export const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 export const DEFAULT_TOKEN_TRACE_ID_HEADER = "x-token-trace-id";
@@ -307,7 +308,7 @@ class Validator {
     if (v.kind != JsonKind.String) return this.reject(field, "must be a string");
     const n = codePointLength(v.str);
     if (n < minLength || n > maxLength) {
-      return this.reject(field, "length must be between " + minLength.toString() + " and " + maxLength.toString());
+      return this.reject(field, "length must be between " + decimal(minLength) + " and " + decimal(maxLength));
     }
     return true;
   }
@@ -382,7 +383,7 @@ class Validator {
 
   private integer(v: JsonValue, field: string, min: i32, max: i32): bool {
     if (v.kind != JsonKind.Number || v.num != Math.floor(v.num) || v.num < <f64>min || v.num > <f64>max) {
-      return this.reject(field, "must be an integer between " + min.toString() + " and " + max.toString());
+      return this.reject(field, "must be an integer between " + decimal(min) + " and " + decimal(max));
     }
     return true;
   }
@@ -395,12 +396,12 @@ class Validator {
   /** Length-class boundaries: 0 to MAX_LENGTH_BOUNDARIES token counts, each 1 to 10,000,000, strictly increasing. */
   private boundaries(v: JsonValue, field: string): StaticArray<i64> | null {
     if (v.kind != JsonKind.Array || v.items.length > MAX_LENGTH_BOUNDARIES) {
-      this.reject(field, "must be an array of at most " + MAX_LENGTH_BOUNDARIES.toString() + " token counts");
+      this.reject(field, "must be an array of at most " + decimal(MAX_LENGTH_BOUNDARIES) + " token counts");
       return null;
     }
     const out = new StaticArray<i64>(v.items.length);
     for (let i = 0; i < v.items.length; i++) {
-      const name = field + "[" + i.toString() + "]";
+      const name = field + "[" + decimal(i) + "]";
       if (!this.integer(v.items[i], name, 1, 10000000)) return null;
       out[i] = <i64>v.items[i].num;
       if (i > 0 && out[i] <= out[i - 1]) {
@@ -418,13 +419,13 @@ class Validator {
       return null;
     }
     if (v.items.length < minItems || v.items.length > 16) {
-      this.reject(field, "must have between " + minItems.toString() + " and 16 items");
+      this.reject(field, "must have between " + decimal(minItems) + " and 16 items");
       return null;
     }
     const out = new Array<ArrayBuffer>();
     for (let i = 0; i < v.items.length; i++) {
       const item = v.items[i];
-      const name = field + "[" + i.toString() + "]";
+      const name = field + "[" + decimal(i) + "]";
       if (!this.str(item, name, 1, maxLength)) return null;
       if (mustStartWithSlash && item.str.charCodeAt(0) != 0x2f) {
         this.reject(name, "must start with /");
@@ -580,11 +581,11 @@ class Validator {
         return null;
       }
       if (routes.items.length > MAX_ROUTE_RULES) {
-        this.reject("spans.content.routes", "at most " + MAX_ROUTE_RULES.toString() + " rules");
+        this.reject("spans.content.routes", "at most " + decimal(MAX_ROUTE_RULES) + " rules");
         return null;
       }
       for (let i = 0; i < routes.items.length; i++) {
-        const field = "spans.content.routes[" + i.toString() + "]";
+        const field = "spans.content.routes[" + decimal(i) + "]";
         const item = routes.items[i];
         if (!this.objectWithKeys(item, field, ["routeName", "enabled"])) return null;
         const name = item.get("routeName");
@@ -672,9 +673,9 @@ class Validator {
     const routes = v.get("routes");
     if (routes === null) return true;
     if (routes.kind != JsonKind.Array) return this.reject("spans.keep.routes", "must be an array");
-    if (routes.items.length > MAX_ROUTE_RULES) return this.reject("spans.keep.routes", "at most " + MAX_ROUTE_RULES.toString() + " rules");
+    if (routes.items.length > MAX_ROUTE_RULES) return this.reject("spans.keep.routes", "at most " + decimal(MAX_ROUTE_RULES) + " rules");
     for (let i = 0; i < routes.items.length; i++) {
-      const field = "spans.keep.routes[" + i.toString() + "]";
+      const field = "spans.keep.routes[" + decimal(i) + "]";
       const item = routes.items[i];
       if (!this.objectWithKeys(item, field, ["routeName", "slowerThanMs"])) return false;
       const name = item.get("routeName");
@@ -693,9 +694,9 @@ class Validator {
 
   private live(v: JsonValue, sc: SpanConfig): bool {
     if (v.kind != JsonKind.Array) return this.reject("spans.keep.live", "must be an array");
-    if (v.items.length > MAX_LIVE_THRESHOLDS) return this.reject("spans.keep.live", "at most " + MAX_LIVE_THRESHOLDS.toString() + " entries");
+    if (v.items.length > MAX_LIVE_THRESHOLDS) return this.reject("spans.keep.live", "at most " + decimal(MAX_LIVE_THRESHOLDS) + " entries");
     for (let i = 0; i < v.items.length; i++) {
-      const field = "spans.keep.live[" + i.toString() + "]";
+      const field = "spans.keep.live[" + decimal(i) + "]";
       const item = v.items[i];
       if (!this.objectWithKeys(item, field, ["route", "model", "durationMs", "ttftMs"])) return false;
       const t = new LiveThreshold();
@@ -838,7 +839,7 @@ class Validator {
       }
     }
     if (llm.requestUsageInStream && llm.maxRequestBodyBytes > ENVOY_BUFFER_LIMIT_BYTES) {
-      return this.reject("llm.maxRequestBodyBytes", "must be at most " + ENVOY_BUFFER_LIMIT_BYTES.toString() + " with llm.requestUsageInStream (Envoy's buffer limit)");
+      return this.reject("llm.maxRequestBodyBytes", "must be at most " + decimal(ENVOY_BUFFER_LIMIT_BYTES) + " with llm.requestUsageInStream (Envoy's buffer limit)");
     }
     return true;
   }
@@ -853,9 +854,9 @@ class Validator {
     const routes = s.get("routes");
     if (routes !== null) {
       if (routes.kind != JsonKind.Array) return this.reject("sampling.routes", "must be an array");
-      if (routes.items.length > MAX_ROUTE_RULES) return this.reject("sampling.routes", "at most " + MAX_ROUTE_RULES.toString() + " rules");
+      if (routes.items.length > MAX_ROUTE_RULES) return this.reject("sampling.routes", "at most " + decimal(MAX_ROUTE_RULES) + " rules");
       for (let i = 0; i < routes.items.length; i++) {
-        const rule = this.routeRule(routes.items[i], "sampling.routes[" + i.toString() + "]");
+        const rule = this.routeRule(routes.items[i], "sampling.routes[" + decimal(i) + "]");
         if (rule === null) return false;
         c.routes.push(rule);
         if (rule.pathPrefixBytes !== null) c.rulesUsePath = true;
@@ -865,9 +866,9 @@ class Validator {
     const force = s.get("force");
     if (force !== null) {
       if (force.kind != JsonKind.Array) return this.reject("sampling.force", "must be an array");
-      if (force.items.length > MAX_FORCE_RULES) return this.reject("sampling.force", "at most " + MAX_FORCE_RULES.toString() + " rules");
+      if (force.items.length > MAX_FORCE_RULES) return this.reject("sampling.force", "at most " + decimal(MAX_FORCE_RULES) + " rules");
       for (let i = 0; i < force.items.length; i++) {
-        const rule = this.forceRule(force.items[i], "sampling.force[" + i.toString() + "]");
+        const rule = this.forceRule(force.items[i], "sampling.force[" + decimal(i) + "]");
         if (rule === null) return false;
         c.force.push(rule);
       }

@@ -1,6 +1,7 @@
 // A small strict JSON reader for the plugin configuration. AssemblyScript has no JSON in its
 // standard library and cannot catch exceptions, so parse failures come back as a message, never
 // as a throw (a throw would abort the VM: REFERENCE section 1).
+import { decimal } from "../decimal";
 
 export const enum JsonKind { Null, Bool, Number, String, Array, Object }
 
@@ -47,7 +48,7 @@ export class JsonParser {
   }
 
   private fail(message: string): JsonValue | null {
-    if (this.error.length == 0) this.error = "invalid JSON at offset " + this.pos.toString() + ": " + message;
+    if (this.error.length == 0) this.error = "invalid JSON at offset " + decimal(this.pos) + ": " + message;
     return null;
   }
 
@@ -60,7 +61,7 @@ export class JsonParser {
   }
 
   private value(depth: i32): JsonValue | null {
-    if (depth > MAX_DEPTH) return this.fail("nested deeper than " + MAX_DEPTH.toString());
+    if (depth > MAX_DEPTH) return this.fail("nested deeper than " + decimal(MAX_DEPTH));
     if (this.pos >= this.text.length) return this.fail("unexpected end");
     const c = this.text.charCodeAt(this.pos);
     if (c == 0x7b) return this.object(depth);

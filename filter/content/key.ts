@@ -9,6 +9,7 @@
 import * as host from "../host/host";
 import { ACCEPT, AUTHORITY, GET, JSON_TYPE, METHOD, PATH, STATUS } from "../host/names";
 import { HmacKey } from "./sha256";
+import { decimal } from "../decimal";
 
 /** Where the key stands. Anything but Held means typed placeholders. */
 export const enum KeyState { None, Held, Missing, Refused, Unreachable }
@@ -112,7 +113,7 @@ export class KeyPoller {
     if (code == "404") return this.failed(KeyState.Missing, "the control plane has no key for this workload (404)", refreshMs);
     if (code == "403") return this.failed(KeyState.Refused, "the control plane refused this workload the key (403)", refreshMs);
     if (code != "200") return this.failed(KeyState.Unreachable, "the control plane answered " + (code.length > 0 ? code : "nothing (timeout or reset)"), refreshMs);
-    if (bodySize > MAX_RESPONSE_BYTES) return this.failed(KeyState.Unreachable, "the key answer is larger than " + MAX_RESPONSE_BYTES.toString() + " bytes", refreshMs);
+    if (bodySize > MAX_RESPONSE_BYTES) return this.failed(KeyState.Unreachable, "the key answer is larger than " + decimal(MAX_RESPONSE_BYTES) + " bytes", refreshMs);
     const body = host.getHttpCallResponseBody(bodySize);
     if (body === null) return this.failed(KeyState.Unreachable, "could not read the key answer", refreshMs);
     const parsed = parseKeyAnswer(changetype<usize>(body), body.byteLength);

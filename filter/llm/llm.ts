@@ -95,7 +95,8 @@ export class LlmExchange {
   private json: JsonScanner | null = null;
   private sse: SseScanner | null = null;
   private responseStarted: bool = false;
-  /** Streams: wall-clock ns when the first event with content had arrived, and of the last body byte; 0 until then. */
+  /** Streams: wall-clock ns when the first body chunk arrived, when the first event with content had, and of the last body byte; 0 until then. */
+  firstChunkNs: i64 = 0;
   firstContentNs: i64 = 0;
   lastByteNs: i64 = 0;
   // What record() found, for the request's span.
@@ -264,9 +265,13 @@ export class LlmExchange {
       const bytes = host.getBodyBytes(host.BodyBuffer.Response, length);
       if (bytes !== null) {
         if (sse !== null) {
+          // Time to first chunk is to the first chunk received, whatever it holds (semantic-conventions-genai
+          // e8fc5751 model/gen-ai/registry.yaml); TTFT is to the first event carrying content (a role-only
+          // first event is no token), the same instant when that chunk had content.
+          const chunk = this.firstChunkNs == 0;
+          if (chunk) this.firstChunkNs = <i64>host.nowNs();
           sse.feed(changetype<usize>(bytes), bytes.byteLength);
-          // Time to first chunk: the first event carrying content (a role-only first event is no token).
-          if (this.firstContentNs == 0 && sse.contentChunks > 0) this.firstContentNs = <i64>host.nowNs();
+          if (this.firstContentNs == 0 && sse.contentChunks > 0) this.firstContentNs = chunk ? this.firstChunkNs : <i64>host.nowNs();
         } else {
           const json = this.json!;
           if (!json.failed) json.feed(changetype<usize>(bytes), bytes.byteLength);

@@ -4,6 +4,7 @@
 // MAX_LENGTH_BOUNDARIES boundaries per side: with `gt` and `unknown` that is five label sets per
 // histogram, each a series Envoy keeps for the proxy's life (docs/filter.md, Stat budget).
 // Pure logic: no host calls.
+import { decimal } from "../decimal";
 
 export const MAX_LENGTH_BOUNDARIES: i32 = 3;
 /** The label value of a request whose token count is not known (no usage in the response). */
@@ -42,9 +43,9 @@ export class LengthClasses {
     this.boundaries = boundaries;
     const n = boundaries.length;
     const names = new StaticArray<string>(n == 0 ? 0 : n + 2);
-    for (let i = 0; i < n; i++) names[i] = "le" + boundaries[i].toString();
+    for (let i = 0; i < n; i++) names[i] = "le" + decimal(boundaries[i]);
     if (n > 0) {
-      names[n] = "gt" + boundaries[n - 1].toString();
+      names[n] = "gt" + decimal(boundaries[n - 1]);
       names[n + 1] = LENGTH_UNKNOWN;
     }
     this.names = names;

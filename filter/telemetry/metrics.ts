@@ -7,6 +7,7 @@
 // Istio's tag regexes are unanchored (`TAG=\.=(.+?);\.;`), so no tag name may end with another
 // (`reason` would match inside `finish_reason`), and none may reuse a name Istio already extracts
 // with its own regex (`response_code_class`).
+import { decimal } from "../decimal";
 
 export const REQUESTS_TOTAL = "tokentrace_requests_total";
 export const REQUEST_DURATION_MS = "tokentrace_request_duration_ms";
@@ -138,7 +139,7 @@ export function codeClassIndex(code: i64): i32 {
 }
 
 export function codeClassName(index: i32): string {
-  return index == 0 ? "none" : index.toString() + "xx";
+  return index == 0 ? "none" : decimal(index) + "xx";
 }
 
 /** Longest label value kept; longer values are cut. */
@@ -268,7 +269,7 @@ export function errorTypeName(index: i32): string {
     case ERROR_TYPE_RESET_BEFORE_RESPONSE: return "reset_before_response";
     case ERROR_TYPE_RESET_DURING_RESPONSE: return "reset_during_response";
     case ERROR_TYPE_OTHER: return "_OTHER";
-    default: return index.toString();
+    default: return decimal(index);
   }
 }
 

@@ -40,7 +40,7 @@ export class SpanRecord {
   serverPort: i64 = -1;
   startNs: i64 = 0;
   endNs: i64 = 0;
-  firstContentNs: i64 = 0;
+  firstChunkNs: i64 = 0;
   /** Tail keep: why an unsampled request's span was exported ("" for a sampled one). */
   keepReason: string = "";
   /** Captured content, redacted as it is written (content capture on, sampled requests only). */
@@ -164,16 +164,15 @@ function quotedBytes(bytes: ArrayBuffer): void {
 }
 
 function decimal(v: i64): void {
-  if (v < 0) {
-    out.ascii(v.toString());
-    return;
-  }
+  if (v < 0) out.byte(0x2d);
+  // Unsigned, so the most negative i64 has its magnitude too.
+  let u: u64 = v < 0 ? <u64>0 - <u64>v : <u64>v;
   let n = 0;
   do {
-    store<u8>(DIGITS + 19 - n, <u8>(0x30 + <i32>(v % 10)));
-    v /= 10;
+    store<u8>(DIGITS + 19 - n, <u8>(0x30 + <i32>(u % 10)));
+    u /= 10;
     n++;
-  } while (v > 0);
+  } while (u > 0);
   out.bytes(DIGITS + 20 - n, n);
 }
 
@@ -320,10 +319,10 @@ export function encodeSpan(r: SpanRecord, providerName: string): ArrayBuffer {
   // A finish reason expected but not received, the generation having failed: "error".
   if (r.finishReason.length > 0) stringArrayAttr("gen_ai.response.finish_reasons", r.finishReason);
   else if (errorType.length > 0 && !embeddings) stringArrayAttr("gen_ai.response.finish_reasons", "error");
-  if (r.stream && r.firstContentNs > 0 && r.firstContentNs >= r.startNs) {
+  if (r.stream && r.firstChunkNs > 0 && r.firstChunkNs >= r.startNs) {
     openAttr("gen_ai.response.time_to_first_chunk");
     out.ascii("\"doubleValue\":");
-    seconds(r.firstContentNs - r.startNs);
+    seconds(r.firstChunkNs - r.startNs);
     out.ascii("}}");
   }
   if (r.inputTokens >= 0) intAttr("gen_ai.usage.input_tokens", r.inputTokens);

@@ -48,7 +48,8 @@ const num = (v: unknown): number | null => (typeof v === "number" && Number.isFi
 /** The dashboard's view of a span. */
 export function llmCallOf(s: SpanRecord, source = "local"): LlmCall {
   const a = s.attributes;
-  // GenAI conventions: gen_ai.response.time_to_first_chunk (s); the filter before it: a gen_ai.first_token event.
+  // GenAI conventions: gen_ai.response.time_to_first_chunk (s), to the first chunk received (vLLM and TGI send their first
+  // chunk with the first token); the filter before it: a gen_ai.first_token event.
   const ttftSeconds = num(a.get("gen_ai.response.time_to_first_chunk"));
   const firstTokenEvent = s.events.find((e) => e.name === "gen_ai.first_token");
   const ttftMs = ttftSeconds !== null ? ttftSeconds * 1000 : firstTokenEvent ? firstTokenEvent.timeMs - s.startMs : null;

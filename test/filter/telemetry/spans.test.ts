@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { ManualClock, type FilterStream, type FilterVm } from "../../host/index.js";
 import { otlpJsonProblems } from "../../support/otlp-json.js";
 import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from "../../support/otlp-receiver.js";
-import { countingRandom, loadFilter } from "../support.js";
+import { countingRandom, llmSamples, loadFilter } from "../support.js";
 
 const T0 = 1_700_000_000_000_000_000n;
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -72,6 +72,9 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
     assert.equal(span.startTimeUnixNano, String(T0));
     assert.equal(span.endTimeUnixNano, String(T0 + 150_000_000n));
     assert.equal(span.events, undefined, "time to first chunk is an attribute, not an event");
+    // The first chunk (120 ms) held no whole event; the first content came 30 ms later. The span's
+    // time to first chunk is to the first chunk received, as the convention defines it; TTFT is to the content.
+    assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", { route: "chat", model: "llama-3.1-8b" }), [150]);
     assert.deepEqual(attributes(span), {
       "gen_ai.operation.name": "chat",
       "gen_ai.provider.name": "vllm",
@@ -80,7 +83,7 @@ describe("token-flow spans over OTLP/HTTP (emulated Envoy host, real receiver)",
       "gen_ai.response.id": "chatcmpl-7",
       "gen_ai.response.model": "llama-3.1-8b-instruct",
       "gen_ai.response.finish_reasons": ["stop"],
-      "gen_ai.response.time_to_first_chunk": 0.15,
+      "gen_ai.response.time_to_first_chunk": 0.12,
       "gen_ai.usage.input_tokens": 11,
       "gen_ai.usage.output_tokens": 2,
       "server.address": "llm.svc",
