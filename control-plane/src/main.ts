@@ -98,11 +98,17 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   const pipeline =
     pipelineConfig === undefined
       ? undefined
-      : await startPipelinePart(pipelineConfig, runtime, metrics.registry, (series, result) => {
-          dashboard.observe(series, result);
-          adaptive.pipelineRates?.observe(series, result);
-          adaptive.pipelineHistograms?.observe(series, result);
-        });
+      : await startPipelinePart(
+          pipelineConfig,
+          runtime,
+          metrics.registry,
+          (series, result) => {
+            dashboard.observe(series, result);
+            adaptive.pipelineRates?.observe(series, result);
+            adaptive.pipelineHistograms?.observe(series, result);
+          },
+          (url, notes) => dashboard.gpu.noteExporterLabels(url, notes),
+        );
 
   const traces = tracesPart(config.traces);
   const filters = await startFilterListener({ config: config.filters, http: config.http, content: config.content, runtime, store, overrides: adaptive.overrides, metrics, traces });

@@ -14,12 +14,13 @@ export function enabledPipelineConfig(section: PipelineSection): PipelineConfig 
 }
 
 /** Starts the pipeline on the runtime's clock; cluster credentials only when it discovers pods or shards. */
-export function startPipelinePart(config: PipelineConfig, runtime: Runtime, registry: Registry, onBatch: NonNullable<PipelineDeps["onBatch"]>): Promise<RunningPipeline> {
+export function startPipelinePart(config: PipelineConfig, runtime: Runtime, registry: Registry, onBatch: NonNullable<PipelineDeps["onBatch"]>, onExporterLabels?: PipelineDeps["onExporterLabels"]): Promise<RunningPipeline> {
   return startPipeline(config, {
     registry,
     clock: { now: runtime.nowMs, sleep: runtime.delay, monotonicMs: runtime.monotonicMs },
     ...(config.scrape.kubernetes.enabled || config.sharding.enabled ? { kubeConfig: runtime.kubeConfig() } : {}),
     log: (message) => runtime.log({ msg: "pipeline", detail: message }),
     onBatch,
+    ...(onExporterLabels ? { onExporterLabels } : {}),
   });
 }

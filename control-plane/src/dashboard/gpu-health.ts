@@ -8,6 +8,7 @@
 import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import * as C from "../join/catalogue.js";
+import { labelNoteMessage, type ExporterLabelNote } from "../join/gpu-index.js";
 
 /**
  * The thresholds of the GPU alerts (tokentrace:gpu_threshold:parameter in
@@ -97,12 +98,42 @@ export interface GpuPodKey {
 const podKeyOf = (k: GpuPodKey): string => `${k.namespace}\u0000${k.pod}`;
 const mean = (v: number[]): number | undefined => (v.length > 0 ? v.reduce((a, b) => a + b, 0) / v.length : undefined);
 
+/** dcgm-exporters whose label spellings the page lists at most (the self-metric tokentrace_join_dcgm_label_spellings counts them all). */
+export const MAX_EXPORTER_NOTES = 32;
+
+/** A dcgm-exporter that labels pods other than its default way, and what to do about it. */
+export interface ExporterNoteRow {
+  url: string;
+  spelling: ExporterLabelNote;
+  message: string;
+}
+
 /** Collects the GPU health panels' points from joined batches, bounded by `limits`. */
 export class GpuHealthPanels {
   private readonly pods = new Map<string, { key: GpuPodKey; points: PodPoint[]; smSource?: string; basis?: string; gpuCount: number }>();
   private readonly gpus = new Map<string, { points: GpuPoint[]; now: GpuNow }>();
 
+  /** Exporter URL -> its spellings other than the default, while it has any. */
+  private readonly exporterNotes = new Map<string, ExporterLabelNote[]>();
+
   constructor(private readonly limits: GpuPanelLimits = DEFAULT_GPU_LIMITS) {}
+
+  /** A dcgm-exporter's label spellings other than its defaults changed (none: back to them, or it went away). */
+  noteExporterLabels(url: string, notes: ReadonlySet<ExporterLabelNote>): void {
+    if (notes.size === 0) {
+      this.exporterNotes.delete(url);
+      return;
+    }
+    if (!this.exporterNotes.has(url) && this.exporterNotes.size >= MAX_EXPORTER_NOTES) return;
+    this.exporterNotes.set(url, [...notes].sort());
+  }
+
+  /** What the page says about exporters labelled other than their default way, by URL. */
+  exporterNoteRows(): ExporterNoteRow[] {
+    return [...this.exporterNotes]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .flatMap(([url, notes]) => notes.map((spelling) => ({ url, spelling, message: labelNoteMessage(spelling, url) })));
+  }
 
   /** Takes one joined batch: a sidecar's for its pod's GPU state, a dcgm-exporter's for GPU health. */
   observe(series: readonly WriteSeries[], source: GpuBatchSource): void {

@@ -1,6 +1,7 @@
 // The GPU health panel family's endpoint: GET /v1/dashboard/gpus, per pod of a namespace its GPU
 // panels' columns (gpu-health.ts), what its figures were measured on, its GPUs' current problems,
-// the alert thresholds drawn dashed and what each panel needs dcgm-exporter to export.
+// the alert thresholds drawn dashed, what each panel needs dcgm-exporter to export, and the exporters
+// that label pods other than their default way (the join reads them; rules and dashboards do not).
 import type { NextFunction, Request, RequestHandler, Response, Router } from "express";
 import { GPU_PANEL_NEEDS, GPU_THRESHOLDS, type GpuHealthPanels } from "./gpu-health.js";
 import { queryString, rangeOf } from "./query.js";
@@ -31,6 +32,7 @@ export function gpuRoutes(router: Router, { deps, read, now }: GpuFamilyContext)
       lookbackSeconds: grid.windowMs / 1000,
       thresholds: GPU_THRESHOLDS,
       needs: GPU_PANEL_NEEDS,
+      exporterNotes: panels?.exporterNoteRows() ?? [],
       pods: keys.map((k) => ({ ...k, ...panels!.describe(k), columns: panels!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs }) })),
     });
   });

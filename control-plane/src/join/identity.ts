@@ -128,7 +128,10 @@ export class IdentityStage implements IdentityView {
   /** Forgets a target that went away; returns scrapes its going released (an exporter no longer awaited). */
   removeTarget(t: ScrapeTarget): Admitted[] {
     if (t.kind === "dcgm") {
+      const gone = this.exporters.get(t.id);
       this.exporters.delete(t.id);
+      // Its spellings leave with it: whoever shows them is told there are none.
+      if (gone?.labelNotes) this.options.onExporterLabels?.(t, new Set());
       this.index.removeExporter(t.id);
       return this.resolvePending(undefined);
     }

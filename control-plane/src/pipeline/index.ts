@@ -7,7 +7,7 @@ import { Scraper, type ScrapeResult } from "../scrape/scraper.js";
 import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
 import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
 import { Joiner, type JoinedBatch } from "../join/joiner.js";
-import { labelNoteMessage } from "../join/gpu-index.js";
+import { labelNoteMessage, type ExporterLabelNote } from "../join/gpu-index.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
 import type { WriteSeries } from "../remote-write/series.js";
@@ -44,6 +44,8 @@ export interface PipelineDeps {
   readMemberLease?: MemberLeaseReader;
   /** Called with each joined batch before it is queued (diagnostics and tests). */
   onBatch?: (series: WriteSeries[], result: ScrapeResult) => void;
+  /** Called when a dcgm-exporter's label spellings other than its defaults change (none: back to them, or the exporter went). */
+  onExporterLabels?: (url: string, notes: ReadonlySet<ExporterLabelNote>) => void;
   log?: (msg: string) => void;
 }
 
@@ -110,6 +112,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     onExporterLabels: (target, notes) => {
       for (const note of notes) deps.log?.(labelNoteMessage(note, target.url));
       countSpellings();
+      deps.onExporterLabels?.(target.url, notes);
     },
   });
   function countSpellings(): void {

@@ -15,7 +15,7 @@ import express from "express";
 import { parseAllDocuments } from "yaml";
 import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
-import { GPU_THRESHOLDS, GpuHealthPanels } from "../../../control-plane/src/dashboard/gpu-health.js";
+import { GPU_THRESHOLDS, GpuHealthPanels, MAX_EXPORTER_NOTES } from "../../../control-plane/src/dashboard/gpu-health.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
@@ -130,4 +130,45 @@ test("the panels' thresholds are the alert rules' parameters (tokentrace:gpu_thr
     stragglerUtilizationSpreadPercent: value("straggler_utilization_spread_percent"),
     stragglerMemorySpreadRatio: value("straggler_memory_spread_ratio"),
   });
+});
+
+test("GET /v1/dashboard/gpus lists the dcgm-exporters labelled other than their default way, with the flag to change, until they change it or go", async () => {
+  const dashboard = new DashboardSeries();
+  const joiner = new Joiner({ onExporterLabels: (t, notes) => dashboard.gpu.noteExporterLabels(t.url, notes) });
+  const old: ScrapeTarget = { id: "dcgm|gpu-node-e", kind: "dcgm", url: "http://gpu-node-e:9400/metrics", intervalMs: STEP_MS, timeoutMs: 1000, namespace: "gpu-operator", pod: "dcgm-e", node: "gpu-node-e" };
+  const renamed: ScrapeTarget = { ...old, id: "dcgm|gpu-node-d", url: "http://gpu-node-d:9400/metrics", pod: "dcgm-d", node: "gpu-node-d" };
+  joiner.setTargets([old, renamed]);
+  const scrape = (t: ScrapeTarget, text: string, k: number): void => {
+    const p = parseText(text);
+    joiner.join({ target: t, timestampMs: T0 + k * STEP_MS, durationMs: 5, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors });
+  };
+  // A Prometheus scrape with honor_labels false moved the exporter's pod and namespace to exported_*.
+  const honorFalse = fixture("dcgm-default-counters.prom").replace(/\bpod="/g, 'exported_pod="').replace(/\bnamespace="/g, 'exported_namespace="');
+  scrape(old, fixture("dcgm-old-namespace.prom"), 0);
+  scrape(renamed, honorFalse, 0);
+  const { url, close } = await serve(dashboard, T0 + 500);
+  const notes = async (): Promise<{ url: string; spelling: string; message: string }[]> => ((await (await fetch(`${url}/v1/dashboard/gpus?range=300`)).json()) as { exporterNotes: { url: string; spelling: string; message: string }[] }).exporterNotes;
+  try {
+    const rows = await notes();
+    assert.deepEqual(rows.map((r) => [r.url, r.spelling]), [
+      [renamed.url, "honor_labels_renamed"],
+      [old.url, "old_namespace"],
+    ]);
+    assert.match(rows[0]!.message, /serviceMonitor\.honorLabels: true/);
+    assert.match(rows[1]!.message, /--use-old-namespace/);
+    scrape(old, fixture("dcgm-default-counters.prom"), 1);
+    assert.deepEqual((await notes()).map((r) => r.url), [renamed.url], "the exporter runs without the flag now");
+    joiner.removeTarget(renamed);
+    assert.deepEqual(await notes(), [], "an exporter that went away says nothing more");
+  } finally {
+    await close();
+  }
+});
+
+test("GPU panels list at most MAX_EXPORTER_NOTES exporters: a new one past the bound is left out, a listed one still updates", () => {
+  const panels = new GpuHealthPanels();
+  for (let i = 0; i < MAX_EXPORTER_NOTES + 5; i++) panels.noteExporterLabels(`http://n${String(i).padStart(3, "0")}:9400/metrics`, new Set(["old_namespace"] as const));
+  assert.equal(panels.exporterNoteRows().length, MAX_EXPORTER_NOTES);
+  panels.noteExporterLabels("http://n000:9400/metrics", new Set(["old_namespace", "honor_labels_renamed"] as const));
+  assert.deepEqual(panels.exporterNoteRows().filter((r) => r.url === "http://n000:9400/metrics").map((r) => r.spelling), ["honor_labels_renamed", "old_namespace"]);
 });

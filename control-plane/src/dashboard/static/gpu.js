@@ -82,6 +82,16 @@
     return g;
   }
 
+  /** The exporters labelled other than their default way: what the join reads and what to change, above the pods. */
+  function exporterNotes(rows) {
+    let list = $("gpu-exporter-notes");
+    if (!list) {
+      list = Object.assign(document.createElement("ul"), { id: "gpu-exporter-notes", className: "gpu-problems" });
+      $("gpu-panels").before(list);
+    }
+    list.replaceChildren(...rows.map((r) => Object.assign(document.createElement("li"), { textContent: r.message })));
+  }
+
   async function refresh() {
     const page = new window.URLSearchParams(window.location.search);
     const q = new window.URLSearchParams({ range: page.get("range") || "900" });
@@ -95,6 +105,7 @@
       return;
     }
     $("gpu").hidden = body.pipeline === "off";
+    exporterNotes(body.exporterNotes ?? []);
     $("gpu-note").textContent =
       body.pods.length === 0
         ? "No pod's GPUs reported yet (the pipeline joins dcgm-exporter's GPUs to each pod's sidecar scrape)."
