@@ -1,7 +1,8 @@
 // The pipeline tells the operator when a dcgm-exporter labels pods other than its default way: a
 // real scrape over HTTP of a --use-old-namespace exporter (test/fixtures/pipeline, dcgm-exporter
 // d5e5f51's format) logs a line naming the flag and counts the exporter in
-// tokentrace_join_dcgm_label_spellings; once the exporter runs without it, the count drops back.
+// tokentrace_join_dcgm_label_spellings and tells the dashboard; once the exporter runs without it, the count
+// drops back and the dashboard is told.
 import { after, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
@@ -31,9 +32,10 @@ it("a --use-old-namespace dcgm-exporter: one log line naming the flag, counted b
   const registry = new Registry();
   const logs: string[] = [];
   let dcgmScrapes = 0;
+  const told: [string, string[]][] = [];
   const p = await startPipeline(
     withDefaults({ scrape: { intervalMs: 15000, timeoutMs: 5000, spreadStart: false, static: [{ url, kind: "dcgm", node: "gpu-node-e" }] }, remoteWrite: { queueDir, targets: [] } }),
-    { registry, clock, log: (m) => logs.push(m), onBatch: (_s, r) => (dcgmScrapes += r.target.kind === "dcgm" ? 1 : 0) },
+    { registry, clock, log: (m) => logs.push(m), onBatch: (_s, r) => (dcgmScrapes += r.target.kind === "dcgm" ? 1 : 0), onExporterLabels: (u, notes) => told.push([u, [...notes]]) },
   );
   cleanups.push(async () => {
     const stopping = p.stop();
@@ -52,4 +54,5 @@ it("a --use-old-namespace dcgm-exporter: one log line naming the flag, counted b
   await until(() => dcgmScrapes === 2, "scraped again");
   assert.equal(await gauge("old_namespace"), 0);
   assert.equal(logs.filter((l) => l.includes("dcgm-exporter")).length, 1, "nothing more to say");
+  assert.deepEqual(told, [[url, ["old_namespace"]], [url, []]], "the dashboard is told at each change (its GPU section lists the exporter, then no more)");
 });
