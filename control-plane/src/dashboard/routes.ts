@@ -13,7 +13,9 @@ import type { Policy } from "../policy/model.js";
 import type { PolicyRepository } from "../policy/repository.js";
 import type { DashboardSource, RouteKey } from "./series.js";
 import { LATENCY_PHASES, QUANTILES, resolution, scrapeIntervalOf, windowColumns } from "./window.js";
+import { lengthClassFigures } from "./length-classes-window.js";
 import { SLO_THRESHOLDS } from "./engine-signals.js";
+import { ADAPTER_FIGURES_WINDOW_MS, adapterRowsWithFigures } from "./lora-figures.js";
 import { engineCausesRoutes } from "./engine-causes-route.js";
 import { gpuRoutes } from "./gpu-route.js";
 import { keepRoutes, type LiveThresholdView } from "./keep-route.js";
@@ -66,6 +68,7 @@ function loadAssets(): Map<string, Asset> {
     ["/dashboard/charts.js", join(staticDir, "charts.js"), js],
     ["/dashboard/policies.js", join(staticDir, "policies.js"), js],
     ["/dashboard/traces.js", join(staticDir, "traces.js"), js],
+    ["/dashboard/length-classes.js", join(staticDir, "length-classes.js"), js],
     ["/dashboard/waterfall.js", join(staticDir, "waterfall.js"), js],
     ["/dashboard/diff.js", join(staticDir, "diff.js"), js],
     ["/dashboard/gpu.js", join(staticDir, "gpu.js"), js],
@@ -161,9 +164,11 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const histograms = LATENCY_PHASES.filter((phase) => intervals.some((i) => [...i.counts.models.values()].some((m) => m[phase].counts.length > 0)));
     const scrapeMs = scrapeIntervalOf(intervals);
     const grid = resolution(rangeSeconds * 1000, scrapeMs);
-    const columns = key
-      ? windowColumns(intervals, { nowMs: now(), rangeMs: rangeSeconds * 1000, ...grid, model: model !== undefined && models.includes(model) ? model : undefined })
-      : { t: [] };
+    const shownModel = model !== undefined && models.includes(model) ? model : undefined;
+    const nowMs = now();
+    const columns = key ? windowColumns(intervals, { nowMs, rangeMs: rangeSeconds * 1000, ...grid, model: shownModel }) : { t: [] };
+    // Over the whole range, not per point: a few rows (at most MAX_LENGTH_CLASSES per histogram), not columns.
+    const lengthClasses = key ? lengthClassFigures(intervals, { nowMs, rangeMs: rangeSeconds * 1000, model: shownModel }) : null;
     if (key) {
       try {
         columns.adaptiveTargetTracesPerSecond = await adaptiveTargets(deps.store, key.namespace, columns.t as number[]);
@@ -179,7 +184,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       namespace: key?.namespace ?? null,
       route: key?.route ?? null,
       models,
-      model: model !== undefined && models.includes(model) ? model : null,
+      model: shownModel ?? null,
       pods: [...new Set(intervals.map((i) => i.pod))].sort(),
       rangeSeconds,
       stepSeconds: grid.stepMs / 1000,
@@ -189,6 +194,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       quantiles: [...QUANTILES],
       histograms,
       sampling: key ? samplingOf(deps, key) : null,
+      lengthClasses,
       columns,
     });
   });
@@ -205,6 +211,9 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     keys.sort((a, b) => (a.namespace !== b.namespace ? (a.namespace < b.namespace ? -1 : 1) : a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
     const scrapeMs = engine && keys.length > 0 ? engine.scrapeIntervalMs(keys[0]!) : 2000;
     const grid = resolution(rangeSeconds * 1000, scrapeMs);
+    const nowMs = now();
+    // Per adapter: where it runs now (within the lookback) and its sidecar figures over 5 min, one pass per namespace.
+    const adapters = deps.dashboard ? adapterRowsWithFigures(deps.dashboard, keys, nowMs, grid.windowMs) : keys.map(() => []);
     res.set("cache-control", "no-store").json({
       source: "pipeline",
       pipeline: deps.dashboard ? "on" : "off",
@@ -212,13 +221,14 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
       rangeSeconds,
       stepSeconds: grid.stepMs / 1000,
       lookbackSeconds: grid.windowMs / 1000,
+      adapterWindowSeconds: ADAPTER_FIGURES_WINDOW_MS / 1000,
       thresholds: SLO_THRESHOLDS,
-      models: keys.map((k) => ({
+      models: keys.map((k, i) => ({
         namespace: k.namespace,
         model: k.model,
         pods: [...new Set(engine!.points(k).map((p) => p.pod))].sort(),
-        columns: roundedRatios(engine!.columns(k, { nowMs: now(), rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs })),
-        adapters: lora?.adapters(k.namespace, k.model, now(), grid.windowMs) ?? [],
+        columns: roundedRatios(engine!.columns(k, { nowMs, rangeMs: rangeSeconds * 1000, stepMs: grid.stepMs, lookbackMs: grid.windowMs })),
+        adapters: adapters[i]!,
       })),
     });
   });

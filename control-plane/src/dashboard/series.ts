@@ -10,6 +10,7 @@ import { counterDelta } from "../join/joiner.js";
 import { LoraAdapterStates } from "./lora-adapters.js";
 import { EngineSignals } from "./engine-signals.js";
 import { GpuHealthPanels } from "./gpu-health.js";
+import { compareLengthClasses, isLengthClass, LENGTH_CLASS_LABELS, MAX_LENGTH_CLASSES } from "./length-classes.js";
 
 /** Cumulative bucket counts (or their sum over a window) keyed by upper bound; `Infinity` is +Inf. */
 export type Buckets = Map<number, number>;
@@ -37,6 +38,20 @@ export interface ErrorDeltas {
 /** Failures by error_type: cumulative as scraped (a Map) or, over an interval, ErrorDeltas (null without a failure). */
 export type ErrorsOf<B> = B extends Buckets ? Map<string, number> : ErrorDeltas | null;
 
+/**
+ * One histogram's increase over one interval by the filter's length class: only the classes that
+ * grew, `classes` shared by every interval with the same list (NamesPool), `deltas` in their order.
+ * When one class alone grew, its deltas are the histogram's own (the same object): the usual
+ * interval, every call of a scrape in one class, costs a small object and no second array.
+ */
+export interface ClassDeltas {
+  classes: readonly string[];
+  deltas: BucketDeltas[];
+}
+
+/** A histogram by length class: cumulative per class as scraped, or over an interval ClassDeltas (null when no class grew). */
+export type ByClassOf<B> = B extends Buckets ? Map<string, Buckets> : ClassDeltas | null;
+
 /** One model's share of a route, cumulative as scraped (`B` = Buckets) or increased over an interval (`B` = BucketDeltas). */
 export interface ModelCounts<B = BucketDeltas> {
   llmRequests: number;
@@ -50,6 +65,12 @@ export interface ModelCounts<B = BucketDeltas> {
   decode: B;
   /** tokentrace_llm_duration_ms: every LLM call, start to end. */
   duration: B;
+  /** ttft by input_length (series without the label are in `ttft` only). */
+  ttftByClass: ByClassOf<B>;
+  /** decode by output_length. */
+  decodeByClass: ByClassOf<B>;
+  /** duration by output_length. */
+  durationByClass: ByClassOf<B>;
 }
 
 /** One route's counts, cumulative as scraped (`B` = Buckets) or increased over one scrape interval of one pod. */
@@ -130,6 +151,10 @@ const MODEL_BYTES = 200;
 const TYPED_ARRAY_BYTES = 240;
 // An interval's failures of one model: the ErrorDeltas object and its counts array (the types are shared).
 const ERRORS_BYTES = 100;
+// One histogram's ClassDeltas: the object and its deltas array (the class names are shared); each
+// delta not shared with the histogram's own adds an object and a typed array.
+const CLASS_DELTAS_BYTES = 100;
+const CLASS_DELTA_BYTES = 60;
 
 /** Error types kept per (route, model), as the filter labels them (8, then _OTHER). */
 export const MAX_ERROR_TYPES = 8;
@@ -144,6 +169,11 @@ export function intervalBytes(i: RouteInterval): number {
   for (const m of i.counts.models.values()) {
     bytes += MODEL_BYTES + 3 * TYPED_ARRAY_BYTES + 8 * (m.ttft.counts.length + m.decode.counts.length + m.duration.counts.length);
     if (m.errors !== null) bytes += ERRORS_BYTES + 8 * m.errors.counts.length;
+    for (const [own, byClass] of [[m.ttft, m.ttftByClass], [m.decode, m.decodeByClass], [m.duration, m.durationByClass]] as const) {
+      if (byClass === null) continue;
+      bytes += CLASS_DELTAS_BYTES + 8 * byClass.deltas.length;
+      for (const d of byClass.deltas) if (d !== own) bytes += CLASS_DELTA_BYTES + TYPED_ARRAY_BYTES + 8 * d.counts.length;
+    }
   }
   return bytes;
 }
@@ -169,7 +199,7 @@ export const KEEP_REASONS = ["head", "forced", "slow", "error"] as const;
 export const DROPPED_OFFSET = KEEP_REASONS.length;
 const keepIndex = (reason: string | undefined): number => (KEEP_REASONS as readonly (string | undefined)[]).indexOf(reason);
 
-const newModel = (): ModelCounts<Buckets> => ({ llmRequests: 0, errors: new Map(), inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map() });
+const newModel = (): ModelCounts<Buckets> => ({ llmRequests: 0, errors: new Map(), inputTokens: 0, outputTokens: 0, ttft: new Map(), decode: new Map(), duration: new Map(), ttftByClass: new Map(), decodeByClass: new Map(), durationByClass: new Map() });
 const newRoute = (): RouteCounts<Buckets> => ({ byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() });
 const NO_BOUNDS = new Float64Array(0);
 const add = <K>(m: Map<K, number>, k: K, v: number): void => {
@@ -194,19 +224,19 @@ class BoundsPool {
   }
 }
 
-/** Error-type lists by their text, so intervals with the same failing types share one; each type a copy, not a slice of the scrape. */
-class ErrorTypesPool {
+/** Name lists (failing error types, grown length classes) by their text, so intervals with the same list share one; each name a copy, not a slice of the scrape. */
+class NamesPool {
   private readonly pool = new Map<string, readonly string[]>();
 
   constructor(private readonly max = 256) {}
 
-  of(types: string[]): readonly string[] {
-    const key = types.join("\u0000");
+  of(names: string[]): readonly string[] {
+    const key = names.join("\u0000");
     const known = this.pool.get(key);
     if (known) return known;
     // Label values are slices of the scraped text: a kept one would hold the whole text.
-    const copied = types.map((t) => Buffer.from(t, "utf8").toString("utf8"));
-    // Past `max` distinct lists (types changing every scrape) lists are not shared.
+    const copied = names.map((t) => Buffer.from(t, "utf8").toString("utf8"));
+    // Past `max` distinct lists (names changing every scrape) lists are not shared.
     if (this.pool.size < this.max) this.pool.set(key, copied);
     return copied;
   }
@@ -221,7 +251,7 @@ function errorTypeOf(errors: Map<string, number>, errorType: string): string {
 }
 
 /** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero). */
-function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool, typesPool: ErrorTypesPool): RouteCounts {
+function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool, namesPool: NamesPool): RouteCounts {
   const buckets = (cur: Buckets, prev: Buckets | undefined): BucketDeltas => {
     const bounds = pool.of(cur);
     const counts = new Float64Array(bounds.length);
@@ -231,7 +261,14 @@ function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | un
   const errors = (cur: Map<string, number>, prev: Map<string, number> | undefined): ErrorDeltas | null => {
     const failed = [...cur.keys()].sort().map((t) => ({ t, v: counterDelta(prev?.get(t) ?? 0, cur.get(t)!) })).filter((f) => f.v > 0);
     // map() allocates exactly its length; push() would leave room for 17 numbers.
-    return failed.length === 0 ? null : { types: typesPool.of(failed.map((f) => f.t)), counts: failed.map((f) => f.v) };
+    return failed.length === 0 ? null : { types: namesPool.of(failed.map((f) => f.t)), counts: failed.map((f) => f.v) };
+  };
+  const byClass = (cur: Map<string, Buckets>, prev: Map<string, Buckets> | undefined, own: BucketDeltas): ClassDeltas | null => {
+    const grown = [...cur.keys()].sort(compareLengthClasses).map((c) => ({ c, d: buckets(cur.get(c)!, prev?.get(c)) })).filter((g) => g.d.counts.some((v) => v > 0));
+    if (grown.length === 0) return null;
+    const only = grown.length === 1 ? grown[0]! : undefined;
+    if (only && only.d.bounds === own.bounds && only.d.counts.every((v, i) => v === own.counts[i])) only.d = own;
+    return { classes: namesPool.of(grown.map((g) => g.c)), deltas: grown.map((g) => g.d) };
   };
   const out: RouteCounts = { byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() };
   for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
@@ -239,14 +276,20 @@ function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | un
   if (now.keeps !== null) out.keeps = now.keeps.map((v, i) => counterDelta(before?.keeps?.[i] ?? 0, v));
   for (const [model, m] of now.models) {
     const p = before?.models.get(model);
+    const ttft = buckets(m.ttft, p?.ttft);
+    const decode = buckets(m.decode, p?.decode);
+    const duration = buckets(m.duration, p?.duration);
     out.models.set(model, {
       llmRequests: counterDelta(p?.llmRequests ?? 0, m.llmRequests),
       errors: errors(m.errors, p?.errors),
       inputTokens: counterDelta(p?.inputTokens ?? 0, m.inputTokens),
       outputTokens: counterDelta(p?.outputTokens ?? 0, m.outputTokens),
-      ttft: buckets(m.ttft, p?.ttft),
-      decode: buckets(m.decode, p?.decode),
-      duration: buckets(m.duration, p?.duration),
+      ttft,
+      decode,
+      duration,
+      ttftByClass: byClass(m.ttftByClass, p?.ttftByClass, ttft),
+      decodeByClass: byClass(m.decodeByClass, p?.decodeByClass, decode),
+      durationByClass: byClass(m.durationByClass, p?.durationByClass, duration),
     });
   }
   return out;
@@ -259,7 +302,7 @@ export class DashboardSeries implements DashboardSource {
   private readonly previous = new Map<string, { timestampMs: number; routes: Map<string, RouteCounts<Buckets>> }>();
   private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
   private readonly bounds = new BoundsPool();
-  private readonly errorTypes = new ErrorTypesPool();
+  private readonly names = new NamesPool();
   /** intervalBytes of every interval held. */
   private heldBytes = 0;
   readonly engine = new EngineSignals();
@@ -321,6 +364,15 @@ export class DashboardSeries implements DashboardSource {
           const bound = le === "+Inf" ? Infinity : Number(le);
           if (le === undefined || Number.isNaN(bound)) continue;
           add(m[histogram], bound, value);
+          const cls = labelValue(s.labels, LENGTH_CLASS_LABELS[histogram]);
+          if (cls === undefined || !isLengthClass(cls)) continue;
+          const classes = m[`${histogram}ByClass`];
+          let perClass = classes.get(cls);
+          if (!perClass) {
+            if (classes.size >= MAX_LENGTH_CLASSES) continue;
+            classes.set(cls, (perClass = new Map()));
+          }
+          add(perClass, bound, value);
         }
       }
     }
@@ -337,7 +389,7 @@ export class DashboardSeries implements DashboardSource {
         if (this.byRoute.size >= this.limits.maxRoutes) continue;
         this.byRoute.set(keyOf(key), (entry = { key, intervals: [] }));
       }
-      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds, this.errorTypes), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
+      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds, this.names), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
       entry.intervals.push(interval);
       this.heldBytes += intervalBytes(interval);
       this.trim(entry.intervals, source.timestampMs);

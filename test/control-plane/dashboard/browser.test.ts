@@ -13,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Page } from "playwright-core";
 import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromium.js";
 import { FILTER_WASM, requireArtifact } from "../../filter/support.js";
-import { DEMO_POLICY, startDemoStack, type DemoStack } from "../../demo/stack.js";
+import { DEMO_POLICY, startDemoStack, type DemoStack, type DemoStackOptions } from "../../demo/stack.js";
+import { demoTarget, lengthClassText, sidecarBatch, type ClassBuckets } from "./sidecar-batch.js";
 
 
 // The few DOM shapes the page callbacks use (the project's tsconfig has no DOM lib; these callbacks run in Chromium).
@@ -58,8 +59,8 @@ async function sendChat(stack: DemoStack, n: number, tokenTraceId?: string): Pro
   }
 }
 
-async function start(reads: "public" | "token"): Promise<DemoStack> {
-  const stack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), engine: FAST, errorRate: 0, scrapeIntervalMs: 500, prometheus: "off", loadRps: 10, reads, dcgmCollectIntervalMs: 250 });
+async function start(reads: "public" | "token", extra: Partial<DemoStackOptions> = {}): Promise<DemoStack> {
+  const stack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), engine: FAST, errorRate: 0, scrapeIntervalMs: 500, prometheus: "off", loadRps: 10, reads, dcgmCollectIntervalMs: 250, ...extra });
   assert.equal(stack.filterConfigured, true, "the filter accepted its pull-mode configuration");
   // Pull-mode filters send no token, so with reads = token they keep their start-up configuration.
   if (reads === "public") await until("the filter to run the pulled policy", () => (stack.proxy.vm.stats.value("tokentrace_policy_updates_total", {}) ?? 0) >= 1);
@@ -76,9 +77,9 @@ async function openPage(userDataDir: string): Promise<{ page: Page; close: () =>
 
 const text = async (page: Page, sel: string): Promise<string> => (await page.textContent(sel)) ?? "";
 
-test("dashboard in headless Chromium against the demo stack (emulated Envoy, simulated engine and GPU): golden signals hold data with monotone percentiles, one crosshair, traces fill and the lookup finds our request, the editor survives a 412", { timeout: 150_000 }, async () => {
+test("dashboard in headless Chromium against the demo stack (emulated Envoy, simulated engine and GPU, LoRA adapters): golden signals hold data with monotone percentiles, one crosshair, each adapter's calls under its base model, traces fill and the lookup finds our request, the editor survives a 412", { timeout: 150_000 }, async () => {
   assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
-  const stack = await start("public");
+  const stack = await start("public", { lora: true });
   const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
   const { page, close, errors } = await openPage(userDataDir);
   try {
@@ -122,6 +123,24 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     assert.deepEqual(engine.map((e) => e.model), ["tokentrace-sim-1"], "one panel for the one model");
     assert.deepEqual(engine[0]!.labels, ["GPU utilisation", "prefix-cache hit ratio", "speculative acceptance", "GPU utilisation alert threshold", "prefix-cache hit ratio alert threshold", "speculative acceptance alert threshold"]);
     assert.match(await text(page, "#engine-panels figcaption"), /^tokentrace-sim-1 \(demo\): engine SLO signals$/);
+    // Under it, the LoRA adapters table: per adapter its calls as the sidecar saw them over 5 minutes (requests/s, tokens/s in and out, P99 TTFT and duration), then where it runs.
+    const adapterRows = (): Promise<string[][]> => page.locator("#engine-panels table.adapters tr[data-adapter]").evaluateAll((trs) => trs.map((tr) => Array.from((tr as unknown as El).querySelectorAll("td")).map((td) => td.textContent ?? "")));
+    await until("both adapters' calls in the LoRA table", async () => (await adapterRows()).length === 2 && (await adapterRows()).every((r) => r[1] !== "-" && r[3] !== "-" && r[4] !== "-"), 15_000).catch(async (e: unknown) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await adapterRows())}`);
+    });
+    assert.deepEqual(await page.locator("#engine-panels table.adapters th").allTextContents(), ["LoRA adapter", "requests/s", "tokens/s in / out", "TTFT P99", "duration P99", "running on", "waiting on", "loaded on"]);
+    assert.equal(await text(page, "#engine-panels table.adapters caption"), "LoRA adapters: their calls over the last 5 min on the pods that load them, and where they run now");
+    const rows = await adapterRows();
+    assert.deepEqual(rows.map((r) => [r[0], r[7]]), [["chat-de", "llm-sim-0"], ["sql-lora", "llm-sim-0"]]);
+    for (const r of rows) {
+      assert.match(r[1]!, /^\d+(\.\d+)?k?$/, `requests/s ${JSON.stringify(r)}`);
+      assert.match(r[2]!, /^\d+(\.\d+)?k? \/ \d+(\.\d+)?k?$/, `tokens/s ${JSON.stringify(r)}`);
+      for (const cell of [r[3]!, r[4]!]) assert.match(cell, /^\d+(\.\d+)? (ms|s)$/, `P99 ${JSON.stringify(r)}`);
+    }
+    // sql-lora's calls carry the rows retrieved for their question: several times chat-de's prompt tokens a call.
+    const rate = (cell: string): number => Number(/^[\d.]+/.exec(cell)![0]) * (/^[\d.]+k/.test(cell) ? 1000 : 1);
+    const perCall = (r: string[]): number => rate(r[2]!) / rate(r[1]!);
+    assert.ok(perCall(rows[1]!) > 3 * perCall(rows[0]!), `sql-lora ${rows[1]![2]} tokens/s in at ${rows[1]![1]} calls/s, chat-de ${rows[0]![2]} at ${rows[0]![1]}`);
     // The cause panels: one group for the model, its queue, KV cache, preemptions, TPOT and P99-split
     // panels with the simulated vLLM's points, the sidecar's TTFT P99 beside the engine's phases, and
     // axes that scale (latencies labelled in ms or s, more than one time tick).
@@ -179,6 +198,12 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     assert.equal(await text(page, "#keep-note"), "Policy demo-sampling has no tail keep (spans.keep): only sampled and forced requests are exported.");
     assert.equal(await page.inputValue("#route"), "demo\u0000chat");
     assert.deepEqual(await page.locator("#route option").allTextContents(), ["chat (demo)", "completions (demo)", "embeddings (demo)"]);
+    // Latency by length class of the route: rows from the filter's own labels, the why in one line.
+    const classRows = (table: string): Promise<(string | undefined)[]> => page.locator(`#${table} tbody tr`).evaluateAll((trs) => trs.map((tr) => (tr as unknown as El).dataset.lengthClass));
+    await until("the length-class tables to hold the chat route's classes", async () => (await classRows("length-class-input")).length > 0 && (await classRows("length-class-output")).length > 0, 15_000);
+    for (const cls of [...(await classRows("length-class-input")), ...(await classRows("length-class-output"))]) assert.match(cls ?? "", /^(le\d+|gt\d+|unknown)$/);
+    assert.match(await text(page, "#length-classes-note"), /^A P99 of 20% long prompts and a P99 of a slow engine look the same; per length class they do not\.$/);
+    assert.equal(await text(page, "#length-classes-caption"), "Latency by length class, all models (over the last 15 min)");
 
     // Percentiles are monotone at every point of every latency panel, as drawn.
     const latency = await page.evaluate(() => {
@@ -341,6 +366,28 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     await page.goto(`${stack.dashboardUrl}?route=completions&namespace=demo&range=1800`);
     await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("route")?.value === "demo\u0000completions");
     assert.equal(await page.inputValue("#range"), "1800");
+
+    // Latency by length class from a fixture batch: every class of the filter's defaults on both
+    // sides, printed in no order, drawn in the order of their boundaries with their own percentiles.
+    const fixture = (n: number): { ttft: ClassBuckets; decode: ClassBuckets; duration: ClassBuckets } => {
+      const c = (v: number[]): number[] => v.map((x) => x * n);
+      return {
+        ttft: { unknown: c([1, 1, 1, 1, 1, 1]), gt8192: c([0, 0, 0, 0, 2, 2]), le8192: c([0, 0, 0, 3, 3, 3]), le512: c([8, 10, 10, 10, 10, 10]), le2048: c([0, 0, 5, 5, 5, 5]) },
+        decode: { le256: c([0, 6, 6, 6, 6, 6]), le64: c([5, 5, 5, 5, 5, 5]) },
+        duration: { gt1024: c([0, 0, 0, 0, 0, 2]), unknown: c([1, 1, 1, 1, 1, 1]), le1024: c([0, 0, 0, 0, 4, 4]), le64: c([0, 0, 5, 5, 5, 5]), le256: c([0, 0, 0, 3, 6, 6]) },
+      };
+    };
+    for (const [k, at] of [Date.now() - 2000, Date.now() - 1000].entries()) stack.dashboard.observe(sidecarBatch(lengthClassText("lengths", "fixture-model", fixture(k)), at), { target: demoTarget("fixture-0"), timestampMs: at });
+    await page.goto(`${stack.dashboardUrl}?route=lengths&namespace=demo&range=300`);
+    await page.waitForFunction(() => (globalThis as unknown as Win).document.getElementById("length-class-output")?.dataset.rows === "5", undefined, { timeout: 10_000 });
+    assert.deepEqual(await classRows("length-class-input"), ["le512", "le2048", "le8192", "gt8192", "unknown"]);
+    assert.deepEqual(await classRows("length-class-output"), ["le64", "le256", "le1024", "gt1024", "unknown"]);
+    // 2 of 21 streamed calls, their P50 and P99 in (500, 1000] ms; the short prompts' P99 under 100 ms.
+    assert.deepEqual(await page.locator('#length-class-input tr[data-length-class="gt8192"] td').allTextContents(), ["gt8192", "2", "9.5 %", "750 ms", "995 ms"]);
+    assert.deepEqual(await page.locator('#length-class-input tr[data-length-class="le512"] td').allTextContents(), ["le512", "10", "47.6 %", "31.3 ms", "97.5 ms"]);
+    // Duration P50 and P99, then decode P99 (streams only: none for the classes without decode).
+    assert.deepEqual(await page.locator('#length-class-output tr[data-length-class="le256"] td').allTextContents(), ["le256", "6", "33.3 %", "500 ms", "990 ms", "99.5 ms"]);
+    assert.deepEqual(await page.locator('#length-class-output tr[data-length-class="gt1024"] td').allTextContents(), ["gt1024", "2", "11.1 %", "1.00 s", "1.00 s", "–"]);
     assert.deepEqual(errors, []);
   } finally {
     await close();

@@ -63,10 +63,12 @@ test("GET /v1/dashboard/models: each base model's LoRA adapters, with the pods t
   feed(dashboard, 6);
   const body = await models(dashboard, T0 + 5 * STEP_MS + 500);
   assert.deepEqual(body.map((m) => m.model), [LLAMA]);
+  // No sidecar scrapes here: the adapters' call figures (lora-figures.test.ts) are null.
+  const none = { requestsPerSecond: null, inputTokensPerSecond: null, outputTokensPerSecond: null, ttftP99Ms: null, durationP99Ms: null };
   assert.deepEqual(body[0]!.adapters, [
-    { adapter: "chat-de", runningPods: ["lora-a"], waitingPods: [], pods: ["lora-a"] },
-    { adapter: "sql-lora", runningPods: ["lora-a", "lora-b"], waitingPods: [], pods: ["lora-a", "lora-b"] },
-    { adapter: "support-fr", runningPods: [], waitingPods: ["lora-a"], pods: ["lora-a"] },
+    { adapter: "chat-de", runningPods: ["lora-a"], waitingPods: [], pods: ["lora-a"], ...none },
+    { adapter: "sql-lora", runningPods: ["lora-a", "lora-b"], waitingPods: [], pods: ["lora-a", "lora-b"], ...none },
+    { adapter: "support-fr", runningPods: [], waitingPods: ["lora-a"], pods: ["lora-a"], ...none },
   ]);
 });
 

@@ -1,12 +1,13 @@
 // Run by series-memory.test.ts as `node --expose-gc`: feeds one DashboardSeries `intervals` scrapes
 // of one sidecar of a given shape and prints, as JSON, what the heap and the array buffers grew by
 // per interval beside the series' own estimate (intervalBytes) per interval; optionally with failed
-// calls of `errorTypes` error types per model.
+// calls of `errorTypes` error types per model, and each histogram split into `classes` length
+// classes that all grow every interval (1: the class shares the histogram's counts).
 import { DashboardSeries, DEFAULT_LIMITS } from "../../../control-plane/src/dashboard/series.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 
-const [intervals, models, buckets, keeps, errorTypes = 0] = process.argv.slice(2).map(Number) as [number, number, number, number, number?];
+const [intervals, models, buckets, keeps, errorTypes = 0, classes = 0] = process.argv.slice(2).map(Number) as [number, number, number, number, number?, number?];
 const bounds = [...Array.from({ length: buckets - 1 }, (_, i) => String(5 * (i + 1))), "+Inf"];
 
 function text(k: number): string {
@@ -14,7 +15,11 @@ function text(k: number): string {
   for (const cls of ["2xx", "4xx", "5xx", "none"]) lines.push(`tokentrace_requests_total{route="chat",status_class="${cls}"} ${k * 10}`);
   if (keeps === 1) for (const reason of ["head", "forced", "slow", "error"]) lines.push(`tokentrace_spans_kept_total{route="chat",keep_reason="${reason}"} ${k}`);
   for (let m = 0; m < models; m++) {
-    for (const h of ["ttft", "decode", "duration"]) bounds.forEach((le, i) => lines.push(`tokentrace_llm_${h}_ms_bucket{route="chat",model="m${m}",le="${le}"} ${k * (i + 1)}`));
+    for (const h of ["ttft", "decode", "duration"]) {
+      const tag = h === "ttft" ? "input_length" : "output_length";
+      const split = classes === 0 ? [""] : Array.from({ length: classes }, (_, c) => `,${tag}="le${64 << c}"`);
+      for (const cls of split) bounds.forEach((le, i) => lines.push(`tokentrace_llm_${h}_ms_bucket{route="chat",model="m${m}",le="${le}"${cls}} ${k * (i + 1)}`));
+    }
     lines.push(`tokentrace_llm_requests_total{route="chat",model="m${m}"} ${k * buckets}`);
     // Failed calls of every error type in every interval: an interval holds the most it can for them.
     for (let e = 0; e < errorTypes; e++) lines.push(`tokentrace_llm_requests_total{route="chat",model="m${m}",error_type="${e === 0 ? "reset_before_response" : String(500 + e)}"} ${k}`);

@@ -11,14 +11,16 @@ import type { WriteSeries } from "../../../control-plane/src/remote-write/series
 
 const child = fileURLToPath(new URL("./series-memory-child.ts", import.meta.url));
 
-for (const [models, buckets, keeps, errorTypes] of [
-  [2, 48, 0, 0],
-  [1, 12, 1, 0],
-  [8, 24, 1, 0],
-  [8, 12, 0, 9],
+for (const [models, buckets, keeps, errorTypes, classes] of [
+  [2, 48, 0, 0, 0],
+  [1, 12, 1, 0, 0],
+  [8, 24, 1, 0, 0],
+  [8, 12, 0, 9, 0],
+  [2, 48, 0, 0, 1],
+  [2, 48, 0, 0, 3],
 ] as const) {
-  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
-    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000", String(models), String(buckets), String(keeps), String(errorTypes)], { encoding: "utf8" });
+  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing, ${classes} length classes growing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
+    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000", String(models), String(buckets), String(keeps), String(errorTypes), String(classes)], { encoding: "utf8" });
     const r = JSON.parse(out) as { held: number; measuredPerInterval: number; estimatedPerInterval: number };
     t.diagnostic(`measured ${r.measuredPerInterval.toFixed(0)} B, estimated ${r.estimatedPerInterval.toFixed(0)} B per interval`);
     assert.equal(r.held, 3000);

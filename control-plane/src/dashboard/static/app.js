@@ -1,8 +1,9 @@
 // The dashboard page: polls /v1/dashboard/series for the chosen route, model and time range and
-// draws the golden signals (charts.js), /v1/dashboard/errors for the "Errors by model" table of the
-// route's namespace, and /v1/dashboard/models for one engine SLO panel per model of the route's
-// namespace; policies.js and traces.js run the other two sections. The
-// token typed by the user goes with every request, so the page also works with api.reads = token.
+// draws the golden signals (charts.js) and the route's latency by length class (length-classes.js),
+// /v1/dashboard/errors for the "Errors by model" table of the route's namespace, and
+// /v1/dashboard/models for one engine SLO panel per model of the route's namespace; policies.js and
+// traces.js run the other two sections. The token typed by the user goes with every request, so
+// the page also works with api.reads = token.
 /* global document, window */
 "use strict";
 
@@ -230,6 +231,7 @@ async function refresh() {
     if (!charts[id]) charts[id] = createPanel($(id), spec);
     charts[id].setData(body.columns);
   }
+  window.tokentraceLengthClasses?.show(body);
   const t = body.columns.t;
   const lastWithData = [...(body.columns.requestsPerSecond || [])].reverse().findIndex((v) => v !== null);
   const lastTime = lastWithData < 0 ? null : t[t.length - 1 - lastWithData];
@@ -279,31 +281,55 @@ function showEngine(body, namespace) {
     const columns = { ...m.columns };
     for (const s of ENGINE_SERIES) columns[`${s.key}Threshold`] = m.columns.t.map(() => body.thresholds[s.key]);
     chart.setData(columns);
-    renderAdapters(chart.figure, m.adapters ?? []);
+    renderAdapters(chart, m.adapters ?? [], body.adapterWindowSeconds ?? 300);
   }
 }
 
-/** The LoRA adapters of a base model under its panel: running and waiting now, per pod (vLLM says which adapters, not how many requests). */
-function renderAdapters(figure, adapters) {
-  let table = figure.querySelector("table.adapters");
+/**
+ * The LoRA adapters of a base model after its panel, the grid's whole width: per adapter, its calls
+ * as the sidecars of the pods that load it saw them over the last `windowSeconds` (requests/s,
+ * tokens/s in and out, P99 TTFT and duration), then where it has requests running and waiting now
+ * (vLLM says which adapters, not how many requests).
+ */
+function renderAdapters(chart, adapters, windowSeconds) {
   if (adapters.length === 0) {
-    table?.remove();
+    chart.adapters?.remove();
+    chart.adapters = undefined;
     return;
   }
-  if (!table) {
-    table = document.createElement("table");
-    table.className = "adapters";
-    figure.append(table);
+  if (!chart.adapters) {
+    chart.adapters = document.createElement("div");
+    chart.adapters.className = "adapters-row";
+    chart.adapters.append(document.createElement("table"));
+    chart.adapters.firstChild.className = "adapters";
+    chart.adapters.firstChild.dataset.model = chart.figure.querySelector(".chart")?.dataset.model ?? "";
+    chart.figure.after(chart.adapters);
   }
+  const table = chart.adapters.firstChild;
+  const { formatAxis } = window.tokentraceCharts;
+  const caption = document.createElement("caption");
+  caption.textContent = `LoRA adapters: their calls over the last ${windowSeconds / 60} min on the pods that load them, and where they run now`;
   const head = document.createElement("tr");
-  for (const h of ["LoRA adapter", "running on", "waiting on", "loaded on"]) {
+  for (const h of ["LoRA adapter", "requests/s", "tokens/s in / out", "TTFT P99", "duration P99", "running on", "waiting on", "loaded on"]) {
     const th = document.createElement("th");
     th.textContent = h;
     head.append(th);
   }
+  const num = (v, unit) => (v === null || v === undefined ? "-" : formatAxis(v, unit));
   const rows = adapters.map((a) => {
     const tr = document.createElement("tr");
-    for (const v of [a.adapter, a.runningPods.join(", ") || "-", a.waitingPods.join(", ") || "-", a.pods.join(", ")]) {
+    tr.dataset.adapter = a.adapter;
+    const cells = [
+      a.adapter,
+      num(a.requestsPerSecond, "/s"),
+      a.inputTokensPerSecond === null || a.inputTokensPerSecond === undefined ? "-" : `${num(a.inputTokensPerSecond, "/s")} / ${num(a.outputTokensPerSecond, "/s")}`,
+      num(a.ttftP99Ms, "ms"),
+      num(a.durationP99Ms, "ms"),
+      a.runningPods.join(", ") || "-",
+      a.waitingPods.join(", ") || "-",
+      a.pods.join(", "),
+    ];
+    for (const v of cells) {
       const td = document.createElement("td");
       td.textContent = v;
       tr.append(td);
@@ -311,7 +337,7 @@ function renderAdapters(figure, adapters) {
     if (a.waitingPods.length > 0) tr.className = "waiting";
     return tr;
   });
-  table.replaceChildren(head, ...rows);
+  table.replaceChildren(caption, head, ...rows);
 }
 
 async function loadStatus() {
