@@ -3,14 +3,35 @@
 // spec.groups are Prometheus rule groups), evaluated every few seconds and with each `for` shortened
 // by the same factor (DEMO_FOR_FACTOR), so a scenario's alert goes pending, then fires within a
 // minute instead of after the 10 to 15 minutes production asks for, and a one-evaluation blip does not fire.
+// Beside them, the groups of recording-rules.yaml that have no pipeline twin (DEMO_RECORDING_GROUPS).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments, stringify } from "yaml";
 
 export const RULES_FILE = fileURLToPath(new URL("../../istio/observability/prometheus-rules.yaml", import.meta.url));
 export const GPU_RULES_FILE = fileURLToPath(new URL("../../istio/observability/gpu-health-rules.yaml", import.meta.url));
-/** Every alert rule file of istio/observability/ (recording-rules.yaml is the alternative to the pipeline, not loaded beside it). */
+/** Every alert rule file of istio/observability/ (recording-rules.yaml is the alternative to the pipeline, not loaded beside it but for DEMO_RECORDING_GROUPS). */
 export const ALERT_RULE_FILES = [RULES_FILE, GPU_RULES_FILE];
+export const RECORDING_RULES_FILE = fileURLToPath(new URL("../../istio/observability/recording-rules.yaml", import.meta.url));
+/**
+ * Groups of recording-rules.yaml the demo's Prometheus evaluates beside the pipeline: those with no
+ * pipeline twin, whose records are queries of series the pipeline forwards as scraped, so nothing is
+ * recorded twice (and a record's name, with two colons, cannot take a pipeline series' name).
+ * docs/demo.md's "Why is P99 slow?" reads tokentrace.length-classes.
+ */
+export const DEMO_RECORDING_GROUPS: readonly string[] = ["tokentrace.length-classes"];
+
+/** A rule file's text; `groups`: only these of its groups (each must be there), else all. */
+export interface RuleSource {
+  file: string;
+  text: string;
+  groups?: readonly string[];
+}
+
+/** What the demo's Prometheus evaluates: the alert files whole, and recording-rules.yaml's DEMO_RECORDING_GROUPS. */
+export function demoRuleSources(): RuleSource[] {
+  return [...ALERT_RULE_FILES.map((file) => ({ file, text: readFileSync(file, "utf8") })), { file: RECORDING_RULES_FILE, text: readFileSync(RECORDING_RULES_FILE, "utf8"), groups: DEMO_RECORDING_GROUPS }];
+}
 
 interface Rule {
   alert?: string;
@@ -22,11 +43,13 @@ interface Rule {
   annotations?: Record<string, string>;
 }
 
-/** The groups of every PrometheusRule document in `text`; throws when there are none. */
-function groupsOf(file: string, text: string): { name: string; rules: Rule[] }[] {
+/** The groups of every PrometheusRule document in `text` (only `wanted` ones when given); throws when there are none or one wanted is missing. */
+function groupsOf(file: string, text: string, wanted?: readonly string[]): { name: string; rules: Rule[] }[] {
   const groups = parseAllDocuments(text).flatMap((d) => (d.toJS() as { spec?: { groups?: { name: string; rules: Rule[] }[] } }).spec?.groups ?? []);
   if (groups.length === 0) throw new Error(`${file}: no spec.groups`);
-  return groups;
+  if (wanted === undefined) return groups;
+  for (const name of wanted) if (!groups.some((g) => g.name === name)) throw new Error(`${file}: no group ${name}`);
+  return groups.filter((g) => wanted.includes(g.name));
 }
 
 /**
@@ -65,8 +88,9 @@ export function readsKeepFiringFor(versionText: string): boolean {
 }
 
 /**
- * The rule file text for the demo: every group of the PrometheusRules, `interval` set, each `for`
- * divided by `forFactor` and, with `keepFiring`, the same shortened wait as `keep_firing_for`.
+ * The rule file text for the demo: every group of `files` (the alert PrometheusRules by default; the
+ * demo passes demoRuleSources()), `interval` set, each `for` divided by `forFactor` and, with
+ * `keepFiring`, the same shortened wait as `keep_firing_for`.
  * Production's 5-minute windows smooth what the demo's 30 s windows of one small simulated engine do
  * not: its GPU's one-second samples swing a few points around the 85% and 90% thresholds, so an
  * alert that fired would resolve on one low 5 s evaluation and go pending again (measured: the
@@ -75,7 +99,7 @@ export function readsKeepFiringFor(versionText: string): boolean {
  */
 export function demoRuleFile(
   evaluationInterval = "5s",
-  files: readonly { file: string; text: string }[] = ALERT_RULE_FILES.map((file) => ({ file, text: readFileSync(file, "utf8") })),
+  files: readonly RuleSource[] = ALERT_RULE_FILES.map((file) => ({ file, text: readFileSync(file, "utf8") })),
   forFactor = DEMO_FOR_FACTOR,
   keepFiring = true,
 ): string {
@@ -85,7 +109,7 @@ export function demoRuleFile(
     return keepFiring ? { ...rule, for: wait, keep_firing_for: wait } : { ...rule, for: wait };
   };
   return stringify({
-    groups: files.flatMap(({ file, text }) => groupsOf(file, text)).map((g) => ({ name: g.name, interval: evaluationInterval, rules: g.rules.map(demoRule) })),
+    groups: files.flatMap(({ file, text, groups }) => groupsOf(file, text, groups)).map((g) => ({ name: g.name, interval: evaluationInterval, rules: g.rules.map(demoRule) })),
   });
 }
 

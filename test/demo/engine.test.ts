@@ -207,3 +207,25 @@ test("emulated vLLM speculative decoding: each decode step verifies the drafts, 
   // 20 decode steps; the last has one token left and drafts none; near the end fewer drafts than tokens left.
   assert.deepEqual([c.specAcceptedTokens, c.specDrafts, c.specDraftTokens], [0, 19, 17 * 3 + 2 + 1]);
 });
+
+test("emulated vLLM engine with LoRA requests: the adapters of the running and the waiting requests after each step, a cancelled one gone at once; the scheduler treats them as any request", () => {
+  const clock = new FakeClock();
+  const engine = new Engine({ ...SIMPLE, maxNumSeqs: 1 }, clock);
+  const afterSteps: string[] = [];
+  engine.onStepDone = () => {
+    const a = engine.loraAdapters();
+    afterSteps.push(`${clock.now()} ${a.running.join(",")}|${a.waiting.join(",")}`);
+  };
+  const done: string[] = [];
+  engine.submit({ promptTokens: 10, outputTokens: 2, adapter: "sql-lora", onDone: () => done.push("sql-lora") });
+  engine.submit({ promptTokens: 10, outputTokens: 1, onDone: () => done.push("base") });
+  const cancelled = engine.submit({ promptTokens: 10, outputTokens: 1, adapter: "chat-de", onDone: () => done.push("chat-de") });
+  assert.deepEqual(engine.loraAdapters(), { running: [], waiting: ["sql-lora", "chat-de"] });
+  clock.run(10);
+  cancelled.cancel();
+  assert.deepEqual(engine.loraAdapters(), { running: ["sql-lora"], waiting: [] }, "a cancelled request's adapter is gone before the next step");
+  clock.run();
+  // One call per step, 10 ms each: sql-lora's two, then the base model's request alone.
+  assert.deepEqual(afterSteps, ["10 sql-lora|chat-de", "20 |", "30 |"]);
+  assert.deepEqual(done, ["sql-lora", "base"]);
+});

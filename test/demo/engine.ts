@@ -124,6 +124,12 @@ export interface EngineRequest {
   onToken?: (index: number) => void;
   /** Called once when the request is done (after its last token, or its prefill when outputTokens is 0), with its timings. */
   onDone: (timings: RequestTimings) => void;
+  /**
+   * The LoRA adapter the request names (vLLM's LoRARequest.lora_name), absent for the base model. The
+   * scheduler treats it like any other request (with at most --max-loras adapters in use, vLLM's
+   * max_loras rule never holds one back); loraAdapters() reports it, as vLLM's LoRA metrics do.
+   */
+  adapter?: string;
 }
 
 /**
@@ -246,6 +252,8 @@ export class Engine {
   onFinished: ((t: RequestTimings) => void) | undefined;
   /** Called for every request that got tokens in a step. */
   onTokens: ((e: TokenEvent) => void) | undefined;
+  /** Called once a step's outputs are handed out, finished requests gone (vLLM records its iteration stats there). */
+  onStepDone: (() => void) | undefined;
 
   constructor(
     params: Partial<EngineParams> = {},
@@ -285,6 +293,17 @@ export class Engine {
       if (share > 0) addActivity(gpu, f.work, share);
     }
     return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: gpu.busyMs, gpu, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
+  }
+
+  /**
+   * The adapters of the running and the waiting requests, each once, in batch and queue order: what
+   * vLLM's LoRARequestStates.update_iteration_stats reports as running_lora_adapters and
+   * waiting_lora_adapters (vllm-project/vllm vllm/v1/metrics/stats.py, as loggers.py at 005a810 reads them). A cancelled request
+   * no longer counts, as vLLM's abort_request drops it at once.
+   */
+  loraAdapters(): { running: string[]; waiting: string[] } {
+    const names = (seqs: readonly Sequence[]): string[] => [...new Set(seqs.filter((s) => !s.cancelled && s.req.adapter !== undefined).map((s) => s.req.adapter!))];
+    return { running: names(this.running), waiting: names(this.waiting) };
   }
 
   /** Stops stepping; requests in flight never finish. */
@@ -513,6 +532,7 @@ export class Engine {
         this.onFinished?.(timings);
       }
     }
+    this.onStepDone?.();
     this.step();
   }
 }

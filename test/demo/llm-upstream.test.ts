@@ -1,8 +1,10 @@
 // The emulated OpenAI-compatible server the demo fronts: shapes of every endpoint, SSE framing and
-// usage placement, and the injected error rate.
+// usage placement, the injected error rate, and LoRA adapters as vLLM lists and serves them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startLlmUpstream, type LlmUpstreamOptions } from "./llm-upstream.js";
+import type { Engine, EngineRequest } from "./engine.js";
+import { parseModelList } from "../../control-plane/src/engine/model-list.js";
 
 async function withUpstream(opts: LlmUpstreamOptions, fn: (url: string) => Promise<void>): Promise<void> {
   const up = await startLlmUpstream(opts);
@@ -73,5 +75,46 @@ test("emulated LLM: the error rate answers 429 (with retry-after) or 500 by the 
     const c = await post(`${url}/v1/chat/completions`, {});
     assert.equal(c.status, 200);
     await c.text();
+  });
+});
+
+test("emulated LLM with LoRA modules: GET /v1/models lists each adapter with the base model as parent, as vLLM does; a request naming one runs as that adapter's, with KV blocks of its own", async () => {
+  const submitted: EngineRequest[] = [];
+  // The engine's side of the contract: what the server asks of it; each request done at once.
+  const engine = {
+    submit(req: EngineRequest) {
+      submitted.push(req);
+      for (let i = 0; i < req.outputTokens; i++) req.onToken?.(i);
+      req.onDone({ arrivalMs: 0, scheduledMs: 0, firstTokenMs: 0, finishedMs: 0, promptTokens: req.promptTokens, outputTokens: req.outputTokens, preemptions: 0 });
+      return { cancel: () => undefined };
+    },
+  } as unknown as Engine;
+  const loraModules = [{ name: "sql-lora", path: "/adapters/sql-lora" }, { name: "chat-de", path: "/adapters/chat-de" }];
+  await withUpstream({ model: "base-1", engine, loraModules, addedPrompt: () => ({ prefix: { id: "tenant-0", tokens: 100 }, contextTokens: 0 }) }, async (url) => {
+    const list = (await (await fetch(`${url}/v1/models`)).json()) as { object: string; data: Record<string, unknown>[] };
+    assert.equal(list.object, "list");
+    assert.deepEqual(list.data.map((c) => [c.id, c.object, c.owned_by, c.root, c.parent, c.max_model_len]), [
+      ["base-1", "model", "vllm", "base-1", null, 8192],
+      ["sql-lora", "model", "vllm", "/adapters/sql-lora", "base-1", null],
+      ["chat-de", "model", "vllm", "/adapters/chat-de", "base-1", null],
+    ]);
+    // Every ModelCard field, ModelPermission's defaults.
+    assert.deepEqual(Object.keys(list.data[1]!), ["id", "object", "created", "owned_by", "root", "parent", "max_model_len", "permission"]);
+    assert.deepEqual({ ...(list.data[1]!.permission as Record<string, unknown>[])[0], id: "-" }, { id: "-", object: "model_permission", created: list.data[1]!.created, allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false, allow_view: true, allow_fine_tuning: false, organization: "*", group: null, is_blocking: false });
+    // The control plane's reader of the list relates each adapter to the base model.
+    const parsed = parseModelList(JSON.stringify(list));
+    assert.deepEqual(parsed.ok ? [...parsed.parents] : parsed, [["sql-lora", "base-1"], ["chat-de", "base-1"]]);
+
+    for (const model of ["sql-lora", "base-1", "unknown"]) {
+      const res = (await (await post(`${url}/v1/chat/completions`, { model, max_tokens: 2, messages: [{ role: "user", content: "hi" }] })).json()) as { model: string };
+      assert.equal(res.model, model);
+    }
+    assert.deepEqual(submitted.map((r) => [r.adapter, r.prefix?.id]), [["sql-lora", "sql-lora\u0000tenant-0"], [undefined, "tenant-0"], [undefined, "tenant-0"]], "only a loaded adapter's name makes a LoRA request; its cached prefix is its own");
+  });
+});
+
+test("emulated LLM without LoRA modules: the model list is the one model, as before", async () => {
+  await withUpstream({ model: "base-1" }, async (url) => {
+    assert.deepEqual(await (await fetch(`${url}/v1/models`)).json(), { object: "list", data: [{ id: "base-1", object: "model", created: 1767225600, owned_by: "tokentrace" }] });
   });
 });

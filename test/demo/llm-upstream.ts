@@ -4,6 +4,8 @@
 // request waits in its queue, is prefilled and decoded in batches, and its tokens are written as the
 // engine produces them; without one every answer is immediate (unit tests). Like vLLM's API server,
 // it serves the engine's Prometheus metrics at GET /metrics on the same port (vllm-metrics.ts).
+// With LoRA modules (vLLM's --enable-lora --lora-modules name=path), the model list names each
+// adapter with its base model as `parent`, and a request naming an adapter runs as that adapter's.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Engine, RequestTimings } from "./engine.js";
@@ -35,6 +37,16 @@ export interface LlmUpstreamOptions {
   defaultMaxTokens?: number;
   /** Where a finished request's span goes, as vLLM exports it (vllm-spans.ts); absent: no spans. Needs an engine. */
   spans?: { add(span: OtlpJsonSpan): void };
+  /** LoRA adapters loaded at start (vLLM --lora-modules), each extending the served model; absent: LoRA off. */
+  loraModules?: readonly LoraModule[];
+  /** The served model's context length (vLLM max_model_len), listed in the model list with LoRA on; default 8192. */
+  maxModelLen?: number;
+}
+
+/** One adapter of --lora-modules: the name requests ask for, and where its weights are. */
+export interface LoraModule {
+  name: string;
+  path: string;
 }
 
 /** A running simulated server. */
@@ -46,6 +58,46 @@ export interface LlmUpstream {
 }
 
 const DEFAULT_MODEL = "tokentrace-sim-1";
+/** When the simulated server "started" (the model cards' created), fixed so lists compare. */
+const CREATED = 1767225600;
+
+/** ModelPermission as vLLM's protocol.py has it (every field its default). */
+const modelPermission = (id: string): Record<string, unknown> => ({
+  id,
+  object: "model_permission",
+  created: CREATED,
+  allow_create_engine: false,
+  allow_sampling: true,
+  allow_logprobs: true,
+  allow_search_indices: false,
+  allow_view: true,
+  allow_fine_tuning: false,
+  organization: "*",
+  group: null,
+  is_blocking: false,
+});
+
+/**
+ * GET /v1/models with LoRA on, as vLLM answers it (vllm-project/vllm 075e9ba
+ * vllm/entrypoints/openai/serving_models.py OpenAIServingModels.show_available_models, ModelCard and
+ * ModelPermission of vllm/entrypoints/openai/protocol.py at 0052bed, dumped with every field): the base
+ * model's card (root its path, parent null, its max_model_len), then one per adapter in load order,
+ * root the adapter's path and parent the base model (an adapter loaded without a base model name is
+ * given the first served model), max_model_len null.
+ */
+export function loraModelList(model: string, maxModelLen: number, modules: readonly LoraModule[]): Record<string, unknown> {
+  const card = (id: string, root: string, parent: string | null, maxLen: number | null, n: number): Record<string, unknown> => ({
+    id,
+    object: "model",
+    created: CREATED,
+    owned_by: "vllm",
+    root,
+    parent,
+    max_model_len: maxLen,
+    permission: [modelPermission(`modelperm-${String(n).padStart(32, "0")}`)],
+  });
+  return { object: "list", data: [card(model, model, null, maxModelLen, 0), ...modules.map((m, i) => card(m.name, m.path, model, null, i + 1))] };
+}
 
 function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve) => {
@@ -90,7 +142,8 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
   let seq = 0;
 
   /** Runs a request through the engine (or at once); resolves when it is done (with its engine timings), calling onToken per token. */
-  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void, prefix?: { id: string; tokens: number }): Promise<{ timings: RequestTimings; arrivalWallMs: number } | undefined> => {
+  const adapters = new Set((opts.loraModules ?? []).map((m) => m.name));
+  const generate = (res: ServerResponse, promptTokens: number, outputTokens: number, onToken: (i: number) => void, prefix?: { id: string; tokens: number }, adapter?: string): Promise<{ timings: RequestTimings; arrivalWallMs: number } | undefined> => {
     if (!opts.engine) {
       for (let i = 0; i < outputTokens; i++) onToken(i);
       return Promise.resolve(undefined);
@@ -98,7 +151,10 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const engine = opts.engine;
     const arrivalWallMs = Date.now();
     return new Promise((resolve) => {
-      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: (timings) => resolve({ timings, arrivalWallMs }), ...(prefix ? { prefix } : {}) });
+      // An adapter's KV blocks are its own: vLLM hashes a LoRA request's blocks with the adapter's name
+      // (vllm/v1/core/kv_cache_utils.py _gen_lora_extra_hash_keys), so it never reuses the base model's cached prefix.
+      const cached = prefix && adapter !== undefined ? { id: `${adapter}\u0000${prefix.id}`, tokens: prefix.tokens } : prefix;
+      const handle = engine.submit({ promptTokens, outputTokens, onToken, onDone: (timings) => resolve({ timings, arrivalWallMs }), ...(cached ? { prefix: cached } : {}), ...(adapter !== undefined ? { adapter } : {}) });
       // A client that goes away leaves the queue or the batch, as vLLM aborts the request.
       res.once("close", () => handle.cancel());
     });
@@ -107,6 +163,8 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
   async function completion(req: IncomingMessage, res: ServerResponse, kind: "chat" | "text"): Promise<void> {
     const body = await readJson(req);
     const model = typeof body.model === "string" && body.model !== "" ? body.model : (opts.model ?? DEFAULT_MODEL);
+    // A request naming a loaded adapter runs with it (vLLM's LoRARequest); its answer names the adapter as the model.
+    const adapter = adapters.has(model) ? model : undefined;
     const maxTokens = typeof body.max_tokens === "number" && body.max_tokens > 0 ? Math.floor(body.max_tokens) : (opts.defaultMaxTokens ?? 12);
     const defaultLimit = opts.defaultMaxTokens ?? 12;
     const completionTokens = opts.outputTokens?.() ?? Math.min(maxTokens, defaultLimit);
@@ -128,7 +186,7 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     };
 
     if (body.stream !== true) {
-      exportSpan(await generate(res, promptTokens, completionTokens, () => undefined, added?.prefix));
+      exportSpan(await generate(res, promptTokens, completionTokens, () => undefined, added?.prefix, adapter));
       if (res.destroyed) return;
       const text = words.join("");
       const choice = kind === "chat" ? { index: 0, message: { role: "assistant", content: text }, finish_reason: finishReason } : { index: 0, text, finish_reason: finishReason };
@@ -144,7 +202,7 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
       if (res.destroyed) return;
       const delta = kind === "chat" ? { index: 0, delta: i === 0 ? { role: "assistant", content: words[i] } : { content: words[i] }, finish_reason: null } : { index: 0, text: words[i], finish_reason: null };
       res.write(event([delta]));
-    }, added?.prefix);
+    }, added?.prefix, adapter);
     exportSpan(done);
     if (res.destroyed) return;
     res.write(event([kind === "chat" ? { index: 0, delta: {}, finish_reason: finishReason } : { index: 0, text: "", finish_reason: finishReason }]));
@@ -184,7 +242,8 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
       return;
     }
     if (req.method === "GET" && path === "/v1/models") {
-      sendJson(res, 200, { object: "list", data: [{ id: opts.model ?? DEFAULT_MODEL, object: "model", created: 1767225600, owned_by: "tokentrace" }] });
+      if (opts.loraModules !== undefined) sendJson(res, 200, loraModelList(opts.model ?? DEFAULT_MODEL, opts.maxModelLen ?? 8192, opts.loraModules));
+      else sendJson(res, 200, { object: "list", data: [{ id: opts.model ?? DEFAULT_MODEL, object: "model", created: CREATED, owned_by: "tokentrace" }] });
       return;
     }
     if (req.method === "POST" && path === "/v1/chat/completions") return void completion(req, res, "chat");

@@ -1,9 +1,9 @@
 // The demo's load generator against the simulated LLM server (real HTTP on 127.0.0.1): the request
-// mix, error counting, the rate window on an injected clock, and a stop that leaves nothing in flight.
+// mix and its LoRA adapters, error counting, the rate window on an injected clock, and a stop that leaves nothing in flight.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startLlmUpstream } from "./llm-upstream.js";
-import { formatProgress, pickRequest, startLoad } from "./load.js";
+import { adapterContext, formatProgress, pickRequest, startLoad, withAdapter } from "./load.js";
 
 test("pickRequest: 55% streaming chat, 20% chat, 15% completions, 10% embeddings", () => {
   assert.deepEqual(
@@ -43,4 +43,23 @@ test("load against the simulated server (emulated errors): counts sent and faile
   assert.equal(p.currentRps, p.sent / 5);
   nowMs = 5001;
   assert.equal(load.progress().currentRps, 0);
+});
+
+test("withAdapter: a quarter of the completions to each adapter by the second draw, embeddings never; the adapter's context before the prompt, new rows for every request", () => {
+  const adapters = [{ model: "sql-lora", share: 0.25, contextChars: 400 }, { model: "chat-de", share: 0.25 }];
+  const chat = pickRequest(0, 6);
+  const models = [0, 0.249, 0.25, 0.499, 0.5, 0.999].map((r) => withAdapter(chat, r, adapters, 6).body.model);
+  assert.deepEqual(models, ["sql-lora", "sql-lora", "chat-de", "chat-de", "tokentrace-sim-1", "tokentrace-sim-1"]);
+  assert.equal(withAdapter(pickRequest(0.95, 0), 0, adapters, 0).body.model, "tokentrace-sim-1", "embeddings stay on the base model");
+  const sql = withAdapter(chat, 0, adapters, 6).body;
+  assert.deepEqual(Object.keys(sql), Object.keys(chat.body), "model keeps its place, first");
+  const content = (sql.messages as { content: string }[])[0]!.content;
+  assert.equal(content, `${adapterContext(400, 6)}\nSummarise the plot of Hamlet in two sentences.`);
+  assert.equal(adapterContext(400, 6).length, 400);
+  assert.notEqual(adapterContext(400, 7).slice(0, 40), adapterContext(400, 6).slice(0, 40), "another request's rows differ from the first line: no cache holds them");
+  assert.equal((chat.body.messages as { content: string }[])[0]!.content, "Summarise the plot of Hamlet in two sentences.", "the request picked is not changed");
+  const text = withAdapter(pickRequest(0.8, 1), 0.1, adapters, 1).body;
+  assert.equal(text.prompt, `${adapterContext(400, 1)}\nSummarise the plot of Hamlet in two sentences.`);
+  // chat-de adds no context.
+  assert.deepEqual(withAdapter(chat, 0.3, adapters, 6).body, { ...chat.body, model: "chat-de" });
 });

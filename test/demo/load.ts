@@ -1,6 +1,16 @@
 // The demo's load generator: OpenAI-style requests through the proxy at a target rate (exponential
 // gaps, like independent users), a mix of streaming and non-streaming chat, text completions and
-// embeddings, and the figures its one-line progress display shows.
+// embeddings, and the figures its one-line progress display shows. With LoRA adapters, a share of the
+// chat and text completions names an adapter instead of the base model.
+/** A LoRA adapter's share of the chat and text completions, and the context its application adds to each prompt. */
+export interface AdapterShare {
+  model: string;
+  /** 0..1 of the completions; the shares of all adapters add up to at most 1, the rest go to the base model. */
+  share: number;
+  /** Characters of context added before each prompt (a text-to-SQL application's rows retrieved for the question), default none. */
+  contextChars?: number;
+}
+
 /** Options of the load generator. */
 export interface LoadOptions {
   /** Proxy base URL. */
@@ -12,6 +22,8 @@ export interface LoadOptions {
   random?: () => number;
   /** Monotonic ms clock for the rate window, default performance.now. */
   nowMs?: () => number;
+  /** LoRA adapters and their shares; absent: every request names the base model. */
+  adapters?: readonly AdapterShare[];
 }
 
 /** What the progress line shows. */
@@ -47,6 +59,39 @@ export function pickRequest(r: number, promptIndex: number): { path: string; bod
   return { path: "/v1/embeddings", body: { model, input: prompt } };
 }
 
+/**
+ * The context an adapter's application adds to request `seq`: `chars` characters of table rows
+ * retrieved for that question. They differ from the first line on, so no prefix cache can hold them:
+ * every call prefills them.
+ */
+export function adapterContext(chars: number, seq: number): string {
+  const lines = [`-- orders retrieved for question ${seq}`];
+  let length = lines[0]!.length;
+  for (let row = 0; length < chars; row++) {
+    const line = `(${seq * 1000 + row}, ${(seq * 7 + row * 13) % 9973}, '2026-01-${String(1 + (row % 28)).padStart(2, "0")}', ${((seq + row) % 500) + 0.9})`;
+    lines.push(line);
+    length += line.length + 1;
+  }
+  return lines.join("\n").slice(0, chars);
+}
+
+/**
+ * The request `pickRequest` made for request `seq`, sent to an adapter when draw `r` (0..1) falls in
+ * one's share: chat and text completions only (embeddings stay on the base model), the adapter's
+ * context before the prompt. The body is a copy; `model` keeps its place, first.
+ */
+export function withAdapter(request: { path: string; body: Record<string, unknown> }, r: number, adapters: readonly AdapterShare[], seq: number): { path: string; body: Record<string, unknown> } {
+  if (request.path === "/v1/embeddings") return request;
+  let below = 0;
+  const adapter = adapters.find((a) => r < (below += a.share));
+  if (!adapter) return request;
+  const body: Record<string, unknown> = { ...request.body, model: adapter.model };
+  const context = adapter.contextChars ? `${adapterContext(adapter.contextChars, seq)}\n` : "";
+  if (context !== "" && Array.isArray(body.messages)) body.messages = (body.messages as { role: string; content: string }[]).map((m) => ({ ...m, content: `${context}${m.content}` }));
+  else if (context !== "" && typeof body.prompt === "string") body.prompt = `${context}${body.prompt}`;
+  return { path: request.path, body };
+}
+
 /** The progress line (no newline; the caller redraws it with \r). */
 export function formatProgress(p: LoadProgress): string {
   return `load: ${p.sent} sent, ${p.errors} errors, ${p.inFlight} in flight, ${p.currentRps.toFixed(1)} rps`;
@@ -69,7 +114,9 @@ export function startLoad(opts: LoadOptions): Load {
       stats.skipped++;
       return;
     }
-    const { path, body } = pickRequest(random(), stats.sent);
+    const picked = pickRequest(random(), stats.sent);
+    // A second draw only with adapters, so without them the sequence of requests is what it was.
+    const { path, body } = opts.adapters && opts.adapters.length > 0 ? withAdapter(picked, random(), opts.adapters, stats.sent) : picked;
     const abort = new AbortController();
     inFlight.add(abort);
     stats.sent++;

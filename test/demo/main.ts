@@ -7,7 +7,8 @@ import { formatProgress } from "./load.js";
 import { SCENARIOS, scenarioNamed } from "./scenarios.js";
 import { alertsPageUrl } from "./prometheus-alerts-page.js";
 import { PortsTakenError, startFailure, takenPorts } from "./start-failure.js";
-import { DEMO_POLICY, startDemoStack } from "./stack.js";
+import { DEMO_MODEL, DEMO_POLICY, startDemoStack } from "./stack.js";
+import { DEMO_LORA_MODULES } from "./lora.js";
 
 /** Demo settings: environment variable, then default. */
 export interface DemoConfig {
@@ -25,6 +26,8 @@ export interface DemoConfig {
   prometheus: "auto" | "off";
   pluginConfig: string;
   wasm: string;
+  /** TOKENTRACE_DEMO_LORA=on: the server loads two LoRA adapters and the load uses them (lora.ts). */
+  lora: boolean;
 }
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
@@ -39,6 +42,8 @@ function numberFromEnv(name: string, fallback: number, min: number, max: number)
 export function demoConfig(): DemoConfig {
   const prom = process.env.TOKENTRACE_DEMO_PROMETHEUS ?? "auto";
   if (prom !== "auto" && prom !== "off") throw new Error(`TOKENTRACE_DEMO_PROMETHEUS=${JSON.stringify(prom)} must be auto or off`);
+  const lora = process.env.TOKENTRACE_DEMO_LORA || "off";
+  if (lora !== "on" && lora !== "off") throw new Error(`TOKENTRACE_DEMO_LORA=${JSON.stringify(lora)} must be on or off`);
   return {
     proxyPort: numberFromEnv("TOKENTRACE_DEMO_PORT", 10000, 0, 65535),
     adminPort: numberFromEnv("TOKENTRACE_DEMO_ADMIN_PORT", 15090, 0, 65535),
@@ -53,6 +58,7 @@ export function demoConfig(): DemoConfig {
     prometheus: prom,
     pluginConfig: process.env.TOKENTRACE_DEMO_PLUGIN_CONFIG ?? "",
     wasm: process.env.TOKENTRACE_DEMO_WASM ?? fileURLToPath(new URL("../../build/filter.wasm", import.meta.url)),
+    lora: lora === "on",
   };
 }
 
@@ -82,6 +88,7 @@ async function main(): Promise<void> {
     scrapeIntervalMs: cfg.scrapeIntervalMs,
     prometheus: cfg.prometheus,
     pluginConfig: cfg.pluginConfig,
+    lora: cfg.lora,
     // The filter's log lines go to stderr the way Envoy prints "wasm log" lines.
     onFilterLog: (e) => {
       clearLine();
@@ -101,6 +108,7 @@ async function main(): Promise<void> {
   console.log(`  scenario:      ${stack.scenario.name}: ${stack.scenario.story}`);
   if (stack.scenario.alert) console.log(`                 expect alert ${stack.scenario.alert} within a minute${stack.prometheus ? "" : " (needs Prometheus)"}`);
   console.log(`                 others: ${[...SCENARIOS.keys()].filter((n) => n !== stack.scenario.name).map((n) => `TOKENTRACE_DEMO_SCENARIO=${n}`).join(", ")}`);
+  if (cfg.lora) console.log(`  LoRA:          adapters ${DEMO_LORA_MODULES.map((m) => m.name).join(", ")} of ${DEMO_MODEL}, a quarter of the completions each (docs/demo-lora.md)`);
   console.log(`  dashboard:     ${stack.dashboardUrl}`);
   console.log(`  proxy:         ${stack.proxy.url}`);
   console.log(`  stats:         ${stack.proxy.adminUrl}/stats/prometheus`);

@@ -29,13 +29,14 @@ import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
 import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
 import { PrometheusInstance } from "../support/prometheus.js";
-import { demoRuleFile, readsKeepFiringFor } from "./alert-rules.js";
+import { demoRuleFile, demoRuleSources, readsKeepFiringFor } from "./alert-rules.js";
 import { startDcgmSim, type DcgmSim, type GpuThrottle } from "./dcgm-sim.js";
 import { Engine, type EngineParams } from "./engine.js";
 import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
 import { startLoad, type Load } from "./load.js";
 import { VllmMetrics } from "./vllm-metrics.js";
+import { DEMO_LORA_LOAD, DEMO_LORA_MODULES, DEMO_MAX_LORAS, loraRuleSource } from "./lora.js";
 import { VllmSpanExporter } from "./vllm-spans.js";
 
 /** The simulated workload: namespace, pod and labels the policy selects and the GPUs map to. */
@@ -101,6 +102,8 @@ export interface DemoStackOptions {
    * `startThrottle` is called (a test starts it once the baseline it is compared with is recorded).
    */
   throttleStart?: "scheduled" | "manual";
+  /** LoRA on (lora.ts): the server loads two adapters, the load sends a quarter of its completions to each, Prometheus records per adapter. Default off. */
+  lora?: boolean;
 }
 
 /** A running stack. */
@@ -197,7 +200,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   if (opts.prometheus === "off") prometheusNote = "Prometheus disabled";
   else if (version === undefined) prometheusNote = "prometheus is not installed (make test-deps installs it): the pipeline runs without a remote-write target";
   else {
-    prometheus = await PrometheusInstance.start({ rules: demoRuleFile("5s", undefined, undefined, readsKeepFiringFor(version)) });
+    prometheus = await PrometheusInstance.start({ rules: demoRuleFile("5s", [...demoRuleSources(), ...(opts.lora ? [loraRuleSource()] : [])], undefined, readsKeepFiringFor(version)) });
     const running = prometheus;
     closers.push(() => running.destroy());
   }
@@ -261,7 +264,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
 
   const engine = new Engine({ ...scenario.engine, ...opts.engine });
   closers.push(async () => engine.stop());
-  const vllmMetrics = new VllmMetrics(engine, DEMO_MODEL);
+  const vllmMetrics = new VllmMetrics(engine, DEMO_MODEL, Date.now(), opts.lora ? { lora: { maxLoras: DEMO_MAX_LORAS } } : {});
   // The model server's own spans (vLLM's --otlp-traces-endpoint) go to the same receiver as the filter's.
   const vllmSpans = new VllmSpanExporter({ url: `${filtersUrl}/v1/traces` });
   const upstream = await startLlmUpstream({
@@ -273,6 +276,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     addedPrompt: () => ({ prefix: { id: `tenant-${Math.floor(Math.random() * scenario.tenants)}`, tokens: scenario.systemPromptTokens }, contextTokens: scenario.contextTokens }),
     ...(scenario.outputTokens !== undefined ? { outputTokens: () => scenario.outputTokens! } : {}),
     errorRate: opts.errorRate,
+    ...(opts.lora ? { loraModules: DEMO_LORA_MODULES } : {}),
   });
   closers.push(() => upstream.close());
   closers.push(() => vllmSpans.close());
@@ -318,6 +322,8 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     namespace: DEMO_NAMESPACE,
     pod: DEMO_POD,
     hostname: DEMO_NODE,
+    gpuCount: scenario.gpus ?? 1,
+    ...(scenario.strayProcess ? { strayProcess: scenario.strayProcess } : {}),
     gpuActivity: () => engine.state().gpu,
     extraCounters: scenario.dcgmCounters ?? [],
     throttle: () => throttle,
@@ -347,7 +353,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
 
   const rps = opts.loadRps ?? scenario.loadRps;
   if (rps > 0) {
-    const running = startLoad({ url: proxy.url, rps, maxInFlight: scenario.maxInFlight });
+    const running = startLoad({ url: proxy.url, rps, maxInFlight: scenario.maxInFlight, ...(opts.lora ? { adapters: DEMO_LORA_LOAD } : {}) });
     load = running;
     closers.push(() => running.stop());
   }

@@ -15,6 +15,7 @@ import { runScrapes, type Scrape } from "../support/promtool-case.js";
 import { Engine, type EngineCounters, type EngineParams } from "./engine.js";
 import { FakeClock } from "./fake-clock.js";
 import { floatToGoString, VllmMetrics } from "./vllm-metrics.js";
+import { loraStateOf } from "../../control-plane/src/engine/lora-info.js";
 
 const FIXTURE = readFileSync(new URL("../fixtures/pipeline/vllm-v1-two-engines.prom", import.meta.url), "utf8");
 const MODEL = "tokentrace-sim-1";
@@ -98,4 +99,56 @@ test("emulated vLLM /metrics through the join's reader: prefix-cache hit ratio, 
   assert.equal(last(C.MODEL_REQUESTS_RUNNING), states[2]!.running);
   assert.equal(last(C.MODEL_KV_CACHE_USAGE), states[2]!.kvCacheUsage);
   assert.ok(joined.some((p) => p.name === C.MODEL_LATENCY_QUANTILE && p.labels.includes("queue")), "queue percentiles from the queue-time histogram");
+});
+
+test("emulated vLLM /metrics with LoRA (--enable-lora --max-loras 2): vllm:lora_requests_info as vLLM 005a810 writes it, a state per engine step, past ones kept, the newest the join's reader takes", () => {
+  const clock = new FakeClock();
+  // One request at a time, so the others wait: sql-lora's runs while chat-de's and the base model's wait.
+  const engine = new Engine({ maxNumSeqs: 1, numSpeculativeTokens: 0 }, clock);
+  const metrics = new VllmMetrics(engine, MODEL, 1_780_000_000_000, { lora: { maxLoras: 2 }, wallMs: () => 1_780_000_000_000 + clock.nowMs });
+  assert.doesNotMatch(metrics.render(), /^vllm:lora_requests_info\{/m, "no state before the first step");
+  const steps: { adapters: ReturnType<Engine["loraAdapters"]>; text: string }[] = [];
+  const record = engine.onStepDone!;
+  engine.onStepDone = () => {
+    record();
+    steps.push({ adapters: engine.loraAdapters(), text: metrics.render() });
+  };
+  for (const adapter of ["sql-lora", "chat-de", undefined]) engine.submit({ promptTokens: 64, outputTokens: 2, onDone: () => undefined, ...(adapter ? { adapter } : {}) });
+  clock.run();
+  engine.stop();
+  const seen = steps.map((s) => `${s.adapters.running.join(",")}|${s.adapters.waiting.join(",")}`);
+  // The step that finishes sql-lora's request reports chat-de's still waiting: the next step admits it.
+  assert.deepEqual([...new Set(seen)], ["sql-lora|chat-de", "|chat-de", "chat-de|", "|"], "sql-lora runs while chat-de waits, then chat-de runs, then the base model's request alone");
+  // After every step the reader the join uses finds that step's state the newest.
+  for (const s of steps) {
+    const state = loraStateOf(parseText(s.text).samples);
+    assert.deepEqual([state?.running, state?.waiting, state?.maxLora], [s.adapters.running, s.adapters.waiting, 2]);
+  }
+  const last = parseText(steps.at(-1)!.text);
+  assert.deepEqual(last.errors, []);
+  assert.deepEqual(last.families.get("vllm:lora_requests_info"), parseText(readFileSync(new URL("../fixtures/pipeline/vllm-lora.prom", import.meta.url), "utf8")).families.get("vllm:lora_requests_info"), "type and HELP as vLLM registers the gauge");
+  // One line per state ever recorded, in the order first recorded, labels sorted, each with the wall-clock time (s) it was last set.
+  const lines = steps.at(-1)!.text.split("\n").filter((l) => l.startsWith("vllm:lora_requests_info{"));
+  assert.deepEqual(lines.map((l) => l.replace(/ \S+$/, "")), [
+    'vllm:lora_requests_info{max_lora="2",running_lora_adapters="sql-lora",waiting_lora_adapters="chat-de"}',
+    'vllm:lora_requests_info{max_lora="2",running_lora_adapters="",waiting_lora_adapters="chat-de"}',
+    'vllm:lora_requests_info{max_lora="2",running_lora_adapters="chat-de",waiting_lora_adapters=""}',
+    'vllm:lora_requests_info{max_lora="2",running_lora_adapters="",waiting_lora_adapters=""}',
+  ]);
+  const lastSec = (1_780_000_000_000 + clock.nowMs) / 1000;
+  assert.equal(lines[3], `vllm:lora_requests_info{max_lora="2",running_lora_adapters="",waiting_lora_adapters=""} ${floatToGoString(lastSec)}`);
+  assert.match(lines[3]!, /\} 1\.78\d*e\+09$/);
+});
+
+test("emulated vLLM /metrics with LoRA: adapters in both lists, in the order the server first saw them, whichever order the batch has", () => {
+  const clock = new FakeClock();
+  const engine = new Engine({ maxNumSeqs: 2, numSpeculativeTokens: 0 }, clock);
+  const metrics = new VllmMetrics(engine, MODEL, 0, { lora: { maxLoras: 2 }, wallMs: () => clock.nowMs });
+  // chat-de first, then two of sql-lora: chat-de and the first sql-lora run, the second sql-lora waits.
+  for (const adapter of ["chat-de", "sql-lora", "sql-lora"]) engine.submit({ promptTokens: 64, outputTokens: 3, adapter, onDone: () => undefined });
+  // The first step (8 ms on the host, 24 ms on the GPU) has ended; the second is on the GPU.
+  clock.run(40);
+  assert.deepEqual(engine.loraAdapters(), { running: ["chat-de", "sql-lora"], waiting: ["sql-lora"] });
+  assert.match(metrics.render(), /^vllm:lora_requests_info\{max_lora="2",running_lora_adapters="chat-de,sql-lora",waiting_lora_adapters="sql-lora"\} /m);
+  engine.stop();
 });

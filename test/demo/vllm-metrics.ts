@@ -9,7 +9,8 @@
 // simulated engine: gauges from its state, counters from its own counts, histograms from its per-step
 // token events (TTFT from arrival, inter-token latency per step) and finished-request timings (queue
 // from arrival to first scheduling, prefill to the first token, decode to the last, as
-// vllm/v1/metrics/stats.py at 28ed1fb).
+// vllm/v1/metrics/stats.py at 28ed1fb). With LoRA on (vLLM's --enable-lora, `lora` below), also
+// vllm:lora_requests_info as loggers.py at 005a810 writes it (see LoraInfo).
 import type { Engine, RequestTimings, TokenEvent } from "./engine.js";
 
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
@@ -56,21 +57,83 @@ class Histogram {
   }
 }
 
+/** LoRA on the simulated server: vLLM's --enable-lora with --max-loras. */
+export interface VllmLoraOptions {
+  /** --max-loras: adapters one batch may hold (the gauge's max_lora label). */
+  maxLoras: number;
+}
+
+/**
+ * vllm:lora_requests_info (vllm-project/vllm 005a810 vllm/v1/metrics/loggers.py
+ * PrometheusStatLogger.__init__ and record): a gauge with labels max_lora, waiting_lora_adapters and
+ * running_lora_adapters (no model_name, no engine), set to the wall-clock time (set_to_current_time,
+ * seconds) under the adapters then running and waiting, joined by ",", on every iteration the engine
+ * reports; an idle engine reports none, so the newest state stays. prometheus_client keeps every
+ * label combination it was given (children in the order they were made), so /metrics lists the past
+ * states too, the newest with the largest value. The adapters of a list are in the order vLLM's
+ * LoRARequestStates first saw them (its dict of adapters, kept for the server's life; vLLM adds one
+ * when its first request arrives, here when a step first reports it, the same order unless two
+ * adapters' first requests arrive within one step).
+ */
+class LoraInfo {
+  /** Adapters in the order first seen. */
+  private readonly seen: string[] = [];
+  /** "running\u0000waiting" -> the last time (s) the state was recorded, in the order the states were first recorded. */
+  private readonly states = new Map<string, number>();
+
+  constructor(
+    private readonly maxLoras: number,
+    private readonly wallMs: () => number,
+  ) {}
+
+  /** One iteration's state (LoRARequestStates.update_iteration_stats, then record). */
+  record(now: { running: string[]; waiting: string[] }): void {
+    for (const name of [...now.running, ...now.waiting]) if (!this.seen.includes(name)) this.seen.push(name);
+    const inSeenOrder = (names: string[]): string => names.slice().sort((a, b) => this.seen.indexOf(a) - this.seen.indexOf(b)).join(",");
+    this.states.set(`${inSeenOrder(now.running)}\u0000${inSeenOrder(now.waiting)}`, this.wallMs() / 1000);
+  }
+
+  render(out: string[]): void {
+    out.push("# HELP vllm:lora_requests_info Running stats on lora requests.", "# TYPE vllm:lora_requests_info gauge");
+    for (const [key, seconds] of this.states) {
+      const [running, waiting] = key.split("\u0000") as [string, string];
+      // prometheus_client's exposition (generate_latest sample_line) sorts a sample's labels by name and escapes backslash, newline and double quote.
+      const escape = (v: string): string => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+      out.push(`vllm:lora_requests_info{max_lora="${this.maxLoras}",running_lora_adapters="${escape(running)}",waiting_lora_adapters="${escape(waiting)}"} ${floatToGoString(seconds)}`);
+    }
+  }
+}
+
+/** Options of VllmMetrics beyond the engine and the model. */
+export interface VllmMetricsOptions {
+  /** LoRA on: vllm:lora_requests_info is written; absent: off, as vLLM without --enable-lora. */
+  lora?: VllmLoraOptions;
+  /** Wall-clock ms for the LoRA gauge's value, default Date.now. */
+  wallMs?: () => number;
+}
+
 /** vLLM's metrics of one model served by one engine of the simulated server. */
 export class VllmMetrics {
   private readonly ttft = new Histogram(TTFT_BUCKETS);
   private readonly itl = new Histogram(ITL_BUCKETS);
   private readonly phases = { queue: new Histogram(REQUEST_LATENCY_BUCKETS), prefill: new Histogram(REQUEST_LATENCY_BUCKETS), decode: new Histogram(REQUEST_LATENCY_BUCKETS), inference: new Histogram(REQUEST_LATENCY_BUCKETS), e2e: new Histogram(REQUEST_LATENCY_BUCKETS) };
   private readonly createdSec: number;
+  private readonly lora: LoraInfo | undefined;
 
   constructor(
     private readonly engine: Engine,
     readonly modelName: string,
     nowEpochMs: number = Date.now(),
+    options: VllmMetricsOptions = {},
   ) {
     this.createdSec = nowEpochMs / 1000;
     engine.onTokens = (e) => this.tokens(e);
     engine.onFinished = (t) => this.finish(t);
+    if (options.lora) {
+      const lora = new LoraInfo(options.lora.maxLoras, options.wallMs ?? Date.now);
+      this.lora = lora;
+      engine.onStepDone = () => lora.record(engine.loraAdapters());
+    }
   }
 
   private tokens(e: TokenEvent): void {
@@ -130,6 +193,8 @@ export class VllmMetrics {
     histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", this.phases.inference);
     histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", this.phases.prefill);
     histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", this.phases.decode);
+    // Made last in PrometheusStatLogger.__init__.
+    this.lora?.render(out);
     return out.join("\n") + "\n";
   }
 }
