@@ -94,7 +94,7 @@ leak-corpus-mutant: build/mutant/filter-content-margin0.wasm ## the corpus must 
 	@WASM=build/mutant/filter-content-margin0.wasm SEED=$(SEED) COUNT=$(or $(MUTANT_COUNT),260) EXHAUSTIVE=0 SPREAD=1 EXPECT_LEAKS=1 node --import tsx test/support/leak-corpus-main.ts
 
 demo: build/filter.wasm ## the whole local stack on 127.0.0.1: control plane + dashboard, filter in a local proxy, simulated LLM server and GPUs, pipeline, load
-	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure|gpu-starved|gpu-thermal)"
+	@echo "==> starting the demo (TOKENTRACE_DEMO_SCENARIO=normal|gpu-saturated|slow-model|kv-cache-pressure|gpu-starved|gpu-thermal|gpu-straggler)"
 	@node --import tsx test/demo/main.ts
 
 # make test checks one scenario's page (kv-cache-pressure); each needs its own stack for a minute or more.

@@ -7,8 +7,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
 import { GpuIndex } from "../../control-plane/src/join/gpu-index.js";
+import { Joiner } from "../../control-plane/src/join/joiner.js";
+import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
+import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import type { GpuActivity } from "./engine.js";
-import { gpuValues, startDcgmSim, type GpuThrottle } from "./dcgm-sim.js";
+import { gpuValues, startDcgmSim, type GpuThrottle, type StrayProcess } from "./dcgm-sim.js";
 
 /**
  * The fields NVIDIA/dcgm-exporter d5e5f51 etc/default-counters.csv enables (its uncommented lines,
@@ -111,4 +114,65 @@ test("simulated dcgm-exporter: a counters file that adds SM_ACTIVE, SM_OCCUPANCY
   } finally {
     await sim.close();
   }
+});
+
+test("gpuValues: a stray process on the card fills its share of the time the pod leaves idle, with matrix-multiply activity, and adds its memory up to the card's size; other cards are untouched", () => {
+  const stray: StrayProcess = { gpu: 2, fbUsedMiB: 8192, idleShareUsed: 0.6 };
+  const half = { busy: 0.5, sm: 0.425, occupancy: 0.18, tensor: 0.15, dram: 0.3 };
+  assert.deepEqual(gpuValues(half, 1, undefined, stray), gpuValues(half, 1), "not its card");
+  const shared = gpuValues(half, 2, undefined, stray);
+  // The pod's rank at 90% of card 0 (0.45), the stray job in 0.6 of the rest (0.33), at GPU_ACTIVITY.compute.
+  assert.deepEqual([shared.util, shared.grEngineActive, shared.smActive, shared.tensorActive, shared.dramActive, shared.fbUsedMiB], [78, 0.78, 0.696, 0.333, 0.369, 62_000 + 8192]);
+  assert.equal(gpuValues({ busy: 1, sm: 1, occupancy: 1, tensor: 1, dram: 1 }, 2, undefined, { ...stray, fbUsedMiB: 40_000 }).fbUsedMiB, 81_559 - 537, "no more than the card has");
+});
+
+test("simulated dcgm-exporter, tensor-parallel over four cards with a stray process on card 2: one series set per card with its own gpu, UUID, pci_bus_id and device, all mapped to the pod, and the pipeline's join derives a spread past both straggler thresholds", async () => {
+  const activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
+  let nowMs = 0;
+  const sim = await startDcgmSim({ namespace: "demo", pod: "llm-sim-0", hostname: "node-a", gpuCount: 4, strayProcess: { gpu: 2, fbUsedMiB: 8192, idleShareUsed: 0.6 }, gpuActivity: () => activity, collectIntervalMs: 1000, nowMs: () => nowMs });
+  try {
+    await fetch(sim.metricsUrl);
+    // A second at half the working H100's shares.
+    Object.assign(activity, { busyMs: 500, smMs: 425, occupancyMs: 180, tensorMs: 150, dramMs: 300 });
+    nowMs += 1000;
+    const text = await (await fetch(sim.metricsUrl)).text();
+    // render_metrics.go's label order; each card its NVML index, UUID, PCI bus id and /dev/nvidiaN; kubernetes.go's pod labels on every card.
+    const card = (i: number): string => `gpu="${i}",UUID="GPU-d3e${i}aaaa-0000-4000-8000-00000000000${i}",pci_bus_id="00000000:1${i}:00.0",device="nvidia${i}",modelName="NVIDIA H100 80GB HBM3",hostname="node-a",DCGM_FI_DRIVER_VERSION="570.86.15",container="vllm",namespace="demo",pod="llm-sim-0"`;
+    assert.deepEqual(text.split("\n").filter((l) => l.startsWith("DCGM_FI_DEV_FB_USED{")), [`DCGM_FI_DEV_FB_USED{${card(0)}} 62000`, `DCGM_FI_DEV_FB_USED{${card(1)}} 62000`, `DCGM_FI_DEV_FB_USED{${card(2)}} 70192`, `DCGM_FI_DEV_FB_USED{${card(3)}} 62000`]);
+    assert.deepEqual(text.split("\n").filter((l) => l.startsWith("DCGM_FI_DEV_GPU_UTIL{")), [`DCGM_FI_DEV_GPU_UTIL{${card(0)}} 50`, `DCGM_FI_DEV_GPU_UTIL{${card(1)}} 45`, `DCGM_FI_DEV_GPU_UTIL{${card(2)}} 78`, `DCGM_FI_DEV_GPU_UTIL{${card(3)}} 45`]);
+    const parsed = parseText(text);
+    assert.deepEqual(parsed.errors, []);
+    for (const [field] of parsed.families) assert.equal(parsed.samples.filter((s) => s.name === field).length, 4, `${field}: one series per card`);
+
+    // The pipeline's join (dcgm-exporter then the pod's sidecar), as in the demo.
+    const target = (kind: "dcgm" | "envoy"): ScrapeTarget => ({ id: `${kind}|sim`, kind, url: `http://sim/${kind}`, intervalMs: 1000, timeoutMs: 1000, node: "node-a", ...(kind === "envoy" ? { namespace: "demo", pod: "llm-sim-0" } : {}) });
+    const scrape = (kind: "dcgm" | "envoy", body: string, ts: number): ScrapeResult => {
+      const p = parseText(body);
+      return { target: target(kind), timestampMs: ts, durationMs: 1, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors };
+    };
+    const j = new Joiner();
+    j.join(scrape("dcgm", text, 1_800_000_000_000));
+    const out = j.join(scrape("envoy", 'tokentrace_requests_total{route="chat",status_class="2xx"} 1\n', 1_800_000_001_000));
+    const labelsOf = (l: readonly string[]): Record<string, string> => Object.fromEntries(Array.from({ length: l.length / 2 }, (_, i) => [l[2 * i]!, l[2 * i + 1]!]));
+    const named = (name: string): [Record<string, string>, number][] => out.filter((s) => s.labels[1] === name).map((s) => [labelsOf(s.labels), s.samples[0]!.value]);
+    assert.deepEqual(named("tokentrace_pod_gpu_info").map(([l]) => [l.gpu, l.gpu_uuid]), [0, 1, 2, 3].map((i) => [String(i), `GPU-d3e${i}aaaa-0000-4000-8000-00000000000${i}`]));
+    // Past gpu-health-rules.yaml's straggler thresholds: 33 points over 20, 0.117 over 0.1.
+    assert.deepEqual(named("tokentrace_pod_gpu_utilization_spread_percent"), [[{ __name__: "tokentrace_pod_gpu_utilization_spread_percent", namespace: "demo", pod: "llm-sim-0" }, 78 - 45]]);
+    assert.deepEqual(named("tokentrace_pod_gpu_memory_used_spread_ratio").map(([, v]) => v), [8192 / 70192]);
+    assert.deepEqual(named("tokentrace_pod_gpu_sm_active_spread_ratio").map(([l, v]) => [l.source, v]), [["gr_engine_active", 0.78 - 0.45]]);
+  } finally {
+    await sim.close();
+  }
+});
+
+test("simulated dcgm-exporter: a GPU count or a stray process's card out of range is refused, naming the option", async () => {
+  const base = { namespace: "demo", pod: "llm-sim-0", gpuActivity: (): GpuActivity => ({ busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 }) };
+  // A simulator that starts anyway is closed, so the failure does not hold the run open.
+  const refused = async (opts: Parameters<typeof startDcgmSim>[0], message: RegExp): Promise<void> => {
+    const started = await startDcgmSim(opts).catch((error: unknown) => error as Error);
+    if (!(started instanceof Error)) await started.close();
+    assert.match(started instanceof Error ? started.message : "started", message);
+  };
+  await refused({ ...base, gpuCount: 0 }, /gpuCount 0 must be an integer from 1 to 16/);
+  await refused({ ...base, gpuCount: 4, strayProcess: { gpu: 4, fbUsedMiB: 1, idleShareUsed: 0 } }, /strayProcess\.gpu 4 is not one of the pod's 4 GPUs \(0 to 3\)/);
 });

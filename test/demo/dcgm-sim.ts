@@ -12,9 +12,12 @@
 // a kernel ran (NVML's sample of time with a kernel running); SM, occupancy, tensor and DRAM activity
 // the engine's activity-weighted GPU time over the interval (what DCGM's profiling fields average);
 // power follows the work done, the energy counter integrates power, temperature follows power.
+// A pod may hold several cards (tensor parallelism: one series set per card, each mapped to the pod,
+// as kubernetes.go maps every device the kubelet's pod-resources API lists for it), and a process
+// outside the pod may share one of them.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { GpuActivity } from "./engine.js";
+import { GPU_ACTIVITY, type GpuActivity } from "./engine.js";
 
 /** One counters-file line: a DCGM field, its Prometheus type and help, and whether DCGM gives it as a double. */
 interface Counter {
@@ -76,6 +79,20 @@ export interface GpuThrottle {
   slowdown: number;
 }
 
+/**
+ * A process on one of the pod's cards that is not the pod's (started on the node outside the device
+ * plugin's accounting): dcgm-exporter's fields are the device's, so its memory and its kernels show
+ * on that card and the pod mapping still names the pod.
+ */
+export interface StrayProcess {
+  /** The card it runs on (dcgm-exporter's gpu index). */
+  gpu: number;
+  /** Framebuffer it holds, MiB. */
+  fbUsedMiB: number;
+  /** Share of the time the pod's kernels leave the card idle that its own kernels fill. */
+  idleShareUsed: number;
+}
+
 /** Options of the simulated exporter. */
 export interface DcgmSimOptions {
   /** 0 (default) = ephemeral. */
@@ -84,8 +101,10 @@ export interface DcgmSimOptions {
   pod: string;
   container?: string;
   hostname?: string;
-  /** GPUs of the pod, default 1. */
+  /** GPUs of the pod, default 1 (at most 16, as on the largest nodes). */
   gpuCount?: number;
+  /** Another process on one of the pod's cards; default none. */
+  strayProcess?: StrayProcess;
   /** The engine's GPU time since start, read at each collection. */
   gpuActivity: () => GpuActivity;
   /** Fields added to the default counters (an operator's counters file). */
@@ -144,12 +163,21 @@ export interface GpuValues {
 const clamp01 = (v: number): number => Math.min(1, Math.max(0, v));
 const r3 = (v: number): number => Math.round(v * 1000) / 1000;
 
-/** One GPU's values for an interval with `shares`; a second GPU of a tensor-parallel pod runs a little behind the first. */
-export function gpuValues(shares: IntervalShares, gpu: number, throttle: GpuThrottle = { reasons: 0, slowdown: 1 }): GpuValues {
+/** What a stray process's kernels keep busy per busy second: matrix multiplications, as the engine's prefill (a benchmark, a training step). */
+const STRAY_ACTIVITY = GPU_ACTIVITY.compute;
+
+/**
+ * One GPU's values for an interval with `shares`; a second GPU of a tensor-parallel pod runs a little
+ * behind the first. A stray process on the card adds its kernels in the time the pod's leave idle
+ * (NVML's utilisation counts any context's kernel) and its memory.
+ */
+export function gpuValues(shares: IntervalShares, gpu: number, throttle: GpuThrottle = { reasons: 0, slowdown: 1 }, stray?: StrayProcess): GpuValues {
   const f = gpu === 0 ? 1 : 0.9;
-  const busy = clamp01(shares.busy) * f;
-  const sm = clamp01(shares.sm) * f;
-  const dram = clamp01(shares.dram) * f;
+  const own = clamp01(shares.busy) * f;
+  const strayBusy = stray?.gpu === gpu ? (1 - own) * clamp01(stray.idleShareUsed) : 0;
+  const busy = own + strayBusy;
+  const sm = clamp01(shares.sm) * f + strayBusy * STRAY_ACTIVITY.sm;
+  const dram = clamp01(shares.dram) * f + strayBusy * STRAY_ACTIVITY.dram;
   // Power follows the work the SMs do more than the time a kernel runs (a starved GPU draws less).
   const load = clamp01(0.4 * busy + 0.6 * sm);
   const powerWatts = r3(IDLE_WATTS + (MAX_WATTS - IDLE_WATTS) * load ** 1.2);
@@ -160,13 +188,14 @@ export function gpuValues(shares: IntervalShares, gpu: number, throttle: GpuThro
     util: Math.round(100 * busy),
     grEngineActive: r3(busy),
     smActive: r3(sm),
-    smOccupancy: r3(clamp01(shares.occupancy) * f),
-    tensorActive: r3(clamp01(shares.tensor) * f),
+    smOccupancy: r3(clamp01(shares.occupancy) * f + strayBusy * STRAY_ACTIVITY.occupancy),
+    tensorActive: r3(clamp01(shares.tensor) * f + strayBusy * STRAY_ACTIVITY.tensor),
     dramActive: r3(dram),
     memCopyUtil: Math.round(100 * dram),
     powerWatts,
-    // Weights and KV cache stay resident; the cache grows with the batch.
-    fbUsedMiB: Math.round(52_000 + 20_000 * clamp01(shares.busy)),
+    // Weights and KV cache stay resident; the cache grows with the batch. A stray process's memory
+    // comes on top, up to what the card has.
+    fbUsedMiB: Math.min(FB_TOTAL_MIB - FB_RESERVED_MIB, Math.round(52_000 + 20_000 * clamp01(shares.busy)) + (stray?.gpu === gpu ? stray.fbUsedMiB : 0)),
     tempC,
     memTempC: tempC + 5,
     smClockMHz: busy > 0.05 ? Math.round(SM_CLOCK_MHZ / Math.max(1, throttle.slowdown)) : 345,
@@ -206,6 +235,9 @@ function valueOf(field: string, v: GpuValues, energyMj: number): number {
 export async function startDcgmSim(opts: DcgmSimOptions): Promise<DcgmSim> {
   const now = opts.nowMs ?? (() => performance.now());
   const gpus = opts.gpuCount ?? 1;
+  if (!Number.isInteger(gpus) || gpus < 1 || gpus > 16) throw new Error(`dcgm-sim: gpuCount ${gpus} must be an integer from 1 to 16`);
+  const stray = opts.strayProcess;
+  if (stray && (!Number.isInteger(stray.gpu) || stray.gpu < 0 || stray.gpu >= gpus)) throw new Error(`dcgm-sim: strayProcess.gpu ${stray.gpu} is not one of the pod's ${gpus} GPUs (0 to ${gpus - 1})`);
   const interval = opts.collectIntervalMs ?? 30_000;
   const hostname = opts.hostname ?? "demo-gpu-node";
   const container = opts.container ?? "vllm";
@@ -221,14 +253,15 @@ export async function startDcgmSim(opts: DcgmSimOptions): Promise<DcgmSim> {
     const shares: IntervalShares = { busy: share("busyMs"), sm: share("smMs"), occupancy: share("occupancyMs"), tensor: share("tensorMs"), dram: share("dramMs") };
     const throttle = opts.throttle?.() ?? { reasons: 0, slowdown: 1 };
     const values = energy.map((e, i) => {
-      const v = gpuValues(shares, i, throttle);
+      const v = gpuValues(shares, i, throttle, stray);
       // Energy since boot in mJ: integrate the power over the time since the last collection (W x ms = mJ).
       e.mj += Math.round(v.powerWatts * Math.max(0, t - e.lastMs));
       e.lastMs = t;
       return v;
     });
+    // One identity per card (NVML's index, UUID, PCI bus id, device node); every card is the pod's.
     const labels = (i: number): string =>
-      `gpu="${i}",UUID="GPU-${(0xd3e0 + i).toString(16)}aaaa-0000-4000-8000-00000000000${i}",pci_bus_id="00000000:${(0x10 + i).toString(16).toUpperCase()}:00.0",device="nvidia${i}",modelName="${MODEL}",hostname="${hostname}",DCGM_FI_DRIVER_VERSION="${DRIVER}",container="${container}",namespace="${opts.namespace}",pod="${opts.pod}"`;
+      `gpu="${i}",UUID="GPU-${(0xd3e0 + i).toString(16)}aaaa-0000-4000-8000-${String(i).padStart(12, "0")}",pci_bus_id="00000000:${(0x10 + i).toString(16).toUpperCase()}:00.0",device="nvidia${i}",modelName="${MODEL}",hostname="${hostname}",DCGM_FI_DRIVER_VERSION="${DRIVER}",container="${container}",namespace="${opts.namespace}",pod="${opts.pod}"`;
     return counters
       .map((k) => `# HELP ${k.field} ${k.help}\n# TYPE ${k.field} ${k.type}\n` + values.map((v, i) => {
         const x = valueOf(k.field, v, energy[i]!.mj);

@@ -1,5 +1,5 @@
 // What the GPU demo scenarios' tests share: the demo Prometheus queried with labels, a wait on real
-// time, and docs/demo.md's GPU walk-through. One scenario per test file, so each file's run stays
+// time, and docs/demo.md's GPU walk-throughs. One scenario per test file, so each file's run stays
 // within the runner's per-file timeout on a loaded 2-core machine.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -20,11 +20,11 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
   }
 }
 
-/** The sh block of docs/demo.md's "Is the GPU working?" walk-through that queries the running demo. */
-export function gpuWalkthrough(): string {
+/** The sh block of a docs/demo.md GPU walk-through (by default "Is the GPU working?") that queries the running demo. */
+export function gpuWalkthrough(heading = "Is the GPU working? A walk-through on the demo"): string {
   const doc = readFileSync(new URL("../../docs/demo.md", import.meta.url), "utf8");
-  const at = doc.indexOf("## Is the GPU working? A walk-through on the demo");
-  assert.ok(at >= 0, "docs/demo.md has the walk-through");
+  const at = doc.indexOf(`## ${heading}`);
+  assert.ok(at >= 0, `docs/demo.md has the walk-through "${heading}"`);
   const block = [...doc.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith("PROM="));
   assert.ok(block, "its block of queries");
   return block;

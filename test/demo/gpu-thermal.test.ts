@@ -2,13 +2,15 @@
 // host, the simulated engine and dcgm-exporter, the real pipeline) with real Prometheus evaluating
 // the alert rules of istio/observability/. Once the GPU throttles for heat, its reasons are
 // decoded, TTFT rises and TokentraceGPUThrottledTTFTRise fires, while the busy-but-starved alert
-// stays silent.
+// stays silent; docs/demo.md's "Is the GPU throttling?" block, run as written, tells the same story,
+// the last step through the OpenTelemetry GenAI histogram a GenAI dashboard reads.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
+import { promisify } from "node:util";
 import { FILTER_WASM, requireArtifact } from "../filter/support.js";
 import { firingAlerts } from "./alert-rules.js";
-import { LATENCY_ALERTS, query, until } from "./gpu-scenario-support.js";
+import { gpuWalkthrough, LATENCY_ALERTS, query, until } from "./gpu-scenario-support.js";
 import { startDemoStack, type DemoStack } from "./stack.js";
 
 test("demo scenario gpu-thermal (the clock-event reasons added to the exporter's counters, real pipeline and Prometheus): once the GPU throttles for heat the reasons are decoded, TTFT rises and TokentraceGPUThrottledTTFTRise fires with cause thermal; nothing says starved", { timeout: 280_000 }, async () => {
@@ -39,6 +41,23 @@ test("demo scenario gpu-thermal (the clock-event reasons added to the exporter's
     const firing = await firingAlerts(url);
     assert.ok(!firing.includes("TokentraceGPUBusyButStarved"), "a throttled GPU that works is not starved");
     assert.deepEqual(firing.filter((a) => LATENCY_ALERTS.includes(a)), []);
+
+    // The walk-through's block as written.
+    const block = gpuWalkthrough("Is the GPU throttling? A walk-through on the demo");
+    const run = async (): Promise<string> => (await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", block], { env: { PATH: process.env.PATH ?? "", PROM: url } })).stdout;
+    let stdout = await run();
+    for (let tries = 1; tries < 6 && !/^gen_ai\.server\.time_to_first_token P95 /m.test(stdout); tries++) {
+      await new Promise((r) => setTimeout(r, 3000));
+      stdout = await run();
+    }
+    const lines = stdout.trim().split("\n");
+    assert.ok(lines.some((l) => /^TokentraceGPUThrottledTTFTRise cause thermal: demo\/llm-sim-0: TTFT rose while its GPU throttles for thermal$/.test(l)), `1. the alert:\n${stdout}`);
+    assert.deepEqual(lines.filter((l) => l.startsWith("clock event ")).sort(), ["clock event hw_thermal", "clock event sw_thermal"], `2. the reasons:\n${stdout}`);
+    assert.ok(lines.includes("temperature gpu 88 C"), `2. the temperature:\n${stdout}`);
+    const ttft = (at: string): number => Number(new RegExp(`^TTFT P95 ${at} (\\d+) ms$`, "m").exec(stdout)?.[1] ?? NaN);
+    assert.ok(ttft("now") > 1.5 * ttft("lowest of the hour"), `3. TTFT P95 now over 1.5 times its lowest:\n${stdout}`);
+    const genai = /^gen_ai\.server\.time_to_first_token P95 (\S+) ([\d.]+) s$/m.exec(stdout);
+    assert.ok(genai && genai[1] === "tokentrace-sim-1" && Number(genai[2]) > 0, `4. the GenAI histogram's P95:\n${stdout}`);
   } finally {
     await stack.close();
   }

@@ -5,7 +5,7 @@
 // files with their `for` shortened), the page opened as a user would, and within 90 s of the stack's
 // start the panels that tell the story show its values (read from the charts the page drew) and its
 // Alerts section lists the scenario's alert, marked on the charts. `make test` runs one scenario
-// (kv-cache-pressure, the walk-through's); `make demo-pages` (TOKENTRACE_DEMO_PAGES=all) runs all six,
+// (kv-cache-pressure, the walk-through's); `make demo-pages` (TOKENTRACE_DEMO_PAGES=all) runs all seven,
 // one after the other in one browser: each needs its stack to itself for a minute and more.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -54,6 +54,7 @@ const STORY_ALERTS = [
   "TokentraceKVCacheMissSpecRejected",
   "TokentraceGPUBusyButStarved",
   "TokentraceGPUThrottledTTFTRise",
+  "TokentraceGPUStraggler",
 ];
 
 // What docs/demo.md's table says each scenario shows on the dashboard, on the panels the page has.
@@ -107,6 +108,15 @@ const STORIES: PageStory[] = [
     readings: [
       { what: "thermal throttling on", chart: `${GPU_GROUP} .chart[id$="-throttle"]`, series: "thermal", holds: (v) => v === 1 },
       { what: "the GPU at 88 °C", chart: `${GPU_GROUP} .chart[id$="-temperature"]`, series: "GPU temperature", holds: (v) => v === 88 },
+    ],
+  },
+  {
+    scenario: "gpu-straggler",
+    alert: "TokentraceGPUStraggler",
+    readings: [
+      // The spread panel shows utilisation as a share of 100% (gpu.js): 20 points is 0.2.
+      { what: "the cards' utilisation spread past its 20-point threshold", chart: `${GPU_GROUP} .chart[id$="-spread"]`, series: "utilisation spread", holds: (v) => v > 0.2 },
+      { what: "their memory spread past its 10% threshold", chart: `${GPU_GROUP} .chart[id$="-spread"]`, series: "memory spread", holds: (v) => v > 0.1 },
     ],
   },
 ];

@@ -164,7 +164,7 @@ const threeSignalExpr = (): string => {
   return groups.flatMap((g) => g.rules).find((r) => r.alert === "TokentraceGPUBusyKVCacheMissSpecRejected")!.expr;
 };
 
-test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the docs/demo.md walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU and a sampled trace", { timeout: 180_000 }, async () => {
+test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the docs/demo.md walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU, a sampled trace and the latency per length class", { timeout: 180_000 }, async () => {
   assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
   const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "kv-cache-pressure", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto" });
   try {
@@ -194,6 +194,14 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     await until("the route's P99 TTFT split inside and outside the engine", async () => (await query(stack.prometheus!.url, 'tokentrace_route_latency_quantile_seconds{route="chat",phase="outside_ttft",quantile="0.99"}')).length > 0, 60_000);
     await until("preemptions in Prometheus", async () => ((await query(stack.prometheus!.url, "tokentrace_model_preemptions_per_second"))[0] ?? 0) > 0, 60_000);
     await until("a sampled streaming chat call slower than 2 s at the span receiver", async () => stack.traces.recent({ route: "chat", limit: 50, minDurationMs: 2000 }).some((c) => c.ttftMs !== null), 60_000);
+    // The length-class records (recording-rules.yaml's tokentrace.length-classes, evaluated beside the alerts) once two scrapes of finished calls are in.
+    await until(
+      "the chat route's P99 TTFT and duration per length class recorded",
+      async () =>
+        (await query(stack.prometheus!.url, 'namespace_route_model_input_length:tokentrace_llm_ttft_ms:histogram_quantile_rate5m{route="chat"}')).length > 0 &&
+        (await query(stack.prometheus!.url, 'namespace_route_model_output_length:tokentrace_llm_duration_ms:histogram_quantile_rate5m{route="chat"}')).length > 0,
+      30_000,
+    );
 
     // docs/demo.md's walk-through, run as written with bash, curl and jq against this stack.
     // The alert's `for` is shortened, not dropped: should a dip of the GPU's utilisation under its
@@ -216,6 +224,21 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     const decode = p99(/^tokentrace-sim-1 decode P99 (\S+) s$/m);
     assert.ok(decode > 2 && decode > p99(/^tokentrace-sim-1 queue P99 (\S+) s$/m) + p99(/^tokentrace-sim-1 prefill P99 (\S+) s$/m), `3. decode is where the time goes:\n${stdout}`);
     assert.ok(p99(/^route chat ttft P99 (\S+) s$/m) < decode, `2. TTFT is small next to the call:\n${stdout}`);
+    // 6. Per length class, in the order of the boundaries: every prompt of the scenario (1,500 + 200
+    // tokens and the question) in le2048, every answer (240 tokens) in le256, and the failed calls
+    // (none here: errorRate 0) in unknown, last; the calls of one size are slow, not a few long ones.
+    const classes = (side: string, figure: string): { cls: string; ms: number }[] =>
+      lines.flatMap((l) => {
+        const m = new RegExp(`^tokentrace-sim-1 ${side} (le\\d+|gt\\d+|unknown) ${figure} P99 (\\d+) ms$`).exec(l);
+        return m ? [{ cls: m[1]!, ms: Number(m[2]) }] : [];
+      });
+    const input = classes("input", "TTFT");
+    const output = classes("output", "duration");
+    assert.deepEqual(input.map((c) => c.cls), ["le2048"], `6. the prompts' class:\n${stdout}`);
+    assert.equal(output[0]?.cls, "le256", `6. the answers' class, first:\n${stdout}`);
+    assert.ok(output.slice(1).every((c) => c.cls === "unknown") && output.length <= 2, `6. nothing but the failed calls beside it:\n${stdout}`);
+    assert.equal(lines.filter((l) => /^tokentrace-sim-1 (input|output) /.test(l)).length, input.length + output.length, `6. every class line in the expected form:\n${stdout}`);
+    assert.ok(output[0]!.ms > 2000 && input[0]!.ms < output[0]!.ms, `6. the one output class is slow, decode as in step 3:\n${stdout}`);
   } finally {
     await stack.close();
   }

@@ -2,7 +2,7 @@
 // that, within a minute, the dashboard shows one of the stories docs/demo.md tells and the matching
 // alert of istio/observability/prometheus-rules.yaml fires in the demo's Prometheus.
 import type { EngineParams } from "./engine.js";
-import type { OptionalCounter } from "./dcgm-sim.js";
+import type { OptionalCounter, StrayProcess } from "./dcgm-sim.js";
 
 /** One scenario. */
 export interface Scenario {
@@ -27,6 +27,10 @@ export interface Scenario {
   dcgmCounters?: OptionalCounter[];
   /** The GPU starts throttling this long after start: its clock-event reason bits and how much slower its steps get. */
   throttle?: { afterMs: number; reasons: number; slowdown: number };
+  /** Cards the pod runs tensor-parallel over (the simulated dcgm-exporter maps each to it); default 1. */
+  gpus?: number;
+  /** A process outside the pod on one of its cards. */
+  strayProcess?: StrayProcess;
 }
 
 export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
@@ -115,6 +119,23 @@ export const SCENARIOS: ReadonlyMap<string, Scenario> = new Map([
       contextTokens: 0,
       dcgmCounters: ["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"],
       throttle: { afterMs: 45_000, reasons: 0x20 | 0x40, slowdown: 3 },
+    },
+  ],
+  [
+    "gpu-straggler",
+    {
+      name: "gpu-straggler",
+      story: "a tensor-parallel straggler: the normal server's engine runs tensor-parallel over four H100s, and a job someone started on the node by hand, outside Kubernetes, shares card 2: it holds 8 GiB there and fills most of the time the pod leaves that card idle, so card 2 shows 35 to 40 points more utilisation and 8 GiB more memory than its peers (spreads past the straggler thresholds: 20 points, and 10% of the fullest card), while every step waits at the all-reduce for its rank's kernels, slowed by the sharing (dcgm-exporter's default counters)",
+      alert: "TokentraceGPUStraggler",
+      // The stray job's kernels time-slice with rank 2's, so each step (which waits at every all-reduce for the slowest rank) takes 30% longer.
+      engine: { gpuSlowdown: 1.3 },
+      loadRps: 5,
+      maxInFlight: 64,
+      systemPromptTokens: 1000,
+      tenants: 4,
+      contextTokens: 0,
+      gpus: 4,
+      strayProcess: { gpu: 2, fbUsedMiB: 8192, idleShareUsed: 0.6 },
     },
   ],
 ]);
