@@ -2,8 +2,11 @@
 // slow as its model servers see it (engine-signals.ts): the waiting queue beside the running batch,
 // KV-cache usage, preemptions per second, prefix-cache hits and speculative acceptance, time per
 // output token (P50/P95/P99) and the engine's P99 split into queue, prefill and decode beside the
-// sidecars' own TTFT P99 for that model (every route of the namespace, window.ts). Latencies are
-// rounded to 0.1 ms, the rest to 3 decimals, so 15 minutes of a model are about 20 KB.
+// sidecars' own TTFT P99 for that model (every route of the namespace, window.ts); where the cache
+// hits (SGLang's prefix-cache hits per tier, vLLM's external KV-connector cache) and why requests
+// wait (vLLM's waiting requests by reason, prompt tokens computed and preemptions per finished
+// request). Latencies and tokens are rounded to 0.1, the rest to 3 decimals, so 15 minutes of a
+// model are about 20 to 37 KB.
 import type { NextFunction, Request, RequestHandler, Response, Router } from "express";
 import type { EngineColumn, EngineSignals, ModelKey } from "./engine-signals.js";
 import { queryString, rangeOf } from "./query.js";
@@ -21,7 +24,13 @@ export const CAUSE_COLUMNS = [
   "queueP99Ms",
   "prefillP99Ms",
   "decodeP99Ms",
+  "externalPrefixCacheHitRatio",
+  "promptTokensComputedPerRequest",
+  "preemptionsPerRequest",
 ] as const satisfies readonly EngineColumn[];
+
+/** Rounded to 0.1 (ms, tokens): finer than the engine's buckets resolve, and two characters a value less. */
+const TO_TENTHS = new Set<string>(["queueP99Ms", "prefillP99Ms", "decodeP99Ms", "promptTokensComputedPerRequest"]);
 
 /** The TPOT columns of the answer (tpotP50Ms, ...), from vLLM's per-request TPOT, else its inter-token latency. */
 const TPOT = {
@@ -37,6 +46,10 @@ export const CAUSE_NEEDS = {
   cacheHits: "vllm:prefix_cache_queries_total and _hits_total with prefix caching on (vLLM v1's default); speculative acceptance needs --speculative-config",
   tpot: "vllm:request_time_per_output_token_seconds, else vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds before 0.11)",
   phases: "vllm:request_queue_time_seconds, vllm:request_prefill_time_seconds and vllm:request_decode_time_seconds (vLLM v1); the TTFT beside them is the sidecar filter's tokentrace_llm_ttft_ms",
+  cacheTiers:
+    "SGLang's sglang:cached_tokens_total by cache_source and sglang:prompt_tokens_total (--enable-metrics; the host tier with --enable-hierarchical-cache, storage_<backend> with --hicache-storage-backend), or vLLM's vllm:external_prefix_cache_queries_total and _hits_total with a KV connector (--kv-transfer-config; vLLM after vllm-project/vllm#38435)",
+  waitReasons:
+    "vllm:num_requests_waiting_by_reason, and vllm:request_prefill_kv_computed_tokens and vllm:request_num_preemptions (per finished request), all in vLLM after vllm-project/vllm#38435",
 } as const;
 
 /** What the endpoint is given (the dashboard's dependencies, the read guard, the clock). */
@@ -47,7 +60,6 @@ export interface EngineCausesContext {
 }
 
 const round3 = (v: number | null): number | null => (v === null ? null : Math.round(v * 1000) / 1000);
-// Latencies to 0.1 ms: finer than the engine's buckets resolve, and two characters a value less.
 const round1 = (v: number | null): number | null => (v === null ? null : Math.round(v * 10) / 10);
 
 /** GET /v1/dashboard/engine-causes. */
@@ -77,10 +89,13 @@ function causesOf(engine: EngineSignals, dashboard: DashboardSource, k: ModelKey
   const tpotSource = engine.has(k, "requestTpotP99Ms") ? "request_tpot" : engine.has(k, "interTokenP99Ms") ? "inter_token" : null;
   const stored = engine.columns(k, q, [...CAUSE_COLUMNS, ...TPOT[tpotSource ?? "request_tpot"]]);
   const columns: Record<string, (number | null)[]> = { t: stored.t };
-  for (const c of CAUSE_COLUMNS) columns[c] = stored[c].map(c.endsWith("Ms") ? round1 : round3);
+  for (const c of CAUSE_COLUMNS) columns[c] = stored[c].map(TO_TENTHS.has(c) ? round1 : round3);
   TPOT_COLUMNS.forEach((c, i) => (columns[c] = stored[TPOT[tpotSource ?? "request_tpot"][i]!].map(round1)));
   columns.sidecarTtftP99Ms = sidecarTtftP99(dashboard, k, q, grid).map(round1);
-  return { namespace: k.namespace, model: k.model, pods: [...new Set(engine.points(k).map((p) => p.pod))].sort(), tpotSource, columns };
+  // Arrays, not objects keyed by the label values: those come from the model servers.
+  const waitingByReason = engine.labelled(k, q, "waitingByReason").map((x) => ({ reason: x.value, values: x.values.map(round3) }));
+  const prefixCacheHitsByTier = engine.labelled(k, q, "prefixCacheHitRatioByTier").map((x) => ({ tier: x.value, values: x.values.map(round3) }));
+  return { namespace: k.namespace, model: k.model, pods: [...new Set(engine.points(k).map((p) => p.pod))].sort(), tpotSource, columns, waitingByReason, prefixCacheHitsByTier };
 }
 
 /** The sidecars' TTFT P99 of the model over every route of its namespace, on the engine columns' steps (null where no route saw it). */

@@ -15,6 +15,10 @@ import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromiu
 import { FILTER_WASM, requireArtifact } from "../../filter/support.js";
 import { DEMO_POLICY, startDemoStack, type DemoStack, type DemoStackOptions } from "../../demo/stack.js";
 import { demoTarget, lengthClassText, sidecarBatch, type ClassBuckets } from "./sidecar-batch.js";
+import { Joiner } from "../../../control-plane/src/join/joiner.js";
+import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
+import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
+import { advance, fixture as engineFixture } from "../../support/engine-scrapes.js";
 
 
 // The few DOM shapes the page callbacks use (the project's tsconfig has no DOM lib; these callbacks run in Chromium).
@@ -76,6 +80,37 @@ async function openPage(userDataDir: string): Promise<{ page: Page; close: () =>
 }
 
 const text = async (page: Page, sel: string): Promise<string> => (await page.textContent(sel)) ?? "";
+
+/** What the page draws in one cause panel. */
+interface CausePanel {
+  id: string;
+  model: string | undefined;
+  panel: string | undefined;
+  nonNull: Record<string, number>;
+  xTicks: number;
+  yLabels: string[];
+}
+
+/** Runs in the page: every cause panel's series (by legend label) with how many points each draws. */
+function causePanelsInPage(): CausePanel[] {
+  const w = globalThis as unknown as Win;
+  return Object.entries(w.tokentraceDashboard.charts)
+    .filter(([id]) => id.startsWith("chart-cause-"))
+    .map(([id, c]) => ({
+      id,
+      model: w.document.getElementById(id)?.dataset.model,
+      panel: w.document.getElementById(id)?.dataset.panel,
+      nonNull: Object.fromEntries(c.plot.series.slice(1).map((s, i) => [s.label, c.plot.data[i + 1]!.filter((v) => v !== null && v !== undefined).length])),
+      xTicks: c.plot.axes[0]!._values?.length ?? 0,
+      yLabels: c.plot.axes[1]!._values ?? [],
+    }));
+}
+
+const LLAMA = "meta-llama/Llama-3.1-8B-Instruct";
+const QWEN3 = "Qwen/Qwen3-30B-A3B";
+
+/** A model-server target of the demo's namespace, for fixture scrapes the test joins itself. */
+const fixtureEngine = (pod: string, port: number): ScrapeTarget => ({ id: `vllm|http://${pod}:${port}/metrics`, kind: "vllm", url: `http://${pod}:${port}/metrics`, intervalMs: 2000, timeoutMs: 1000, namespace: "demo", pod, node: "fixture-node" });
 
 test("dashboard in headless Chromium against the demo stack (emulated Envoy, simulated engine and GPU, LoRA adapters): golden signals hold data with monotone percentiles, one crosshair, each adapter's calls under its base model, traces fill and the lookup finds our request, the editor survives a 412", { timeout: 150_000 }, async () => {
   assert.ok(existsSync(CHROMIUM), CHROMIUM_MISSING);
@@ -143,27 +178,30 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     assert.ok(perCall(rows[1]!) > 3 * perCall(rows[0]!), `sql-lora ${rows[1]![2]} tokens/s in at ${rows[1]![1]} calls/s, chat-de ${rows[0]![2]} at ${rows[0]![1]}`);
     // The cause panels: one group for the model, its queue, KV cache, preemptions, TPOT and P99-split
     // panels with the simulated vLLM's points, the sidecar's TTFT P99 beside the engine's phases, and
-    // axes that scale (latencies labelled in ms or s, more than one time tick).
-    const CAUSES = ["queue", "kv", "preemptions", "tpot", "phases"];
-    const causePanels = (): Promise<{ id: string; model: string | undefined; nonNull: Record<string, number>; xTicks: number; yLabels: string[] }[]> =>
-      page.evaluate(() => {
-        const w = globalThis as unknown as Win;
-        return Object.entries(w.tokentraceDashboard.charts)
-          .filter(([id]) => id.startsWith("chart-cause-"))
-          .map(([id, c]) => ({
-            id,
-            model: w.document.getElementById(id)?.dataset.model,
-            nonNull: Object.fromEntries(c.plot.series.slice(1).map((s, i) => [s.label, c.plot.data[i + 1]!.filter((v) => v !== null && v !== undefined).length])),
-            xTicks: c.plot.axes[0]!._values?.length ?? 0,
-            yLabels: c.plot.axes[1]!._values ?? [],
-          }));
-      });
-    await until("the cause panels to hold the engine's signals and the sidecar's TTFT", async () => (await causePanels()).length === CAUSES.length && (await causePanels()).every((p) => Object.values(p.nonNull).filter((n) => n > 0).length >= (p.id.endsWith("kv") ? 2 : p.id.endsWith("phases") ? 4 : 1)), 15_000).catch(async (e: unknown) => {
+    // axes that scale (latencies labelled in ms or s, more than one time tick). The simulated vLLM
+    // exports no cache tiers, waiting reasons or per-request figures (test/demo/vllm-metrics.ts):
+    // those two panels are empty and say what they need (fixture scrapes fill them further down).
+    const CAUSES = ["queue", "kv", "preemptions", "tpot", "phases", "hits", "wait"];
+    const DEMO_EMPTY = ["hits", "wait"];
+    const causePanels = (): Promise<CausePanel[]> => page.evaluate(causePanelsInPage);
+    await until("the cause panels to hold the engine's signals and the sidecar's TTFT", async () => (await causePanels()).length === CAUSES.length && (await causePanels()).every((p) => DEMO_EMPTY.includes(p.panel ?? "") || Object.values(p.nonNull).filter((n) => n > 0).length >= (p.id.endsWith("kv") ? 2 : p.id.endsWith("phases") ? 4 : 1)), 15_000).catch(async (e: unknown) => {
       throw new Error(`${(e as Error).message}: ${JSON.stringify(await causePanels())}`);
     });
     const causes = await causePanels();
     assert.deepEqual(causes.map((c) => [c.id, c.model]), CAUSES.map((suffix) => [`chart-cause-0-${suffix}`, "tokentrace-sim-1"]), "one group of cause panels for the one model");
     assert.deepEqual(Object.keys(causes[4]!.nonNull), ["queue P99", "prefill P99", "decode P99", "TTFT P99 (sidecar)"]);
+    assert.deepEqual(causes.slice(5).map((c) => c.nonNull), [{ "external cache (KV connector)": 0, "prompt tokens computed per request (right axis)": 0 }, { "preemptions per request (right axis)": 0 }], "no tier or reason of the simulated vLLM");
+    const captionOf = (model: string, panel: string): Promise<string> =>
+      page.evaluate(
+        ([m, p]) => {
+          const figures = Array.from((globalThis as unknown as Win).document.querySelectorAll("#causes-panels figure"));
+          const figure = figures.find((f) => f.querySelectorAll(".chart")[0]?.dataset.model === m && f.querySelectorAll(".chart")[0]?.dataset.panel === p);
+          return figure?.querySelectorAll("figcaption")[0]?.textContent ?? "";
+        },
+        [model, panel] as const,
+      );
+    assert.match(await captionOf("tokentrace-sim-1", "hits"), /No data in this range: needs SGLang's sglang:cached_tokens_total by cache_source .*--enable-hierarchical-cache.* or vLLM's vllm:external_prefix_cache_queries_total/);
+    assert.match(await captionOf("tokentrace-sim-1", "wait"), /No data in this range: needs vllm:num_requests_waiting_by_reason.*vllm-project\/vllm#38435\.$/);
     for (const c of causes) assert.ok(c.xTicks > 1, `${c.id}: ${c.xTicks} time ticks`);
     for (const c of causes.filter((x) => x.id.endsWith("tpot") || x.id.endsWith("phases"))) for (const label of c.yLabels) assert.match(label, /^\d+(\.\d+)? (ms|s)$/, `${c.id} axis label ${label}`);
     assert.equal(await text(page, "#causes-panels h3"), "tokentrace-sim-1 (demo) on llm-sim-0");
@@ -388,6 +426,67 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     // Duration P50 and P99, then decode P99 (streams only: none for the classes without decode).
     assert.deepEqual(await page.locator('#length-class-output tr[data-length-class="le256"] td').allTextContents(), ["le256", "6", "33.3 %", "500 ms", "990 ms", "99.5 ms"]);
     assert.deepEqual(await page.locator('#length-class-output tr[data-length-class="gt1024"] td').allTextContents(), ["gt1024", "2", "11.1 %", "1.00 s", "1.00 s", "–"]);
+
+    // Where the cache hits and why requests wait, from fixture scrapes through the real join: a vLLM
+    // with a KV connector (waiting by reason, the external cache, per-request figures) and an SGLang
+    // whose host tier appears after its device tier (the panel is made again with the new series).
+    const vllmTarget = fixtureEngine("fixture-vllm-0", 8000);
+    const sglTarget = fixtureEngine("fixture-sgl-0", 30000);
+    const joiner = new Joiner({ rateWindowMs: 30_000 });
+    joiner.setTargets([vllmTarget, sglTarget]);
+    const sglText = engineFixture("sglang-priority.prom");
+    const deviceOnly = sglText.split("\n").filter((line) => !line.includes('cache_source="host"')).join("\n");
+    assert.notEqual(deviceOnly, sglText);
+    // A minute of 2 s scrapes up to 2 s ago: the host tier's rate has a whole 30 s window by the end.
+    const base = Date.now() - 60_000;
+    const feed = (from: number, to: number, sgl: string): void => {
+      for (let k = from; k <= to; k++) {
+        for (const [t, scrape] of [[vllmTarget, advance(engineFixture("vllm-waiting-by-reason-external-cache.prom"), k)], [sglTarget, advance(sgl, k, 0.25)]] as const) {
+          const p = parseText(scrape);
+          const timestampMs = base + k * 2000;
+          stack.dashboard.observe(joiner.join({ target: t, timestampMs, durationMs: 5, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors }), { target: t, timestampMs });
+        }
+      }
+    };
+    const fixturePanel = async (model: string, suffix: string): Promise<CausePanel | undefined> => (await causePanels()).find((p) => p.model === model && p.panel === suffix);
+    const held = (p: CausePanel | undefined): string[] => Object.entries(p?.nonNull ?? {}).filter(([, n]) => n > 0).map(([label]) => label);
+    feed(0, 3, deviceOnly);
+    await until("the SGLang model's device tier", async () => held(await fixturePanel(QWEN3, "hits")).includes("hits from device"), 15_000);
+    assert.deepEqual(Object.keys((await fixturePanel(QWEN3, "hits"))!.nonNull), ["hits from device", "external cache (KV connector)", "prompt tokens computed per request (right axis)"]);
+    feed(4, 29, sglText);
+    await until("the host tier beside it", async () => held(await fixturePanel(QWEN3, "hits")).includes("hits from host"), 15_000).catch(async (e: unknown) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await causePanels())}`);
+    });
+    await until("the vLLM model's reasons and external cache", async () => held(await fixturePanel(LLAMA, "wait")).length === 3 && held(await fixturePanel(LLAMA, "hits")).length === 2, 15_000).catch(async (e: unknown) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await causePanels())}`);
+    });
+    assert.deepEqual(held(await fixturePanel(QWEN3, "hits")), ["hits from device", "hits from host"], "SGLang's tiers, no external cache nor per-request figures");
+    assert.deepEqual(held(await fixturePanel(LLAMA, "hits")), ["external cache (KV connector)", "prompt tokens computed per request (right axis)"]);
+    assert.deepEqual(held(await fixturePanel(LLAMA, "wait")), ["waiting (capacity)", "waiting (deferred)", "preemptions per request (right axis)"]);
+    // The newest values as drawn: the share of prompt tokens per tier, waiting requests per reason; tokens per request on the right axis.
+    const lastDrawn = (model: string, suffix: string): Promise<Record<string, number | null>> =>
+      page.evaluate(
+        ([m, sfx]) => {
+          const w = globalThis as unknown as Win;
+          const id = Object.keys(w.tokentraceDashboard.charts).find((k) => w.document.getElementById(k)?.dataset.model === m && w.document.getElementById(k)?.dataset.panel === sfx)!;
+          const plot = w.tokentraceDashboard.charts[id]!.plot;
+          return Object.fromEntries(plot.series.slice(1).map((s, i) => [s.label, plot.data[i + 1]!.filter((v) => v !== null).at(-1) ?? null]));
+        },
+        [model, suffix] as const,
+      );
+    assert.deepEqual(await lastDrawn(QWEN3, "hits"), { "hits from device": 0.625, "hits from host": 0.225, "external cache (KV connector)": null, "prompt tokens computed per request (right axis)": null });
+    assert.deepEqual(await lastDrawn(LLAMA, "wait"), { "waiting (capacity)": 6, "waiting (deferred)": 3, "preemptions per request (right axis)": 0.08 });
+    assert.deepEqual(await lastDrawn(LLAMA, "hits"), { "external cache (KV connector)": 0.25, "prompt tokens computed per request (right axis)": 280 });
+    const axes = await page.evaluate((m) => {
+      const w = globalThis as unknown as Win;
+      const id = Object.keys(w.tokentraceDashboard.charts).find((k) => w.document.getElementById(k)?.dataset.model === m && w.document.getElementById(k)?.dataset.panel === "hits")!;
+      return w.tokentraceDashboard.charts[id]!.plot.axes.slice(1).map((a) => ({ scale: a.scale, last: a._values?.at(-1) }));
+    }, LLAMA);
+    assert.deepEqual(axes.map((a) => a.scale), ["y", "y2"], "shares on the left, tokens on the right");
+    assert.match(axes[0]!.last ?? "", / %$/, `left axis ${JSON.stringify(axes)}`);
+    assert.match(axes[1]!.last ?? "", /^\d+$/, `right axis in tokens ${JSON.stringify(axes)}`);
+    assert.doesNotMatch(await captionOf(LLAMA, "wait"), /No data/);
+    assert.match(await captionOf(QWEN3, "wait"), /No data in this range: needs vllm:num_requests_waiting_by_reason/, "SGLang has no waiting reasons");
     assert.deepEqual(errors, []);
   } finally {
     await close();

@@ -45,11 +45,16 @@ interface CausesBody {
   stepSeconds: number;
   lookbackSeconds: number;
   needs: Record<string, string>;
-  models: { namespace: string; model: string; pods: string[]; tpotSource: string | null; columns: Record<string, (number | null)[]> }[];
+  models: { namespace: string; model: string; pods: string[]; tpotSource: string | null; columns: Record<string, (number | null)[]>; waitingByReason: { reason: string; values: (number | null)[] }[]; prefixCacheHitsByTier: { tier: string; values: (number | null)[] }[] }[];
 }
 
 /** One model server's joined batch for one model, as the join writes it (seconds for latencies). */
-function engineBatch(pod: string, model: string, ts: number, v: { waiting: number; running: number; kv: number; preempt: number; prefix?: number; spec?: number; tpot?: [number, number, number]; itl?: [number, number, number]; phases?: Record<string, number> }): WriteSeries[] {
+function engineBatch(
+  pod: string,
+  model: string,
+  ts: number,
+  v: { waiting: number; running: number; kv: number; preempt: number; prefix?: number; spec?: number; tpot?: [number, number, number]; itl?: [number, number, number]; phases?: Record<string, number>; external?: number; computed?: number; preemptPerRequest?: number; reasons?: Record<string, number>; tiers?: Record<string, number> },
+): WriteSeries[] {
   const ml = ["namespace", "llm", "pod", pod, "model", model];
   const out: WriteSeries[] = [];
   const put = (name: string, value: number, extra: string[] = []): void => void out.push({ labels: ["__name__", name, ...ml, ...extra], samples: [{ value, timestampMs: ts }] });
@@ -67,6 +72,11 @@ function engineBatch(pod: string, model: string, ts: number, v: { waiting: numbe
     put(C.MODEL_LATENCY_QUANTILE, s, ["phase", phase, "quantile", "0.99"]);
     put(C.MODEL_LATENCY_QUANTILE, s / 2, ["phase", phase, "quantile", "0.5"]);
   }
+  if (v.external !== undefined) put(C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO, v.external);
+  if (v.computed !== undefined) put(C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN, v.computed);
+  if (v.preemptPerRequest !== undefined) put(C.MODEL_REQUEST_PREEMPTIONS_MEAN, v.preemptPerRequest);
+  for (const [reason, n] of Object.entries(v.reasons ?? {})) put(C.MODEL_REQUESTS_WAITING_BY_REASON, n, ["reason", reason]);
+  for (const [tier, r] of Object.entries(v.tiers ?? {})) put(C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE, r, ["cache_source", tier]);
   return out;
 }
 
@@ -82,8 +92,8 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
   const d = new DashboardSeries();
   for (let k = 0; k < 10; k++) {
     const ts = T0 + k * STEP_MS;
-    d.observe(engineBatch("pod-a", "big", ts, { waiting: 3, running: 8, kv: 0.5, preempt: 0.25, prefix: 0.9, tpot: [0.02, 0.04, 0.05], phases: { queue: 0.1, prefill: 0.2, decode: 1.5 } }), { ...vllm("pod-a"), timestampMs: ts });
-    d.observe(engineBatch("pod-b", "big", ts + 100, { waiting: 1, running: 4, kv: 0.9, preempt: 0.5, prefix: 0.7, tpot: [0.03, 0.035, 0.045], phases: { queue: 0.3, prefill: 0.15, decode: 1.25 } }), { ...vllm("pod-b"), timestampMs: ts + 100 });
+    d.observe(engineBatch("pod-a", "big", ts, { waiting: 3, running: 8, kv: 0.5, preempt: 0.25, prefix: 0.9, tpot: [0.02, 0.04, 0.05], phases: { queue: 0.1, prefill: 0.2, decode: 1.5 }, external: 0.3, computed: 250.04, preemptPerRequest: 0.1, reasons: { capacity: 2, deferred: 1 } }), { ...vllm("pod-a"), timestampMs: ts });
+    d.observe(engineBatch("pod-b", "big", ts + 100, { waiting: 1, running: 4, kv: 0.9, preempt: 0.5, prefix: 0.7, tpot: [0.03, 0.035, 0.045], phases: { queue: 0.3, prefill: 0.15, decode: 1.25 }, external: 0.2, computed: 300, preemptPerRequest: 0.3, reasons: { capacity: 1 } }), { ...vllm("pod-b"), timestampMs: ts + 100 });
     // A model whose server exports no per-request TPOT: its inter-token latency stands in.
     d.observe(engineBatch("pod-c", "small", ts + 200, { waiting: 0, running: 2, kv: 0.1, preempt: 0, itl: [0.008, 0.012, 0.0151234] }), { ...vllm("pod-c"), timestampMs: ts + 200 });
     d.observe(sidecarBatch("big", 100 * (k + 1), ts + 300), { target: { kind: "envoy", namespace: "llm", pod: "pod-a", id: "envoy|pod-a" }, timestampMs: ts + 300 });
@@ -107,6 +117,10 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
       queueP99Ms: 300,
       prefillP99Ms: 200,
       decodeP99Ms: 1500,
+      // Means per finished request, averaged over pods; tokens to 0.1.
+      externalPrefixCacheHitRatio: 0.25,
+      promptTokensComputedPerRequest: 275,
+      preemptionsPerRequest: 0.2,
       tpotP50Ms: 30,
       tpotP95Ms: 40,
       tpotP99Ms: 50,
@@ -123,6 +137,9 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
       queueP99Ms: null,
       prefillP99Ms: null,
       decodeP99Ms: null,
+      externalPrefixCacheHitRatio: null,
+      promptTokensComputedPerRequest: null,
+      preemptionsPerRequest: null,
       tpotP50Ms: 8,
       tpotP95Ms: 12,
       tpotP99Ms: 15.1,
@@ -132,7 +149,11 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
     assert.equal(big.t!.length, 150, "300 s in 2 s steps");
     assert.equal(big.t!.at(-1), (T0 + 9 * STEP_MS) / 1000, "the last step at or before now");
     assert.equal(big.requestsWaiting!.filter((v) => v !== null).length, 10, "one point a scrape, none before the first");
-    assert.ok(Object.keys(body.needs).length === 5 && body.needs.phases!.includes("vllm:request_queue_time_seconds"));
+    // Waiting requests per reason summed over pods (pod-b reports no deferred ones).
+    assert.deepEqual(body.models[0]!.waitingByReason.map((r) => [r.reason, r.values.at(-1)]), [["capacity", 3], ["deferred", 1]]);
+    assert.deepEqual([body.models[0]!.prefixCacheHitsByTier, body.models[1]!.waitingByReason, body.models[1]!.prefixCacheHitsByTier], [[], [], []]);
+    assert.deepEqual(Object.keys(body.needs), ["queue", "kvCache", "cacheHits", "tpot", "phases", "cacheTiers", "waitReasons"]);
+    assert.ok(body.needs.phases!.includes("vllm:request_queue_time_seconds"));
     assert.deepEqual(((await (await fetch(`${url}/v1/dashboard/engine-causes?namespace=other`)).json()) as CausesBody).models, [], "another namespace's page shows none");
     const bad = await fetch(`${url}/v1/dashboard/engine-causes?range=7`);
     assert.equal(bad.status, 400);
@@ -209,7 +230,7 @@ test("engine signals store: a model whose servers stop reporting leaves after th
   assert.deepEqual(store.models().map((m) => m.model), ["new", "stays"]);
 });
 
-test("engine signals store: POINT_BYTES is at least what one point costs V8 and at most twice it, label values parsed from each scrape's text (measured with --expose-gc)", { timeout: 120_000 }, (t) => {
+test("engine signals store: the estimate of a point (pointBytes) is at least what one costs V8 and at most twice it, with waiting reasons and cache tiers, label values parsed from each scrape's text (measured with --expose-gc)", { timeout: 120_000 }, (t) => {
   const child = fileURLToPath(new URL("./engine-signals-memory-child.ts", import.meta.url));
   const r = JSON.parse(execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000"], { encoding: "utf8" })) as { held: number; measuredPerPoint: number; estimatedPerPoint: number };
   t.diagnostic(`measured ${r.measuredPerPoint.toFixed(0)} B, estimated ${r.estimatedPerPoint.toFixed(0)} B per point`);
@@ -249,7 +270,23 @@ test("the page's JSON per refresh with 15 minutes of data stays under 200 KB (is
     for (const [model, port] of [[LLAMA, 8000], [QWEN, 8001]] as const) {
       const ts = T0 + k * STEP_MS + port - 7900;
       const f = 1 + ((k * 7919 + port) % 97) / 97;
-      const v = { waiting: Math.round(5 * f), running: Math.round(16 * f), kv: 0.61234 * f, preempt: 0.3 * f, prefix: 0.4 * f, spec: 0.45 * f, tpot: [0.0123 * f, 0.0234 * f, 0.0345 * f] as [number, number, number], itl: [0.01 * f, 0.02 * f, 0.03 * f] as [number, number, number], phases: { queue: 1.234 * f, prefill: 0.345 * f, decode: 7.891 * f } };
+      const v = {
+        waiting: Math.round(5 * f),
+        running: Math.round(16 * f),
+        kv: 0.61234 * f,
+        preempt: 0.3 * f,
+        prefix: 0.4 * f,
+        spec: 0.45 * f,
+        tpot: [0.0123 * f, 0.0234 * f, 0.0345 * f] as [number, number, number],
+        itl: [0.01 * f, 0.02 * f, 0.03 * f] as [number, number, number],
+        phases: { queue: 1.234 * f, prefill: 0.345 * f, decode: 7.891 * f },
+        // Every cause signal, vLLM's and SGLang's alike (no server has both: the answer's worst case).
+        external: 0.2345 * f,
+        computed: 1234.5678 * f,
+        preemptPerRequest: 0.0789 * f,
+        reasons: { capacity: Math.round(4 * f), deferred: Math.round(1 * f) },
+        tiers: { device: 0.3456 * f, host: 0.1234 * f, storage_file: 0.0567 * f },
+      };
       const batch = engineBatch(POD, model, ts, v);
       batch.push({ labels: ["__name__", C.MODEL_GPU_UTILIZATION, "namespace", "llm", "pod", POD, "model", model], samples: [{ value: 63.25 * f, timestampMs: ts }] });
       d.observe(batch, { ...vllm(POD), target: { ...vllm(POD).target, id: `vllm|${port}` }, timestampMs: ts });
@@ -277,6 +314,7 @@ test("the page's JSON per refresh with 15 minutes of data stays under 200 KB (is
     assert.equal(causes.models.length, 2);
     assert.ok(causes.models.every((m) => m.columns.queueP99Ms!.filter((v) => v !== null).length >= 295 && m.columns.t!.length === 300), "15 minutes of points in 3 s steps");
     assert.ok(causes.models.some((m) => m.columns.sidecarTtftP99Ms!.at(-1) !== null), "the sidecars' TTFT beside the engine's");
+    assert.ok(causes.models.every((m) => m.waitingByReason.length === 2 && m.prefixCacheHitsByTier.length === 3 && m.columns.promptTokensComputedPerRequest!.filter((v) => v !== null).length >= 295), "the tiers, reasons and per-request columns in full");
     const total = Object.values(sizes).reduce((a, b) => a + b, 0);
     console.log(`JSON per refresh at 15 min of data: ${total} bytes ${JSON.stringify(sizes)}`);
     assert.ok(total < 200 * 1024, `${total} bytes per refresh: ${JSON.stringify(sizes)}`);

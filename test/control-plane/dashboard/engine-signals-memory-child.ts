@@ -1,6 +1,6 @@
 // Run by engine-causes.test.ts as `node --expose-gc`: feeds one EngineSignals `points` scrapes of
-// one model server (every column the store keeps, labels parsed afresh each scrape as the pipeline's
-// are) and prints, as JSON, what the heap grew by per point beside the store's estimate (POINT_BYTES).
+// one model server (every column the store keeps, with two waiting reasons and three cache tiers,
+// labels parsed afresh each scrape as the pipeline's are) and prints, as JSON, what the heap grew by per point beside the store's estimate (POINT_BYTES).
 import { EngineSignals } from "../../../control-plane/src/dashboard/engine-signals.js";
 import * as C from "../../../control-plane/src/join/catalogue.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
@@ -10,7 +10,21 @@ const points = Number(process.argv[2]);
 const labels = 'namespace="llm",pod="chat-6f8d-aaaaa",model="meta-llama/Llama-3.1-8B-Instruct"';
 
 function text(k: number): string {
-  const lines = [C.MODEL_GPU_UTILIZATION, C.MODEL_PREFIX_CACHE_HIT_RATIO, C.MODEL_SPEC_DECODE_ACCEPTANCE, C.MODEL_REQUESTS_WAITING, C.MODEL_REQUESTS_RUNNING, C.MODEL_KV_CACHE_USAGE, C.MODEL_PREEMPTIONS_PER_SECOND].map((name, i) => `${name}{${labels}} ${(k % 97) / 97 + i}`);
+  const lines = [
+    C.MODEL_GPU_UTILIZATION,
+    C.MODEL_PREFIX_CACHE_HIT_RATIO,
+    C.MODEL_SPEC_DECODE_ACCEPTANCE,
+    C.MODEL_REQUESTS_WAITING,
+    C.MODEL_REQUESTS_RUNNING,
+    C.MODEL_KV_CACHE_USAGE,
+    C.MODEL_PREEMPTIONS_PER_SECOND,
+    C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO,
+    C.MODEL_PREFILL_KV_COMPUTED_TOKENS_MEAN,
+    C.MODEL_REQUEST_PREEMPTIONS_MEAN,
+  ].map((name, i) => `${name}{${labels}} ${(k % 97) / 97 + i}`);
+  // The labelled columns too: two reasons and three tiers, label values parsed afresh each scrape.
+  for (const reason of ["capacity", "deferred"]) lines.push(`${C.MODEL_REQUESTS_WAITING_BY_REASON}{${labels},reason="${reason}"} ${k % 5}`);
+  for (const tier of ["device", "host", "storage_file"]) lines.push(`${C.MODEL_PREFIX_CACHE_HIT_RATIO_BY_SOURCE}{${labels},cache_source="${tier}"} ${(k % 89) / 89}`);
   for (const q of ["0.5", "0.95", "0.99"]) {
     lines.push(`${C.MODEL_REQUEST_TPOT_QUANTILE}{${labels},quantile="${q}"} ${0.01 + (k % 13) / 1000}`);
     for (const phase of ["queue", "prefill", "decode", "inter_token"]) lines.push(`${C.MODEL_LATENCY_QUANTILE}{${labels},phase="${phase}",quantile="${q}"} ${0.2 + (k % 7) / 100}`);

@@ -107,11 +107,14 @@
 
   /**
    * A panel: a uPlot chart in `el` and its legend table; `spec` = {series: [{key, label, stroke,
-   * dash?, scale?}], unit, onPick?} (a series with scale "y2" is drawn against a right-hand axis); onPick({tSeconds, key, label, value}) is called on a click on the plot.
+   * dash?, scale?}], unit, units?, onPick?} (a series with scale "y2" is drawn against a right-hand
+   * axis, in units.y2 where given: a ratio beside a count); onPick({tSeconds, key, label, value}) is called on a click on the plot.
    */
   function createPanel(el, spec) {
     const width = widthOf(el);
     const unit = spec.unit;
+    const unitOf = (scale) => (spec.units && scale in spec.units ? spec.units[scale] : unit);
+    const seriesUnits = spec.series.map((s) => unitOf(s.scale ?? "y"));
     const plotEl = document.createElement("div");
     const legend = document.createElement("table");
     legend.className = "legend";
@@ -145,7 +148,7 @@
       const idx = u.cursor.idx;
       head.cells[1].textContent = idx === null || idx === undefined ? "at cursor" : formatTime(u.data[0][idx]);
       rows.forEach((r, i) => {
-        r.cells[0].textContent = idx === null || idx === undefined ? "" : formatValue(u.data[i + 1][idx], unit);
+        r.cells[0].textContent = idx === null || idx === undefined ? "" : formatValue(u.data[i + 1][idx], seriesUnits[i]);
       });
     };
 
@@ -177,7 +180,7 @@
         axes: [
           // uPlot's own time steps jump from 1 to 5 minutes: 5 minutes on a narrow panel got one tick.
           { space: 90, incrs: TIME_INCRS, values: (u, splits) => splits.map(formatTime) },
-          ...yScales.map((k, i) => ({ scale: k, side: i === 0 ? 3 : 1, size: 64, grid: { show: i === 0 }, values: (u, splits) => splits.map((v) => formatAxis(v, unit)) })),
+          ...yScales.map((k, i) => ({ scale: k, side: i === 0 ? 3 : 1, size: 64, grid: { show: i === 0 }, values: (u, splits) => splits.map((v) => formatAxis(v, unitOf(k))) })),
         ],
         hooks: { setCursor: [updateCursorColumn], draw: [drawMarkers], ready: spec.onPick ? [(u) => u.over.addEventListener("click", () => pick(u))] : [] },
       },
@@ -198,9 +201,9 @@
           const values = data[i + 1];
           held += values.filter((v) => v !== null && v !== undefined).length;
           const { last, mean, max } = summary(values);
-          rows[i].cells[1].textContent = formatValue(last, unit);
-          rows[i].cells[2].textContent = formatValue(mean, unit);
-          rows[i].cells[3].textContent = formatValue(max, unit);
+          rows[i].cells[1].textContent = formatValue(last, seriesUnits[i]);
+          rows[i].cells[2].textContent = formatValue(mean, seriesUnits[i]);
+          rows[i].cells[3].textContent = formatValue(max, seriesUnits[i]);
         });
         updateCursorColumn(plot);
         el.dataset.points = String(held);

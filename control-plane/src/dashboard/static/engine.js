@@ -2,8 +2,11 @@
 // as its model servers see it, the panels vLLM's own Grafana board has: the waiting queue beside the
 // running batch, KV-cache usage beside prefix-cache hits and speculative acceptance, preemptions,
 // time per output token, and the engine's P99 split into queue, prefill and decode beside the
-// sidecars' TTFT P99. One group of panels per model, created as models appear; a panel without data
-// says what the model server must export for it. The namespace and range are the page's.
+// sidecars' TTFT P99; then where the cache hits (per tier and in the external KV-connector cache)
+// and why requests wait (by reason; preemptions per finished request). One group of panels per
+// model, created as models appear; a panel without data says what the model server must export for
+// it. The tiers and reasons are the model servers' label values: their series are made when they
+// appear, and the panel is made again when they change. The namespace and range are the page's.
 /* global document, window */
 "use strict";
 
@@ -12,7 +15,22 @@
   const { createPanel } = window.tokentraceCharts;
   const $ = (id) => document.getElementById(id);
 
-  /** The panels of one model: suffix, caption (from the answer), spec, and which `needs` entry it depends on. */
+  const TIER_STROKES = ["#2f6fd0", "#00897b", "#7b1fa2", "#9e9d24"];
+  const REASON_STROKES = new Map([["capacity", "#c62828"], ["deferred", "#e08a00"]]);
+  const OTHER_STROKES = ["#5d4037", "#546e7a"];
+  // Label values from the model servers sit in keys only behind these prefixes, and in a null-prototype object.
+  const TIER = "tier\u0000";
+  const REASON = "reason\u0000";
+
+  /** The columns a panel reads: the model's own, then one per tier and per reason. */
+  function columnsOf(m) {
+    const cols = Object.assign(Object.create(null), m.columns);
+    for (const x of m.prefixCacheHitsByTier || []) cols[TIER + x.tier] = x.values;
+    for (const x of m.waitingByReason || []) cols[REASON + x.reason] = x.values;
+    return cols;
+  }
+
+  /** The panels of one model: suffix, caption (from the answer), spec (or the spec of a model's answer), and which `needs` entry it depends on. */
   const PANELS = [
     [
       "queue",
@@ -61,7 +79,35 @@
       },
       "phases",
     ],
+    [
+      "hits",
+      () => "Where the cache hits: SGLang's prefix-cache hits per tier (device, host memory, storage) and vLLM's external KV-connector cache, each a share of the prompt tokens (mean over pods); on the right, prompt tokens the engine computed per finished request, what no cache saved.",
+      (m) => ({
+        unit: "ratio",
+        units: { y2: "" },
+        series: [
+          ...(m.prefixCacheHitsByTier || []).map((x, i) => ({ key: TIER + x.tier, label: `hits from ${x.tier}`, stroke: TIER_STROKES[i % TIER_STROKES.length] })),
+          { key: "externalPrefixCacheHitRatio", label: "external cache (KV connector)", stroke: "#c62828" },
+          { key: "promptTokensComputedPerRequest", label: "prompt tokens computed per request (right axis)", stroke: "#424242", dash: [5, 3], scale: "y2" },
+        ],
+      }),
+      "cacheTiers",
+    ],
+    [
+      "wait",
+      () => "Why requests wait: waiting requests by vLLM's reason (summed over pods; capacity: no room in the batch yet, deferred: held back by the LoRA budget, a KV transfer or a blocked state); on the right, preemptions per finished request (mean over pods), each a prompt computed again.",
+      (m) => ({
+        unit: "",
+        series: [
+          ...(m.waitingByReason || []).map((x, i) => ({ key: REASON + x.reason, label: `waiting (${x.reason})`, stroke: REASON_STROKES.get(x.reason) ?? OTHER_STROKES[i % OTHER_STROKES.length] })),
+          { key: "preemptionsPerRequest", label: "preemptions per request (right axis)", stroke: "#6d4c41", dash: [5, 3], scale: "y2" },
+        ],
+      }),
+      "waitReasons",
+    ],
   ];
+  const specOf = (spec, m) => (typeof spec === "function" ? spec(m) : spec);
+  const keysOf = (spec) => spec.series.map((s) => s.key).join("\u0001");
 
   /** Per namespace and model: {group, panels: {suffix: {el, caption, panel}}}. */
   const groups = new Map();
@@ -80,7 +126,8 @@
     $("causes-panels").append(group);
     const n = groups.size;
     g = { group, h3, panels: {} };
-    for (const [suffix, , spec] of PANELS) {
+    for (const [suffix, , specFor] of PANELS) {
+      const spec = specOf(specFor, m);
       const figure = document.createElement("figure");
       const caption = document.createElement("figcaption");
       const el = document.createElement("div");
@@ -92,7 +139,7 @@
       figure.append(caption, el);
       grid.append(figure);
       const panel = createPanel(el, spec);
-      g.panels[suffix] = { el, caption, panel };
+      g.panels[suffix] = { el, caption, panel, keys: keysOf(spec) };
       if (window.tokentraceDashboard?.charts) window.tokentraceDashboard.charts[el.id] = panel;
     }
     groups.set(key, g);
@@ -119,11 +166,20 @@
     for (const m of body.models) {
       const g = groupOf(m);
       g.h3.textContent = `${m.model || "(no model name)"} (${m.namespace}) on ${m.pods.join(", ") || "no pod"}`;
-      for (const [suffix, caption, spec, need] of PANELS) {
+      const columns = columnsOf(m);
+      for (const [suffix, caption, specFor, need] of PANELS) {
         const p = g.panels[suffix];
-        p.panel.setData(m.columns);
+        const spec = specOf(specFor, m);
+        if (keysOf(spec) !== p.keys) {
+          // Another tier or reason: the panel again with its series (uPlot's are fixed at creation).
+          p.panel.plot.destroy();
+          p.panel = createPanel(p.el, spec);
+          p.keys = keysOf(spec);
+          if (window.tokentraceDashboard?.charts) window.tokentraceDashboard.charts[p.el.id] = p.panel;
+        }
+        p.panel.setData(columns);
         // The model server's own series (the sidecar's TTFT beside them does not count).
-        const engineHeld = spec.series.some((s) => s.key !== "sidecarTtftP99Ms" && (m.columns[s.key] || []).some((v) => v !== null));
+        const engineHeld = spec.series.some((s) => s.key !== "sidecarTtftP99Ms" && (columns[s.key] || []).some((v) => v !== null));
         p.caption.textContent = engineHeld ? caption(body, m) : `${caption(body, m)} No data in this range: needs ${body.needs[need]}.`;
       }
     }
