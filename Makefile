@@ -63,7 +63,8 @@ test-deps: ## install the Debian packages the tests run (prometheus, chromium, j
 
 test: build build/oci/index.json build/oci-content/index.json build/mutant/filter-content-margin0.wasm typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
 	@echo "==> running every test"
-	node --import tsx --test --test-timeout=300000 --test-reporter=spec $(TESTS)
+	@# Two files at a time: a third of the suite's time is demo stacks and Prometheus waiting on real timers.
+	node --import tsx --test --test-concurrency=2 --test-timeout=300000 --test-reporter=spec $(TESTS)
 
 bench: build ## run every benchmark and print one table
 	@echo "==> running the benchmarks (BENCH_RUNS=$${BENCH_RUNS:-5} runs each; bars decided at the median)"
