@@ -6,13 +6,6 @@
 // values it keeps and counts their bytes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import express from "express";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { ENGINE_COLUMNS, EngineSignals, MAX_LABEL_VALUES, pointBytes } from "../../../control-plane/src/dashboard/engine-signals.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
@@ -20,9 +13,8 @@ import * as C from "../../../control-plane/src/join/catalogue.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { advance, fixture, relabel } from "../../support/engine-scrapes.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 const T0 = Date.UTC(2026, 11, 7, 6, 0, 0);
 const STEP_MS = 2000;
@@ -31,16 +23,6 @@ const QWEN = "Qwen/Qwen2.5-7B-Instruct";
 const QWEN3 = "Qwen/Qwen3-30B-A3B";
 const DEEPSEEK = "deepseek-ai/DeepSeek-V2-Lite-Chat";
 
-async function serve(dashboard: DashboardSeries, nowMs: number): Promise<{ url: string; close: () => Promise<void> }> {
-  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-tiers-")), "policies.json") });
-  const app = express();
-  app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard, now: () => nowMs }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 interface CausesModel {
   namespace: string;
@@ -89,7 +71,7 @@ test("engine-causes from the real join: vLLM's waiting requests per reason summe
       d.observe(joiner.join({ target: t, timestampMs, durationMs: 5, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors }), { target: t, timestampMs });
     });
   }
-  const { url, close } = await serve(d, T0 + 19 * STEP_MS + 500);
+  const { url, close } = await serveDashboard(d, T0 + 19 * STEP_MS + 500);
   try {
     const body = (await (await fetch(`${url}/v1/dashboard/engine-causes?namespace=llm&range=300`)).json()) as { needs: Record<string, string>; models: CausesModel[] };
     const byModel = new Map(body.models.map((m) => [m.model, m]));

@@ -5,15 +5,8 @@
 // minutes of data. Batches are made by hand (exact values) or by the real join of fixture scrapes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import express from "express";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { EngineSignals, POINT_BYTES } from "../../../control-plane/src/dashboard/engine-signals.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
@@ -22,23 +15,12 @@ import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { labelValue } from "../../../control-plane/src/scrape/sample.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { advance, fixture, relabel, sidecarText } from "../../support/engine-scrapes.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 const T0 = Date.UTC(2026, 11, 5, 6, 0, 0);
 const STEP_MS = 2000;
 
-async function serve(dashboard: DashboardSeries, nowMs: number): Promise<{ url: string; close: () => Promise<void> }> {
-  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-causes-")), "policies.json") });
-  const app = express();
-  app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard, now: () => nowMs }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 interface CausesBody {
   rangeSeconds: number;
@@ -99,7 +81,7 @@ test("GET /v1/dashboard/engine-causes: per model, queue and batch and preemption
     d.observe(sidecarBatch("big", 100 * (k + 1), ts + 300), { target: { kind: "envoy", namespace: "llm", pod: "pod-a", id: "envoy|pod-a" }, timestampMs: ts + 300 });
   }
   const nowMs = T0 + 9 * STEP_MS + 500;
-  const { url, close } = await serve(d, nowMs);
+  const { url, close } = await serveDashboard(d, nowMs);
   try {
     const res = await fetch(`${url}/v1/dashboard/engine-causes?namespace=llm&range=300`);
     assert.equal(res.status, 200);
@@ -190,7 +172,7 @@ test("engine-causes from the real join of vLLM v1 scrapes: each column the join'
     joined.filter((x) => labelValue(x.labels, "__name__") === name && labelValue(x.labels, "model") === model && Object.entries(labels).every(([k, v]) => labelValue(x.labels, k) === v)).at(-1)?.samples.at(-1)?.value;
   const r3 = (v: number | undefined): number | null => (v === undefined ? null : Math.round(v * 1000) / 1000);
   const ms = (v: number | undefined): number | null => (v === undefined ? null : Math.round(v * 1000 * 10) / 10);
-  const { url, close } = await serve(d, T0 + 19 * STEP_MS + 500);
+  const { url, close } = await serveDashboard(d, T0 + 19 * STEP_MS + 500);
   try {
     const body = (await (await fetch(`${url}/v1/dashboard/engine-causes?range=300`)).json()) as CausesBody;
     assert.deepEqual(body.models.map((m) => [m.model, m.tpotSource]), [[QWEN, "inter_token"], [LLAMA, "inter_token"]], "the fixture's vLLM exports inter-token latency, no per-request TPOT");
@@ -300,7 +282,7 @@ test("the page's JSON per refresh with 15 minutes of data stays under 200 KB (is
       d.observe(joiner.join({ target: t, timestampMs, durationMs: 5, ok: true, samples: p.samples, families: p.families, parseErrors: p.errors }), { target: t, timestampMs });
     }
   }
-  const { url, close } = await serve(d, T0 + (steps - 1) * STEP_MS + 500);
+  const { url, close } = await serveDashboard(d, T0 + (steps - 1) * STEP_MS + 500);
   try {
     // What the page fetches every 2 s (app.js, engine.js, gpu.js, keep.js, alerts.js) at its default range.
     const paths = ["/v1/dashboard/series?range=900&namespace=llm&route=chat", "/v1/dashboard/models?range=900&namespace=llm", "/v1/dashboard/engine-causes?range=900&namespace=llm", "/v1/dashboard/gpus?range=900&namespace=llm", "/v1/dashboard/keep?range=900&namespace=llm&route=chat", "/v1/dashboard/alerts"];

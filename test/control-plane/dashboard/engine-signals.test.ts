@@ -6,14 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import express from "express";
 import { parse } from "yaml";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { SLO_THRESHOLDS } from "../../../control-plane/src/dashboard/engine-signals.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
@@ -22,9 +15,8 @@ import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { labelValue } from "../../../control-plane/src/scrape/sample.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { advance, fixture, relabel } from "../../support/engine-scrapes.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 const LLAMA = "meta-llama/Llama-3.1-8B-Instruct";
 const QWEN = "Qwen/Qwen2.5-7B-Instruct";
@@ -58,16 +50,6 @@ function feed(dashboard: DashboardSeries, steps: number): WriteSeries[] {
   return all;
 }
 
-async function serve(dashboard: DashboardSeries, nowMs: number): Promise<{ url: string; close: () => Promise<void> }> {
-  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-engine-")), "policies.json") });
-  const app = express();
-  app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard, now: () => nowMs }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 interface ModelsBody {
   stepSeconds: number;
@@ -86,7 +68,7 @@ test("GET /v1/dashboard/models: one panel's columns per model, each signal the j
   };
   // The answer's ratios are rounded to 4 decimals.
   const r4 = (v: number): number => Math.round(v * 10_000) / 10_000;
-  const { url, close } = await serve(dashboard, nowMs);
+  const { url, close } = await serveDashboard(dashboard, nowMs);
   try {
     const res = await fetch(`${url}/v1/dashboard/models?namespace=llm&range=300`);
     assert.equal(res.status, 200);
@@ -115,7 +97,7 @@ test("GET /v1/dashboard/models: one panel's columns per model, each signal the j
 test("engine panel: a pod's value stops counting after the lookback (a model server gone is a gap, not its last value forever)", async () => {
   const dashboard = new DashboardSeries();
   feed(dashboard, 5);
-  const { url, close } = await serve(dashboard, T0 + 4 * STEP_MS + 60_000);
+  const { url, close } = await serveDashboard(dashboard, T0 + 4 * STEP_MS + 60_000);
   try {
     const body = (await (await fetch(`${url}/v1/dashboard/models?range=300`)).json()) as ModelsBody;
     const col = body.models[0]!.columns.prefixCacheHitRatio!;

@@ -6,22 +6,15 @@
 // its GPUs' problems, the alert thresholds (those of gpu-health-rules.yaml) and what each panel needs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import express from "express";
+import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { GPU_THRESHOLDS, GpuHealthPanels, MAX_EXPORTER_NOTES } from "../../../control-plane/src/dashboard/gpu-health.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { fixture } from "../../support/engine-scrapes.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 const T0 = Date.UTC(2026, 11, 3, 6, 0, 0);
 const STEP_MS = 2000;
@@ -49,16 +42,6 @@ function feed(observe: (batch: ReturnType<Joiner["join"]>, source: { target: Scr
   }
 }
 
-async function serve(dashboard: DashboardSeries, nowMs: number): Promise<{ url: string; close: () => Promise<void> }> {
-  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-gpu-")), "policies.json") });
-  const app = express();
-  app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard, now: () => nowMs }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 interface GpusBody {
   stepSeconds: number;
@@ -70,7 +53,7 @@ interface GpusBody {
 test("GET /v1/dashboard/gpus: per pod the join's GPU figures (last step), what they were measured on, its GPUs' problems, and what each panel needs", async () => {
   const dashboard = new DashboardSeries();
   feed((batch, source) => dashboard.observe(batch, source), 6);
-  const { url, close } = await serve(dashboard, T0 + 5 * STEP_MS + 500);
+  const { url, close } = await serveDashboard(dashboard, T0 + 5 * STEP_MS + 500);
   try {
     const res = await fetch(`${url}/v1/dashboard/gpus?namespace=llm&range=300`);
     assert.equal(res.status, 200);
@@ -107,7 +90,7 @@ test("GET /v1/dashboard/gpus: per pod the join's GPU figures (last step), what t
 test("GPU panels: a value stops counting after the lookback (a pod gone is a gap), and the collector holds at most maxPods pods", async () => {
   const dashboard = new DashboardSeries();
   feed((batch, source) => dashboard.observe(batch, source), 3);
-  const { url, close } = await serve(dashboard, T0 + 2 * STEP_MS + 60_000);
+  const { url, close } = await serveDashboard(dashboard, T0 + 2 * STEP_MS + 60_000);
   try {
     const col = ((await (await fetch(`${url}/v1/dashboard/gpus?range=300`)).json()) as GpusBody).pods[0]!.columns.temperatureC!;
     assert.equal(col.at(-1), null, "a minute after the last scrape");
@@ -146,7 +129,7 @@ test("GET /v1/dashboard/gpus lists the dcgm-exporters labelled other than their 
   const honorFalse = fixture("dcgm-default-counters.prom").replace(/\bpod="/g, 'exported_pod="').replace(/\bnamespace="/g, 'exported_namespace="');
   scrape(old, fixture("dcgm-old-namespace.prom"), 0);
   scrape(renamed, honorFalse, 0);
-  const { url, close } = await serve(dashboard, T0 + 500);
+  const { url, close } = await serveDashboard(dashboard, T0 + 500);
   const notes = async (): Promise<{ url: string; spelling: string; message: string }[]> => ((await (await fetch(`${url}/v1/dashboard/gpus?range=300`)).json()) as { exporterNotes: { url: string; spelling: string; message: string }[] }).exporterNotes;
   try {
     const rows = await notes();

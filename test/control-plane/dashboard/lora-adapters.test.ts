@@ -5,20 +5,12 @@
 // pods it has running and waiting requests on, and forgets a pod's state after the lookback.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import express from "express";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { advance, fixture } from "../../support/engine-scrapes.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 const LLAMA = "meta-llama/Llama-3.1-8B-Instruct";
 const T0 = Date.UTC(2026, 11, 4, 6, 0, 0);
@@ -42,19 +34,13 @@ function feed(dashboard: DashboardSeries, steps: number): void {
 }
 
 async function models(dashboard: DashboardSeries, nowMs: number): Promise<{ model: string; adapters: unknown[] }[]> {
-  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-lora-")), "policies.json") });
-  const app = express();
-  app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard, now: () => nowMs }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
+  const { url, close } = await serveDashboard(dashboard, nowMs);
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/dashboard/models?namespace=llm&range=300`);
+    const res = await fetch(`${url}/v1/dashboard/models?namespace=llm&range=300`);
     assert.equal(res.status, 200);
     return ((await res.json()) as { models: { model: string; adapters: unknown[] }[] }).models;
   } finally {
-    await new Promise<void>((r) => server.close(() => r()));
+    await close();
   }
 }
 

@@ -8,23 +8,15 @@
 // Also: the states the table reads stay within their byte budget and forget pods past the retention.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import express from "express";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { LoraAdapterStates } from "../../../control-plane/src/dashboard/lora-adapters.js";
 import { Joiner } from "../../../control-plane/src/join/joiner.js";
 import * as C from "../../../control-plane/src/join/catalogue.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { fixture, relabel } from "../../support/engine-scrapes.js";
 import { LLAMA, sidecarText } from "../../support/lora-scrapes.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 const QWEN = "Qwen/Qwen2.5-7B-Instruct";
 const T0 = Date.UTC(2026, 11, 4, 6, 0, 0);
@@ -70,19 +62,13 @@ interface Row {
 }
 
 async function models(dashboard: DashboardSeries, nowMs: number): Promise<{ adapterWindowSeconds: number; models: { model: string; adapters: Row[] }[] }> {
-  const store = new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-lora-figures-")), "policies.json") });
-  const app = express();
-  app.use(dashboardRoutes({ store, tokens: [], reads: "public", dashboard, now: () => nowMs }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
+  const { url, close } = await serveDashboard(dashboard, nowMs);
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/dashboard/models?namespace=llm&range=300`);
+    const res = await fetch(`${url}/v1/dashboard/models?namespace=llm&range=300`);
     assert.equal(res.status, 200);
     return (await res.json()) as { adapterWindowSeconds: number; models: { model: string; adapters: Row[] }[] };
   } finally {
-    await new Promise<void>((r) => server.close(() => r()));
+    await close();
   }
 }
 

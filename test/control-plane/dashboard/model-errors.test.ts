@@ -7,19 +7,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import express from "express";
 import { chromium } from "playwright-core";
 import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING } from "../../support/chromium.js";
-import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
 import { modelErrors } from "../../../control-plane/src/dashboard/errors-window.js";
 import { DashboardSeries, DEFAULT_LIMITS, intervalBytes, MAX_ERROR_TYPES } from "../../../control-plane/src/dashboard/series.js";
-import { FilePolicyStore } from "../../../control-plane/src/policy/file-store.js";
-import { errorHandler } from "../../../control-plane/src/api/errors.js";
 import { demoTarget, sidecarBatch } from "./sidecar-batch.js";
+import { serveDashboard } from "./serve-dashboard.js";
 
 type Doc = { getElementById(id: string): { dataset: Record<string, string | undefined> } | null };
 
@@ -117,20 +112,11 @@ test("error types are bounded per model as the filter labels them: 8, then _OTHE
   });
 });
 
-async function serve(d: DashboardSeries | undefined, now: number): Promise<{ url: string; close: () => Promise<void> }> {
-  const app = express();
-  app.use(dashboardRoutes({ store: new FilePolicyStore({ path: join(mkdtempSync(join(tmpdir(), "tt-errors-")), "policies.json") }), tokens: [], reads: "public", dashboard: d, now: () => now }));
-  app.use(errorHandler(() => undefined));
-  const server: Server = await new Promise((resolve) => {
-    const srv = app.listen(0, "127.0.0.1", () => resolve(srv));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 test("GET /v1/dashboard/errors: per route and model the failed share and failures per second by error_type, worst first; a bad range is a 400, an unknown route a 404", async () => {
   const d = new DashboardSeries({ ...DEFAULT_LIMITS });
   feed(d);
-  const { url, close } = await serve(d, T0 + 10_000);
+  const { url, close } = await serveDashboard(d, T0 + 10_000);
   try {
     const res = await fetch(`${url}/v1/dashboard/errors?range=300`);
     assert.equal(res.status, 200);
@@ -160,7 +146,7 @@ test("GET /v1/dashboard/errors: per route and model the failed share and failure
   } finally {
     await close();
   }
-  const off = await serve(undefined, T0);
+  const off = await serveDashboard(undefined, T0);
   try {
     assert.deepEqual(await (await fetch(`${off.url}/v1/dashboard/errors`)).json(), { source: "pipeline", pipeline: "off", namespace: null, route: null, rangeSeconds: 900, rows: [], truncated: 0 });
   } finally {
@@ -180,7 +166,7 @@ test("the page's Errors by model table shows the failing model first with its fa
   };
   scrape(0, 0);
   scrape(10_000, 1);
-  const { url, close } = await serve(d, T0 + 10_000);
+  const { url, close } = await serveDashboard(d, T0 + 10_000);
   const userDataDir = mkdtempSync(join(tmpdir(), "tokentrace-chromium-"));
   const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   try {
