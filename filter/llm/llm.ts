@@ -396,6 +396,7 @@ export class LlmExchange {
     // Streams only: a non-streaming response's first byte is the whole generation, not a first token.
     const firstContentNs = this.firstContentNs;
     if (firstContentNs > 0 && firstContentNs >= startNs) host.recordHistogram(llm.ttftFor(config.inputClasses, promptTokens), <u64>((firstContentNs - startNs) / NS_PER_MS));
+    this.stats.count(llm.promptsFor(config.inputClasses, promptTokens), 1);
     if (promptTokens > 0) this.stats.count(llm.inputTokens, promptTokens);
     if (completionTokens > 0) this.stats.count(llm.outputTokens, completionTokens);
     if (chunks > 0) this.stats.count(llm.streamChunks, chunks);

@@ -22,6 +22,8 @@ export const LLM_TPOT_US = "tokentrace_llm_tpot_us";
 export const LLM_DURATION_MS = "tokentrace_llm_duration_ms";
 export const LLM_INPUT_TOKENS_TOTAL = "tokentrace_llm_input_tokens_total";
 export const LLM_OUTPUT_TOKENS_TOTAL = "tokentrace_llm_output_tokens_total";
+/** Calls by input-length class, usage known (the pipeline's gen_ai_client_token_usage of input tokens). */
+export const LLM_PROMPTS_TOTAL = "tokentrace_llm_prompts_total";
 export const LLM_STREAM_CHUNKS_TOTAL = "tokentrace_llm_stream_chunks_total";
 export const LLM_USAGE_MISSING_TOTAL = "tokentrace_llm_usage_missing_total";
 export const LLM_BODY_LIMIT_EXCEEDED_TOTAL = "tokentrace_llm_body_limit_exceeded_total";

@@ -7,7 +7,7 @@ import { bucketLowerUs, bucketOfUs, RecentQuantile } from "./recent-quantile";
 import * as host from "../host/host";
 import {
   ERROR_TYPE_NONE, ERROR_TYPE_OTHER, errorTypeName, finishReasonName, TAG_ERROR_TYPE, LLM_BODY_LIMIT_EXCEEDED_TOTAL, LLM_DURATION_MS, LLM_INPUT_TOKENS_TOTAL,
-  LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
+  LLM_DECODE_MS, LLM_OUTPUT_TOKENS_TOTAL, LLM_PROMPTS_TOTAL, LLM_REQUESTS_TOTAL, LLM_STREAM_CHUNKS_TOTAL, LLM_TPOT_US, LLM_TTFT_MS, LLM_USAGE_MISSING_TOTAL,
   MODEL_OTHER, POLICY_POLL_FAILURES_TOTAL, POLICY_UPDATES_TOTAL, SPAN_EXPORT_FAILURES_TOTAL, SPANS_BUDGET_DROPPED_TOTAL, SPANS_DROPPED_TOTAL, SPANS_EXPORTED_TOTAL, SPANS_KEPT_TOTAL, TAG_FINISH_REASON, TAG_MODEL, TAG_STREAM,
   CONTENT_CAPTURED_TOTAL, CONTENT_KEY_UPDATES_TOTAL, CONTENT_REDACTIONS_TOTAL, TAG_REDACTED, KeepReason, keepReasonName, TAG_KEEP_REASON,
   CODE_CLASS_COUNT, codeClassName, ErrorReason, errorReasonName, FILTER_ERRORS_TOTAL, REQUEST_DURATION_MS,
@@ -130,29 +130,38 @@ export const MAX_RECENT_PAIRS: i32 = 64;
 let recentPairs: i32 = 0;
 
 /**
- * One of a pair's histograms with a length-class label (length-classes.ts): a histogram per class,
- * each defined on first use (a class no request fell in costs no series). A configuration with other
- * boundaries names other classes: the ones defined before stay with Envoy, as every stat does.
+ * One of a pair's stats with a length-class label (length-classes.ts): a histogram (or a counter
+ * slot) per class, each defined on first use (a class no request fell in costs no series). A
+ * configuration with other boundaries names other classes: the ones defined before stay with Envoy,
+ * as every stat does.
  */
-class ClassedHistogram {
+class ClassedStat {
   private prefix: string;
   private tag: string;
   private name: string;
+  /** A counter's slots come from here; null: a histogram. */
+  private counters: Counters | null;
   /** The classes `ids` was made for; ids by class index, NO_HISTOGRAM until defined. */
   private classesOf: LengthClasses | null = null;
   private ids: StaticArray<u32> = new StaticArray<u32>(0);
   /** The histogram without a class label, for a configuration that turns the classes off. */
   private plain: u32 = NO_HISTOGRAM;
 
-  constructor(prefix: string, tag: string, name: string) {
+  constructor(prefix: string, tag: string, name: string, counters: Counters | null = null) {
     this.prefix = prefix;
     this.tag = tag;
     this.name = name;
+    this.counters = counters;
+  }
+
+  private define(name: string): u32 {
+    const counters = this.counters;
+    return counters !== null ? <u32>counters.define(name) : host.defineMetric(host.MetricKind.Histogram, name);
   }
 
   forTokens(classes: LengthClasses, tokens: i64): u32 {
     if (!classes.enabled) {
-      if (this.plain == NO_HISTOGRAM) this.plain = host.defineMetric(host.MetricKind.Histogram, this.prefix + this.name);
+      if (this.plain == NO_HISTOGRAM) this.plain = this.define(this.prefix + this.name);
       return this.plain;
     }
     if (this.classesOf !== classes) {
@@ -164,7 +173,7 @@ class ClassedHistogram {
     const c = classes.classOf(tokens);
     let id = unchecked(this.ids[c]);
     if (id == NO_HISTOGRAM) {
-      id = host.defineMetric(host.MetricKind.Histogram, this.prefix + tagSegment(this.tag, unchecked(classes.names[c])) + this.name);
+      id = this.define(this.prefix + tagSegment(this.tag, unchecked(classes.names[c])) + this.name);
       unchecked((this.ids[c] = id));
     }
     return id;
@@ -191,10 +200,12 @@ export class LlmStats {
   private outcomeSlots: Array<i32> = [];
   /** The distinct error types this pair has counted (at most MAX_ERROR_TYPES). */
   private errorTypes: Array<i32> = [];
-  private ttftMs: ClassedHistogram;
-  private decodeMs: ClassedHistogram;
+  private ttftMs: ClassedStat;
+  private decodeMs: ClassedStat;
   tpotUs: u32;
-  private durationMs: ClassedHistogram;
+  private durationMs: ClassedStat;
+  /** Calls by input class (tokentrace_llm_prompts_total): with the duration's output classes, the pipeline's token-usage histograms. */
+  private prompts: ClassedStat;
   inputTokens: i32;
   outputTokens: i32;
   streamChunks: i32;
@@ -206,10 +217,11 @@ export class LlmStats {
     const prefix = route.prefix + tagSegment(TAG_MODEL, model);
     this.prefix = prefix;
     this.counters = counters;
-    this.ttftMs = new ClassedHistogram(prefix, TAG_INPUT_LENGTH, LLM_TTFT_MS);
-    this.decodeMs = new ClassedHistogram(prefix, TAG_OUTPUT_LENGTH, LLM_DECODE_MS);
+    this.ttftMs = new ClassedStat(prefix, TAG_INPUT_LENGTH, LLM_TTFT_MS);
+    this.decodeMs = new ClassedStat(prefix, TAG_OUTPUT_LENGTH, LLM_DECODE_MS);
     this.tpotUs = host.defineMetric(host.MetricKind.Histogram, prefix + LLM_TPOT_US);
-    this.durationMs = new ClassedHistogram(prefix, TAG_OUTPUT_LENGTH, LLM_DURATION_MS);
+    this.durationMs = new ClassedStat(prefix, TAG_OUTPUT_LENGTH, LLM_DURATION_MS);
+    this.prompts = new ClassedStat(prefix, TAG_INPUT_LENGTH, LLM_PROMPTS_TOTAL, counters);
     this.inputTokens = counters.define(prefix + LLM_INPUT_TOKENS_TOTAL);
     this.outputTokens = counters.define(prefix + LLM_OUTPUT_TOKENS_TOTAL);
     this.streamChunks = counters.define(prefix + LLM_STREAM_CHUNKS_TOTAL);
@@ -229,6 +241,11 @@ export class LlmStats {
   /** The duration histogram of a request with `outputTokens` (negative: not known). */
   durationFor(classes: LengthClasses, outputTokens: i64): u32 {
     return this.durationMs.forTokens(classes, outputTokens);
+  }
+
+  /** The counter slot of a call with `inputTokens` known and classes on, else NO_COUNTER: a call whose usage is not known is no observation of token usage. */
+  promptsFor(classes: LengthClasses, inputTokens: i64): i32 {
+    return inputTokens < 0 || !classes.enabled ? NO_COUNTER : <i32>this.prompts.forTokens(classes, inputTokens);
   }
 
   /**

@@ -114,6 +114,12 @@ export const ROUTE_LATENCY_QUANTILE = "tokentrace_route_latency_quantile_seconds
 export const GENAI_CLIENT_OPERATION_DURATION = "gen_ai_client_operation_duration_seconds";
 export const GENAI_SERVER_TIME_TO_FIRST_TOKEN = "gen_ai_server_time_to_first_token_seconds";
 export const GENAI_SERVER_TIME_PER_OUTPUT_TOKEN = "gen_ai_server_time_per_output_token_seconds";
+/**
+ * The OpenTelemetry GenAI token usage (gen_ai.client.token.usage, {token}) by gen_ai_token_type, from
+ * the filter's calls per length class and token counters at each sidecar scrape, with the classes'
+ * boundaries (derivations/genai-token-usage.ts); a _bucket, _sum and _count.
+ */
+export const GENAI_CLIENT_TOKEN_USAGE = "gen_ai_client_token_usage";
 /** Per scrape target: 1 when the scrape succeeded. */
 export const UP = "up";
 /** Per scrape target: how long the scrape took. */

@@ -27,6 +27,7 @@ import { GpuStragglers } from "./derivations/gpu-stragglers.js";
 import { GpuHealthState } from "./derivations/gpu-health.js";
 import { LoraAdapters, type AdapterParents } from "./derivations/lora-adapters.js";
 import { GenAiMetrics, type GenAiOptions } from "./derivations/genai.js";
+import { GenAiTokenUsage } from "./derivations/genai-token-usage.js";
 
 export { counterDelta } from "./counter.js";
 export { DEFAULT_FORWARD, type ForwardRules } from "./enrich.js";
@@ -83,7 +84,7 @@ function derivations(identity: IdentityStage, rateWindowMs: number, adapterParen
     new GpuStragglers(identity), // tokentrace_pod_gpu_*_spread_*, per sidecar scrape
     new GpuHealthState(identity), // tokentrace_gpu_* health, per dcgm-exporter scrape
   ];
-  if (genai !== false) list.push(new GenAiMetrics(genai)); // gen_ai_*_seconds, per sidecar scrape
+  if (genai !== false) list.push(new GenAiMetrics(genai), new GenAiTokenUsage(genai)); // gen_ai_*, per sidecar scrape
   return list;
 }
 

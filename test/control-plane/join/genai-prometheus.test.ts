@@ -13,7 +13,17 @@ import { normalizeLabels, type WriteSeries } from "../../../control-plane/src/re
 import { PrometheusInstance } from "../../support/prometheus.js";
 
 const CHAT: ScrapeTarget = { id: "envoy|http://10.0.0.5:15090/stats/prometheus|llm/chat-7d9f-abcde", kind: "envoy", url: "http://10.0.0.5:15090/stats/prometheus", intervalMs: 60000, timeoutMs: 5000, namespace: "llm", pod: "chat-7d9f-abcde" };
-const text = readFileSync(new URL("../../fixtures/pipeline/envoy-sidecar-genai.prom", import.meta.url), "utf8");
+// And a model whose calls fell in length classes (prompts 4 x le512, 6 x le2048; answers 7 x le64, 3 x gt1024, 2 without usage): the token usage.
+const classed = `
+tokentrace_llm_prompts_total{route="chat",model="qwen",input_length="le512"} 4
+tokentrace_llm_prompts_total{route="chat",model="qwen",input_length="le2048"} 6
+tokentrace_llm_input_tokens_total{route="chat",model="qwen"} 9000
+tokentrace_llm_output_tokens_total{route="chat",model="qwen"} 4000
+tokentrace_llm_duration_ms_count{route="chat",model="qwen",output_length="le64"} 7
+tokentrace_llm_duration_ms_count{route="chat",model="qwen",output_length="gt1024"} 3
+tokentrace_llm_duration_ms_count{route="chat",model="qwen",output_length="unknown"} 2
+`;
+const text = readFileSync(new URL("../../fixtures/pipeline/envoy-sidecar-genai.prom", import.meta.url), "utf8") + classed;
 // The same sidecar just started: every count and sum 0.
 const zeroed = text.split("\n").map((l) => (l.startsWith("#") || l === "" ? l : l.replace(/ [^ ]+$/, " 0"))).join("\n");
 
@@ -66,5 +76,17 @@ describe("GenAI histograms in a real Prometheus", () => {
     assert.ok(Math.abs(p50.get("llama-3-8b")! - (0.25 + 0.25 * 15 / 50)) < 1e-9, String(p50.get("llama-3-8b")));
     const mean = await values("sum by (gen_ai_request_model) (rate(gen_ai_server_time_per_output_token_seconds_sum[90s])) / sum by (gen_ai_request_model) (rate(gen_ai_server_time_per_output_token_seconds_count[90s]))");
     assert.ok(Math.abs(mean.get("llama-3-8b")! - 4.125 / 150) < 1e-12, String(mean.get("llama-3-8b")));
+  });
+
+  it("answers the median input tokens per call and the tokens per second by type from gen_ai_client_token_usage", async () => {
+    // The 5th of 10 prompts is the first of the (512, 2048] class's 6.
+    const p50 = await values('histogram_quantile(0.5, sum by (le, gen_ai_request_model) (rate(gen_ai_client_token_usage_bucket{gen_ai_token_type="input"}[90s])))');
+    assert.ok(Math.abs(p50.get("qwen")! - (512 + 1536 / 6)) < 1e-9, String(p50.get("qwen")));
+    const perType = new Map((await prom.query("sum by (gen_ai_token_type) (rate(gen_ai_client_token_usage_sum[90s]))", atSec)).map((r) => [r.metric.gen_ai_token_type, Number(r.value![1])]));
+    // Both rates over the same two scrapes: their ratio is the tokens'.
+    assert.deepEqual([...perType.keys()].sort(), ["input", "output"]);
+    assert.ok(Math.abs(perType.get("input")! / perType.get("output")! - 9000 / 4000) < 1e-9, JSON.stringify([...perType]));
+    const calls = await values('sum by (gen_ai_request_model) (rate(gen_ai_client_token_usage_count{gen_ai_token_type="output"}[90s])) / sum by (gen_ai_request_model) (rate(gen_ai_client_token_usage_count{gen_ai_token_type="input"}[90s]))');
+    assert.equal(calls.get("qwen"), 1, "the calls without usage are in neither count");
   });
 });

@@ -50,8 +50,10 @@ describe("latency by length class (filter.wasm, emulated Envoy host)", () => {
       assert.deepEqual(vm.stats.samples("tokentrace_llm_ttft_ms", { ...L, input_length: input }), [100]);
       assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", { ...L, output_length: output }), [50]);
       assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", { ...L, output_length: output }), [150]);
+      // The call counted under its input class (the pipeline's input token usage), unless its usage is not known.
+      assert.equal(vm.stats.value("tokentrace_llm_prompts_total", { ...L, input_length: input }), input === "unknown" ? undefined : 1);
       // The other classes were never defined: a class no request fell in costs no series.
-      assert.equal(vm.stats.names().filter((n) => n.includes("input_length=")).length, 1);
+      assert.equal(vm.stats.names().filter((n) => n.includes("input_length=")).length, input === "unknown" ? 1 : 2);
       assert.equal(vm.stats.names().filter((n) => n.includes("output_length=")).length, 2);
     });
   }
@@ -66,6 +68,10 @@ describe("latency by length class (filter.wasm, emulated Envoy host)", () => {
     assert.deepEqual(vm.stats.samples("tokentrace_llm_decode_ms", L), [50, 50]);
     assert.deepEqual(vm.stats.samples("tokentrace_llm_duration_ms", L), [150, 150]);
     assert.deepEqual(llmSamples(vm, "tokentrace_llm_ttft_ms", L), [100, 100], "summed over the classes, the figure is the pair's");
+    assert.deepEqual([vm.stats.value("tokentrace_llm_prompts_total", { ...L, input_length: "le1000" }), vm.stats.value("tokentrace_llm_prompts_total", { ...L, input_length: "le100" })], [1, 1]);
+    const off = await loadFilter({ clock, random: countingRandom(), config: { llm: { lengthClasses: { inputTokens: [] } } } });
+    streamed(off, clock, 150, 2000);
+    assert.deepEqual(off.stats.names().filter((n) => n.includes("tokentrace_llm_prompts_total")), [], "no input classes, no calls per class");
   });
 
   it("a configuration push with the same boundaries defines no histogram again (Envoy keeps every id a definition hands out)", async () => {

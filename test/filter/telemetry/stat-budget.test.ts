@@ -15,11 +15,12 @@ import { ISTIO_DIR, readYaml, type Manifest } from "../../istio/support.js";
  * Series per (route, model) the filter may export: the 196 of the release before length classes
  * (4 histograms x 41 + 4 counters + 28 request outcomes) plus the classes of issue #26 item 4. The
  * TTFT, decode and duration histograms each carry at most five classes (three boundaries, one past
- * the last, `unknown`), four more label sets of 41 series each: 3 x 4 x 41 = 492.
+ * the last, `unknown`), four more label sets of 41 series each: 3 x 4 x 41 = 492; and the calls per
+ * known input class (tokentrace_llm_prompts_total, for the GenAI token-usage histogram), four.
  */
-const STAT_BUDGET_PER_ROUTE_MODEL = 196 + 3 * 4 * 41;
-/** The count for the traffic below, every class reached: 3 histograms x 5 classes x 41 + TPOT's 41 + 4 counters + 28 request outcomes. */
-const STAT_COUNT_TODAY = 688;
+const STAT_BUDGET_PER_ROUTE_MODEL = 196 + 3 * 4 * 41 + 4;
+/** The count for the traffic below, every class reached: 3 histograms x 5 classes x 41 + TPOT's 41 + 4 counters + 4 input classes + 28 request outcomes. */
+const STAT_COUNT_TODAY = 692;
 
 const MODEL = "m";
 const [patch] = readYaml(join(ISTIO_DIR, "mesh/llm-workload-patch.yaml")) as Manifest[];
@@ -101,6 +102,8 @@ describe("stat-count budget per (route, model) (filter.wasm, emulated Envoy host
       tokentrace_llm_duration_ms_bucket: 5 * histogram, tokentrace_llm_duration_ms_count: 5, tokentrace_llm_duration_ms_sum: 5,
       tokentrace_llm_input_tokens_total: 1,
       tokentrace_llm_output_tokens_total: 1,
+      // The known input classes only: a call without usage is no observation of token usage.
+      tokentrace_llm_prompts_total: 4,
       // 2 streams x (7 finish reasons under a 200, response.failed, 1xx, 3xx, 429, 500, two resets).
       tokentrace_llm_requests_total: 28,
       tokentrace_llm_stream_chunks_total: 1,

@@ -14,7 +14,7 @@
 // define no such attribute, so a GenAI dashboard sees one series per (route, model) as before.
 // Stateless: one pass over the scrape, the label set of a (route, model) built once and shared by
 // its buckets.
-import { labelValue, type Labels, type ParsedSample } from "../../scrape/sample.js";
+import { labelValue, type Labels } from "../../scrape/sample.js";
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
@@ -49,7 +49,7 @@ function conversion(name: string, perSecond: number, boundaries: readonly string
 type Part = "bucket" | "sum" | "count";
 
 /** The filter's length-class tags (filter/telemetry/metrics.ts TAG_INPUT_LENGTH, TAG_OUTPUT_LENGTH): summed over, never passed on. */
-const LENGTH_CLASS_LABELS: ReadonlySet<string> = new Set(["input_length", "output_length"]);
+export const LENGTH_CLASS_LABELS: ReadonlySet<string> = new Set(["input_length", "output_length"]);
 
 /** Where the operation and provider come from, for the labels the conventions require. */
 export interface GenAiOptions {
@@ -74,8 +74,7 @@ export class GenAiMetrics implements Derivation {
       this.byName.set(`${family}_sum`, { c, part: "sum" });
       this.byName.set(`${family}_count`, { c, part: "count" });
     }
-    // The filter's stats carry no protocol: every LLM call is reported as the chat operation.
-    this.constantLabels = ["gen_ai_operation_name", "chat", "gen_ai_provider_name", options.providerName ?? "vllm"];
+    this.constantLabels = genAiConstantLabels(options);
   }
 
   observe(): void {}
@@ -108,7 +107,7 @@ export class GenAiMetrics implements Derivation {
       }
       if (lastName !== c.name || lastSource === undefined || !sameButLe(lastSource, s.labels)) {
         podLabels ??= podLabelsOf(t);
-        base = this.baseLabels(s, podLabels);
+        base = genAiBaseLabels(s.labels, podLabels, this.constantLabels);
         baseKey = seriesOrderKey(base);
         lastSource = s.labels;
         lastName = c.name;
@@ -139,18 +138,25 @@ export class GenAiMetrics implements Derivation {
     return le ?? undefined;
   }
 
-  /** The labels of a GenAI series but its name and `le`: the source's (model renamed), the pod's, the constant ones. */
-  private baseLabels(s: ParsedSample, podLabels: Labels): Labels {
-    const labels: Labels = [];
-    const clean = cleanLabels(s.labels);
-    for (let i = 0; i < clean.length; i += 2) {
-      const n = clean[i]!;
-      if (n === "le" || n === "namespace" || n === "pod" || n === "waypoint" || LENGTH_CLASS_LABELS.has(n)) continue;
-      labels.push(n === "model" ? "gen_ai_request_model" : n, clean[i + 1]!);
-    }
-    labels.push(...podLabels, ...this.constantLabels);
-    return labels;
+}
+
+/** gen_ai_operation_name and gen_ai_provider_name, which the conventions require of every GenAI metric. */
+export function genAiConstantLabels(options: GenAiOptions): Labels {
+  // The filter's stats carry no protocol: every LLM call is reported as the chat operation.
+  return ["gen_ai_operation_name", "chat", "gen_ai_provider_name", options.providerName ?? "vllm"];
+}
+
+/** The labels of a GenAI series but its name and `le`: the source's (model renamed, classes summed away), the pod's, the constant ones. */
+export function genAiBaseLabels(source: Labels, podLabels: Labels, constantLabels: Labels): Labels {
+  const labels: Labels = [];
+  const clean = cleanLabels(source);
+  for (let i = 0; i < clean.length; i += 2) {
+    const n = clean[i]!;
+    if (n === "le" || n === "namespace" || n === "pod" || n === "waypoint" || LENGTH_CLASS_LABELS.has(n)) continue;
+    labels.push(n === "model" ? "gen_ai_request_model" : n, clean[i + 1]!);
   }
+  labels.push(...podLabels, ...constantLabels);
+  return labels;
 }
 
 /** Whether two label sets are equal but for `le` (in the same order, as one family's lines are). */
