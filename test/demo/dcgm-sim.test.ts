@@ -6,12 +6,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseText } from "../../control-plane/src/scrape/text-parser.js";
-import { GpuIndex } from "../../control-plane/src/join/gpu-index.js";
+import { GpuIndex, readExporterGpus } from "../../control-plane/src/join/gpu-index.js";
 import { Joiner } from "../../control-plane/src/join/joiner.js";
 import type { ScrapeResult } from "../../control-plane/src/scrape/scraper.js";
 import type { ScrapeTarget } from "../../control-plane/src/scrape/targets.js";
 import type { GpuActivity } from "./engine.js";
-import { gpuValues, startDcgmSim, type GpuThrottle, type StrayProcess } from "./dcgm-sim.js";
+import { gpuValues, startDcgmSim, type DcgmLabelSpelling, type GpuThrottle, type StrayProcess } from "./dcgm-sim.js";
 
 /**
  * The fields NVIDIA/dcgm-exporter d5e5f51 etc/default-counters.csv enables (its uncommented lines,
@@ -165,7 +165,7 @@ test("simulated dcgm-exporter, tensor-parallel over four cards with a stray proc
   }
 });
 
-test("simulated dcgm-exporter: a GPU count or a stray process's card out of range is refused, naming the option", async () => {
+test("simulated dcgm-exporter: a GPU count or a stray process's card out of range, or an unknown label spelling, is refused, naming the option", async () => {
   const base = { namespace: "demo", pod: "llm-sim-0", gpuActivity: (): GpuActivity => ({ busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 }) };
   // A simulator that starts anyway is closed, so the failure does not hold the run open.
   const refused = async (opts: Parameters<typeof startDcgmSim>[0], message: RegExp): Promise<void> => {
@@ -175,4 +175,59 @@ test("simulated dcgm-exporter: a GPU count or a stray process's card out of rang
   };
   await refused({ ...base, gpuCount: 0 }, /gpuCount 0 must be an integer from 1 to 16/);
   await refused({ ...base, gpuCount: 4, strayProcess: { gpu: 4, fbUsedMiB: 1, idleShareUsed: 0 } }, /strayProcess\.gpu 4 is not one of the pod's 4 GPUs \(0 to 3\)/);
+  await refused({ ...base, labelSpelling: "new-namespace" as DcgmLabelSpelling }, /labelSpelling "new-namespace" is not one of default, old-namespace, honor-labels-false/);
+});
+
+/**
+ * The oracle of --use-old-namespace, NVIDIA/dcgm-exporter d5e5f51: `uuid` for `UUID`
+ * (collector/gpu_collector.go) and the old pod attributes (transformation/const.go); nothing else changes.
+ */
+const OLD_NAMESPACE_RENAMES: Record<string, string> = { UUID: "uuid", container: "container_name", namespace: "pod_namespace", pod: "pod_name" };
+/**
+ * The oracle of a honor_labels-false scrape: the target labels a ServiceMonitor on the Helm chart's
+ * Service gives the exporter's own pod (prometheus-operator 4d3991d promcfg.go), overwriting the
+ * exporter's container, namespace and pod, which Prometheus keeps as exported_* (scrape.go
+ * mutateSampleLabels, prometheus fcdb6c2).
+ */
+const SCRAPE_TARGET: Record<string, string> = { container: "exporter", endpoint: "metrics", instance: "10.0.3.17:9400", job: "dcgm-exporter", namespace: "gpu-monitoring", pod: "dcgm-exporter-x7k2p", service: "dcgm-exporter" };
+
+test("simulated dcgm-exporter's label spellings: old-namespace renames exactly UUID, container, namespace and pod as --use-old-namespace does; honor-labels-false keeps the pod labels as exported_* beside the scrape's target labels; series, values and every other label are the default's, and the join maps the pod's GPUs with the note for each", async () => {
+  const activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
+  const scrape = async (labelSpelling: DcgmLabelSpelling): Promise<string> => {
+    const sim = await startDcgmSim({ namespace: "demo", pod: "llm-sim-0", hostname: "node-a", gpuCount: 2, gpuActivity: () => activity, nowMs: () => 0, labelSpelling });
+    try {
+      return await (await fetch(sim.metricsUrl)).text();
+    } finally {
+      await sim.close();
+    }
+  };
+  const [plain, old, renamed] = [await scrape("default"), await scrape("old-namespace"), await scrape("honor-labels-false")];
+  const series = (text: string) => {
+    const parsed = parseText(text);
+    assert.deepEqual(parsed.errors, []);
+    return parsed.samples.map((s) => ({ name: s.name, value: s.value, labels: Object.fromEntries(Array.from({ length: s.labels.length / 2 }, (_, i) => [s.labels[2 * i]!, s.labels[2 * i + 1]!])) }));
+  };
+  const defaults = series(plain);
+  assert.equal(defaults.length, 2 * 25, "two cards, the default counters");
+  assert.deepEqual(
+    series(old),
+    defaults.map((s) => ({ ...s, labels: Object.fromEntries(Object.entries(s.labels).map(([k, v]) => [OLD_NAMESPACE_RENAMES[k] ?? k, v])) })),
+  );
+  assert.deepEqual(
+    series(renamed),
+    defaults.map((s) => ({ ...s, labels: { ...s.labels, exported_container: s.labels.container!, exported_namespace: s.labels.namespace!, exported_pod: s.labels.pod!, ...SCRAPE_TARGET } })),
+  );
+  // render_metrics.go's order with the renamed attributes sorted; Prometheus's stored set sorted by name.
+  assert.match(old, /^DCGM_FI_DEV_GPU_UTIL\{gpu="0",uuid="GPU-d3e0aaaa-0000-4000-8000-000000000000",pci_bus_id="00000000:10:00\.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",hostname="node-a",DCGM_FI_DRIVER_VERSION="570\.86\.15",container_name="vllm",pod_name="llm-sim-0",pod_namespace="demo"\} 0$/m);
+  assert.match(renamed, /^DCGM_FI_DEV_GPU_UTIL\{DCGM_FI_DRIVER_VERSION="570\.86\.15",UUID="GPU-d3e0aaaa-0000-4000-8000-000000000000",container="exporter",device="nvidia0",endpoint="metrics",exported_container="vllm",exported_namespace="demo",exported_pod="llm-sim-0",gpu="0",hostname="node-a",instance="10\.0\.3\.17:9400",job="dcgm-exporter",modelName="NVIDIA H100 80GB HBM3",namespace="gpu-monitoring",pci_bus_id="00000000:10:00\.0",pod="dcgm-exporter-x7k2p",service="dcgm-exporter"\} 0$/m);
+
+  // The join: each spelling maps both cards to the pod (none to the exporter's own pod) and carries its note.
+  for (const [text, notes] of [[plain, []], [old, ["old_namespace"]], [renamed, ["honor_labels_renamed"]]] as const) {
+    const samples = parseText(text).samples;
+    assert.deepEqual([...readExporterGpus(samples).labelNotes], notes);
+    const index = new GpuIndex();
+    index.setExporter("sim", samples);
+    assert.deepEqual(index.gpusOfPod("demo", "llm-sim-0", undefined).gpus.map((g) => g.uuid), ["GPU-d3e0aaaa-0000-4000-8000-000000000000", "GPU-d3e1aaaa-0000-4000-8000-000000000001"]);
+    assert.deepEqual(index.gpusOfPod("gpu-monitoring", "dcgm-exporter-x7k2p", undefined).gpus, []);
+  }
 });

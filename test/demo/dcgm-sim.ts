@@ -15,6 +15,8 @@
 // A pod may hold several cards (tensor parallelism: one series set per card, each mapped to the pod,
 // as kubernetes.go maps every device the kubelet's pod-resources API lists for it), and a process
 // outside the pod may share one of them.
+// Its pod labels may be spelled as with --use-old-namespace, or as a Prometheus that scraped it with
+// honor_labels false stores them (labelSpelling), for the control plane's note that names the setting.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { GPU_ACTIVITY, type GpuActivity } from "./engine.js";
@@ -115,6 +117,68 @@ export interface DcgmSimOptions {
   collectIntervalMs?: number;
   /** Clock in ms (the engine's, so busy time and wall time agree), default performance.now. */
   nowMs?: () => number;
+  /** How its pod labels are spelled; default "default". */
+  labelSpelling?: DcgmLabelSpelling;
+}
+
+/**
+ * The pod labels as dcgm-exporter writes them ("default"), as it writes them with --use-old-namespace
+ * ("old-namespace"), or as a Prometheus that scraped it with honor_labels false (the Helm chart's
+ * serviceMonitor default) stores them ("honor-labels-false").
+ */
+export type DcgmLabelSpelling = "default" | "old-namespace" | "honor-labels-false";
+export const DCGM_LABEL_SPELLINGS: readonly DcgmLabelSpelling[] = ["default", "old-namespace", "honor-labels-false"];
+
+/**
+ * --use-old-namespace's names (NVIDIA/dcgm-exporter d5e5f51): `uuid` for `UUID` (collector/gpu_collector.go
+ * toMetric), and the pod attributes of transformation/const.go (kubernetes.go PodMapper.Process).
+ */
+const OLD_NAMESPACE_NAMES: ReadonlyMap<string, string> = new Map([
+  ["UUID", "uuid"],
+  ["container", "container_name"],
+  ["namespace", "pod_namespace"],
+  ["pod", "pod_name"],
+]);
+
+/**
+ * The target labels a Prometheus Operator ServiceMonitor gives the exporter's own pod
+ * (prometheus-operator/prometheus-operator 4d3991d pkg/prometheus/promcfg.go generateServiceMonitorConfig,
+ * instance being __address__), with the Helm chart's names (NVIDIA/dcgm-exporter d5e5f51 deployment/:
+ * container exporter, port metrics on 9400).
+ */
+export const SCRAPING_TARGET_LABELS: ReadonlyMap<string, string> = new Map([
+  ["container", "exporter"],
+  ["endpoint", "metrics"],
+  ["instance", "10.0.3.17:9400"],
+  ["job", "dcgm-exporter"],
+  ["namespace", "gpu-monitoring"],
+  ["pod", "dcgm-exporter-x7k2p"],
+  ["service", "dcgm-exporter"],
+]);
+
+type LabelPairs = [string, string][];
+const byName = (a: [string, string], b: [string, string]): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/**
+ * One series' labels in `spelling`, from the identity labels, the label fields and the pod attributes
+ * of render_metrics.go's gpuMetricsFormat (attributes in name order, as its template ranges a map).
+ */
+function spelled(identity: LabelPairs, fields: LabelPairs, attributes: LabelPairs, spelling: DcgmLabelSpelling): LabelPairs {
+  if (spelling === "old-namespace") {
+    const old = (pairs: LabelPairs): LabelPairs => pairs.map(([k, v]) => [OLD_NAMESPACE_NAMES.get(k) ?? k, v]);
+    return [...old(identity), ...fields, ...old(attributes).sort(byName)];
+  }
+  const exposed = [...identity, ...fields, ...[...attributes].sort(byName)];
+  if (spelling === "default") return exposed;
+  // scrape/scrape.go mutateSampleLabels (prometheus/prometheus fcdb6c2): an exposed label a target label
+  // overwrites is kept as exported_<name>; the stored set is sorted by name.
+  const stored = new Map(exposed);
+  for (const [k, v] of SCRAPING_TARGET_LABELS) {
+    const exposedValue = stored.get(k);
+    if (exposedValue) stored.set(`exported_${k}`, exposedValue);
+    stored.set(k, v);
+  }
+  return [...stored].sort(byName);
 }
 
 /** A running simulated exporter. */
@@ -242,6 +306,19 @@ export async function startDcgmSim(opts: DcgmSimOptions): Promise<DcgmSim> {
   const hostname = opts.hostname ?? "demo-gpu-node";
   const container = opts.container ?? "vllm";
   const counters = [...DEFAULT_COUNTERS, ...(opts.extraCounters ?? []).map((f) => OPTIONAL_COUNTERS[f])];
+  const spelling = opts.labelSpelling ?? "default";
+  if (!DCGM_LABEL_SPELLINGS.includes(spelling)) throw new Error(`dcgm-sim: labelSpelling ${JSON.stringify(spelling)} is not one of ${DCGM_LABEL_SPELLINGS.join(", ")}`);
+  // One identity per card (NVML's index, UUID, PCI bus id, device node); every card is the pod's.
+  const cardLabels = Array.from({ length: gpus }, (_, i) =>
+    spelled(
+      [["gpu", String(i)], ["UUID", `GPU-${(0xd3e0 + i).toString(16)}aaaa-0000-4000-8000-${String(i).padStart(12, "0")}`], ["pci_bus_id", `00000000:${(0x10 + i).toString(16).toUpperCase()}:00.0`], ["device", `nvidia${i}`], ["modelName", MODEL], ["hostname", hostname]],
+      [["DCGM_FI_DRIVER_VERSION", DRIVER]],
+      [["container", container], ["namespace", opts.namespace], ["pod", opts.pod]],
+      spelling,
+    )
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(","),
+  );
   const energy: { mj: number; lastMs: number }[] = Array.from({ length: gpus }, (_, i) => ({ mj: 1_000_000_000 * (i + 3), lastMs: now() }));
   const self = { scrapes: 0 };
 
@@ -259,13 +336,10 @@ export async function startDcgmSim(opts: DcgmSimOptions): Promise<DcgmSim> {
       e.lastMs = t;
       return v;
     });
-    // One identity per card (NVML's index, UUID, PCI bus id, device node); every card is the pod's.
-    const labels = (i: number): string =>
-      `gpu="${i}",UUID="GPU-${(0xd3e0 + i).toString(16)}aaaa-0000-4000-8000-${String(i).padStart(12, "0")}",pci_bus_id="00000000:${(0x10 + i).toString(16).toUpperCase()}:00.0",device="nvidia${i}",modelName="${MODEL}",hostname="${hostname}",DCGM_FI_DRIVER_VERSION="${DRIVER}",container="${container}",namespace="${opts.namespace}",pod="${opts.pod}"`;
     return counters
       .map((k) => `# HELP ${k.field} ${k.help}\n# TYPE ${k.field} ${k.type}\n` + values.map((v, i) => {
         const x = valueOf(k.field, v, energy[i]!.mj);
-        return `${k.field}{${labels(i)}} ${k.double ? x.toFixed(6) : String(Math.round(x))}\n`;
+        return `${k.field}{${cardLabels[i]}} ${k.double ? x.toFixed(6) : String(Math.round(x))}\n`;
       }).join(""))
       .join("");
   };

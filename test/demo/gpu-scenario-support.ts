@@ -1,6 +1,6 @@
 // What the GPU demo scenarios' tests share: the demo Prometheus queried with labels, a wait on real
-// time, and docs/demo.md's GPU walk-throughs. One scenario per test file, so each file's run stays
-// within the runner's per-file timeout on a loaded 2-core machine.
+// time, and the GPU walk-throughs of docs/demo.md and docs/gpu.md. One scenario per test file, so
+// each file's run stays within the runner's per-file timeout on a loaded 2-core machine.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 
@@ -20,12 +20,15 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
   }
 }
 
-/** The sh block of a docs/demo.md GPU walk-through (by default "Is the GPU working?") that queries the running demo. */
-export function gpuWalkthrough(heading = "Is the GPU working? A walk-through on the demo"): string {
-  const doc = readFileSync(new URL("../../docs/demo.md", import.meta.url), "utf8");
-  const at = doc.indexOf(`## ${heading}`);
-  assert.ok(at >= 0, `docs/demo.md has the walk-through "${heading}"`);
-  const block = [...doc.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith("PROM="));
+/**
+ * The sh block of a GPU walk-through (by default docs/demo.md's "Is the GPU working?") that queries the
+ * running demo: the first after the heading that starts with `start` (the variable it reads first).
+ */
+export function gpuWalkthrough(heading = "Is the GPU working? A walk-through on the demo", { doc = "demo.md", start = "PROM=" } = {}): string {
+  const text = readFileSync(new URL(`../../docs/${doc}`, import.meta.url), "utf8");
+  const at = text.indexOf(`## ${heading}`);
+  assert.ok(at >= 0, `docs/${doc} has the walk-through "${heading}"`);
+  const block = [...text.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith(start));
   assert.ok(block, "its block of queries");
   return block;
 }

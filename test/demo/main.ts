@@ -9,6 +9,7 @@ import { alertsPageUrl } from "./prometheus-alerts-page.js";
 import { PortsTakenError, startFailure, takenPorts } from "./start-failure.js";
 import { DEMO_MODEL, DEMO_POLICY, startDemoStack } from "./stack.js";
 import { DEMO_LORA_MODULES } from "./lora.js";
+import { DCGM_LABEL_SPELLINGS, type DcgmLabelSpelling } from "./dcgm-sim.js";
 
 /** Demo settings: environment variable, then default. */
 export interface DemoConfig {
@@ -28,6 +29,8 @@ export interface DemoConfig {
   wasm: string;
   /** TOKENTRACE_DEMO_LORA=on: the server loads two LoRA adapters and the load uses them (lora.ts). */
   lora: boolean;
+  /** TOKENTRACE_DEMO_DCGM_LABELS: how the simulated dcgm-exporter spells its pod labels (dcgm-sim.ts). */
+  dcgmLabels: DcgmLabelSpelling;
 }
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
@@ -44,6 +47,9 @@ export function demoConfig(): DemoConfig {
   if (prom !== "auto" && prom !== "off") throw new Error(`TOKENTRACE_DEMO_PROMETHEUS=${JSON.stringify(prom)} must be auto or off`);
   const lora = process.env.TOKENTRACE_DEMO_LORA || "off";
   if (lora !== "on" && lora !== "off") throw new Error(`TOKENTRACE_DEMO_LORA=${JSON.stringify(lora)} must be on or off`);
+  const rawDcgmLabels = process.env.TOKENTRACE_DEMO_DCGM_LABELS || "default";
+  const dcgmLabels = DCGM_LABEL_SPELLINGS.find((s) => s === rawDcgmLabels);
+  if (!dcgmLabels) throw new Error(`TOKENTRACE_DEMO_DCGM_LABELS=${JSON.stringify(rawDcgmLabels)} must be one of ${DCGM_LABEL_SPELLINGS.join(", ")}`);
   return {
     proxyPort: numberFromEnv("TOKENTRACE_DEMO_PORT", 10000, 0, 65535),
     adminPort: numberFromEnv("TOKENTRACE_DEMO_ADMIN_PORT", 15090, 0, 65535),
@@ -59,6 +65,7 @@ export function demoConfig(): DemoConfig {
     pluginConfig: process.env.TOKENTRACE_DEMO_PLUGIN_CONFIG ?? "",
     wasm: process.env.TOKENTRACE_DEMO_WASM ?? fileURLToPath(new URL("../../build/filter.wasm", import.meta.url)),
     lora: lora === "on",
+    dcgmLabels,
   };
 }
 
@@ -89,6 +96,7 @@ async function main(): Promise<void> {
     prometheus: cfg.prometheus,
     pluginConfig: cfg.pluginConfig,
     lora: cfg.lora,
+    dcgmLabels: cfg.dcgmLabels,
     // The filter's log lines go to stderr the way Envoy prints "wasm log" lines.
     onFilterLog: (e) => {
       clearLine();
@@ -113,7 +121,7 @@ async function main(): Promise<void> {
   console.log(`  proxy:         ${stack.proxy.url}`);
   console.log(`  stats:         ${stack.proxy.adminUrl}/stats/prometheus`);
   console.log(`  control plane: ${stack.controlPlaneUrl}/v1/policies (API), ${stack.controlPlaneUrl}/metrics`);
-  console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated)`);
+  console.log(`  dcgm-exporter: ${stack.dcgm.metricsUrl} (simulated${cfg.dcgmLabels === "default" ? "" : `, pod labels spelled ${cfg.dcgmLabels}: docs/gpu.md, The GPU section is empty`})`);
   console.log(`  upstream:      ${stack.upstream.url} (direct, without the filter; vLLM's metrics at ${stack.upstream.url}/metrics)`);
   console.log(`  traces:        ${stack.filtersUrl}/v1/traces (OTLP/HTTP receiver on the filter-facing listener; the filter pulls its policy and exports sampled LLM calls there)`);
   console.log(stack.prometheus ? `  prometheus:    ${stack.prometheus.url} (remote-write target, evaluates istio/observability/prometheus-rules.yaml; alerts at ${await alertsPageUrl(stack.prometheus.url)})` : `  prometheus:    not started: ${stack.prometheusNote}`);

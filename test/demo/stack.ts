@@ -30,7 +30,7 @@ import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
 import { PrometheusInstance } from "../support/prometheus.js";
 import { demoRuleFile, demoRuleSources, readsKeepFiringFor } from "./alert-rules.js";
-import { startDcgmSim, type DcgmSim, type GpuThrottle } from "./dcgm-sim.js";
+import { startDcgmSim, type DcgmLabelSpelling, type DcgmSim, type GpuThrottle } from "./dcgm-sim.js";
 import { Engine, type EngineParams } from "./engine.js";
 import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
@@ -88,6 +88,8 @@ export interface DemoStackOptions {
   loadRps?: number;
   /** dcgm-exporter's collect interval, ms (default 1000 in the demo; upstream's default is 30000). */
   dcgmCollectIntervalMs?: number;
+  /** How the simulated dcgm-exporter spells its pod labels (dcgm-sim.ts); default "default". */
+  dcgmLabels?: DcgmLabelSpelling;
   /** traces.linkTemplate of the control plane (default none). */
   traceLinkTemplate?: string;
   /** The write token; default a random one. */
@@ -328,6 +330,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     extraCounters: scenario.dcgmCounters ?? [],
     throttle: () => throttle,
     collectIntervalMs: opts.dcgmCollectIntervalMs ?? 1000,
+    labelSpelling: opts.dcgmLabels ?? "default",
   });
   closers.push(() => dcgm.close());
 
@@ -347,7 +350,13 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
       join: { rateWindowMs: DEMO_RATE_WINDOW_MS },
       remoteWrite: { queueDir: join(dir, "remote-write"), targets: prometheus ? [{ name: "prometheus", url: prometheus.writeUrl, batchSendDeadlineMs: intervalMs, flushOnStopMs: 1000 }] : [] },
     }),
-    { registry: metrics.registry, onBatch: (series, result) => dashboard.observe(series, result), log: (msg) => log({ msg: "pipeline", detail: msg }) },
+    {
+      registry: metrics.registry,
+      onBatch: (series, result) => dashboard.observe(series, result),
+      // As control-plane/src/main.ts composes it: the GPU section lists exporters labelled other than their default way.
+      onExporterLabels: (url, notes) => dashboard.gpu.noteExporterLabels(url, notes),
+      log: (msg) => log({ msg: "pipeline", detail: msg }),
+    },
   );
   closers.push(() => pipeline.stop());
 
