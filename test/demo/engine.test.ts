@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Engine, GPU_ACTIVITY, type EngineParams, type RequestTimings } from "./engine.js";
 import { FakeClock } from "./fake-clock.js";
 
-const SIMPLE: EngineParams = { maxNumSeqs: 2, maxNumBatchedTokens: 8192, kvCacheTokens: 1_000_000, blockSize: 16, prefixCaching: false, numSpeculativeTokens: 0, draftAcceptance: 1, hostOverheadMs: 0, stepBaseMs: 10, decodeMsPerSeq: 0, prefillMsPerToken: 0, eagerKernelMsPerStep: 0, gpuSlowdown: 1 };
+const SIMPLE: EngineParams = { maxNumSeqs: 2, maxNumBatchedTokens: 8192, kvCacheTokens: 1_000_000, blockSize: 16, prefixCaching: false, numSpeculativeTokens: 0, draftAcceptance: 1, hostOverheadMs: 0, stepBaseMs: 10, decodeMsPerSeq: 0, prefillMsPerToken: 0, eagerKernelMsPerStep: 0, gpuSlowdown: 1, kvOffloadTokens: 0 };
 
 function runBatch(params: Partial<EngineParams>, requests: { promptTokens: number; outputTokens: number }[]): { timings: RequestTimings[]; engine: Engine; clock: FakeClock; order: number[] } {
   const clock = new FakeClock();
@@ -166,6 +166,48 @@ test("emulated vLLM KV cache: cached prefixes nobody uses are evicted least rece
   };
   assert.equal(hitsOf("b"), 64, "b, used last, still cached");
   assert.equal(hitsOf("a"), 0, "a, used first, evicted");
+});
+
+test("emulated vLLM KV connector offloading to CPU: a prefix the GPU cache evicted is found in the CPU tier, loaded while its request waits deferred a step, counted as external hits; another request with it waits deferred, then hits the GPU cache", () => {
+  for (const [kvOffloadTokens, story] of [
+    [10_000, "loaded"],
+    [64, "the CPU tier of 4 blocks kept only the newer prefix"],
+    [0, "no connector"],
+  ] as const) {
+    const clock = new FakeClock();
+    // 10 blocks of 16 tokens; prefixes of 4 blocks.
+    const engine = new Engine({ ...SIMPLE, maxNumSeqs: 4, prefixCaching: true, kvCacheTokens: 160, kvOffloadTokens }, clock);
+    const times: RequestTimings[] = [];
+    engine.onFinished = (t) => times.push(t);
+    const submit = (id: string, promptTokens: number): void => void engine.submit({ promptTokens, prefix: { id, tokens: 64 }, outputTokens: 1, onDone: () => undefined });
+    submit("a", 80);
+    clock.run();
+    // 8 blocks: 6 are free, so a's cached prefix is evicted from the GPU (not from the CPU tier).
+    submit("b", 128);
+    clock.run();
+    const t0 = clock.nowMs;
+    submit("a", 80);
+    submit("a", 80);
+    clock.run(t0 + 5);
+    const during = engine.state();
+    clock.run();
+    const c = engine.state().counters;
+    const [third, fourth] = times.slice(2).map((t) => [t.scheduledMs - t0, t.firstTokenMs - t0]);
+    if (story === "loaded") {
+      assert.deepEqual([during.waiting, during.waitingByReason], [2, { capacity: 0, deferred: 2 }], "one loads its prefix, the other waits for that load");
+      assert.equal(during.kvCacheUsage, 0.5, "the loading request holds blocks for its whole prompt (5), its prefix's 4 loading");
+      assert.deepEqual([third, fourth], [[10, 20], [10, 20]], "both run the step after the load");
+      // Local: a 80/0, b 128/0, the loaded one 80/0, the one after it 80/64 (the loaded prefix is cached on the GPU again).
+      assert.deepEqual([c.prefixCacheQueries, c.prefixCacheHits], [368, 64]);
+      // External: what the GPU cache lacked (80, 128, 80, 16) and what the CPU tier gave (64).
+      assert.deepEqual([c.externalPrefixCacheQueries, c.externalPrefixCacheHits], [304, 64]);
+    } else {
+      assert.deepEqual([during.waiting, during.waitingByReason], [0, { capacity: 0, deferred: 0 }], `${story}: both run at once`);
+      assert.deepEqual([third, fourth], [[0, 10], [0, 10]], story);
+      assert.deepEqual([c.prefixCacheQueries, c.prefixCacheHits], [368, 0], `${story}: computed again, in both`);
+      assert.deepEqual([c.externalPrefixCacheQueries, c.externalPrefixCacheHits], kvOffloadTokens > 0 ? [368, 0] : [0, 0], story);
+    }
+  }
 });
 
 test("emulated vLLM scheduler: when a running request cannot get a block, the last admitted is preempted to the head of the queue and recomputes later", () => {

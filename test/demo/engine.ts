@@ -18,6 +18,18 @@
 // reports as DCGM's profiling fields: reading weights and KV is memory-bound, computing tokens is
 // tensor-bound, and a step of small kernels launched one by one (no CUDA graphs) keeps the GPU
 // "utilised" while using little of it.
+//
+// With a KV connector that offloads to CPU memory (`kvOffloadTokens`, as vLLM's OffloadingConnector
+// or LMCache; vllm-project/vllm 5c18b961d, vllm/distributed/kv_transfer/kv_connector/v1/offloading/
+// scheduler.py and Scheduler.schedule): a shared prefix the engine computes is also stored in a CPU
+// tier (write-through; least recently used out past its size). A waiting request whose prefix the
+// GPU cache no longer holds (it was evicted) finds it there: it gets blocks for its prompt and
+// waits one step in the deferred queue (vLLM's skipped_waiting, WAITING_FOR_REMOTE_KVS) while the
+// prefix loads, then runs without computing it, and the prefix is cached on the GPU again. A
+// request with the same prefix waits deferred too while that load runs (the connector delays it).
+// A load fits within the step it runs beside (a system prompt's KV, a few hundred MB, crosses PCIe
+// in milliseconds), so it costs that step, no GPU time. Only the shared prefixes are in the tier: a
+// preempted request recomputes its own tokens, as without a connector.
 
 /** Timers the engine runs on (tests drive a fake one). */
 export interface EngineClock {
@@ -63,6 +75,8 @@ export interface EngineParams {
   eagerKernelMsPerStep: number;
   /** Factor on every step's GPU time: 1 at full clocks, more while the GPU's clocks are held down (thermal or power throttling). */
   gpuSlowdown: number;
+  /** Tokens the CPU tier of a KV connector holds (vLLM --kv-transfer-config with an offloading connector), 0 = no connector. */
+  kvOffloadTokens: number;
 }
 
 /**
@@ -84,6 +98,7 @@ export const ENGINE_DEFAULTS: EngineParams = {
   prefillMsPerToken: 0.05,
   eagerKernelMsPerStep: 0,
   gpuSlowdown: 1,
+  kvOffloadTokens: 0,
 };
 
 /** What a step's GPU time is spent on. */
@@ -179,6 +194,8 @@ interface Sequence {
   prefixRef: string | undefined;
   preemptions: number;
   cancelled: boolean;
+  /** Its prefix's blocks are being loaded from the connector's CPU tier during the step in flight. */
+  loading: boolean;
 }
 
 interface CachedPrefix {
@@ -194,6 +211,9 @@ export interface EngineCounters {
   /** Tokens of admitted new requests looked up in the prefix cache, and those found (a preempted request's lookups are not counted: PrefixCacheStats.record). */
   prefixCacheQueries: number;
   prefixCacheHits: number;
+  /** Tokens of admitted new requests the GPU cache did not have, looked up by the KV connector, and those its CPU tier had (connector_prefix_cache_stats). */
+  externalPrefixCacheQueries: number;
+  externalPrefixCacheHits: number;
   preemptions: number;
   specDrafts: number;
   specDraftTokens: number;
@@ -216,7 +236,10 @@ function addActivity(a: GpuActivity, work: Record<GpuWork, number>, share: numbe
 /** Gauges and counters of the engine. */
 export interface EngineState {
   running: number;
+  /** Waiting requests: the queue and the deferred (vLLM's num_requests_waiting). */
   waiting: number;
+  /** The waiting requests by why (vLLM 5c18b961d SchedulerStats): in the queue for room (capacity), or deferred while their KV loads (deferred). */
+  waitingByReason: { capacity: number; deferred: number };
   /** GPU busy time since start, ms: what a utilisation sample integrates. */
   gpuBusyMs: number;
   /** The same time weighted by how busy each unit of the GPU was (what profiling fields integrate). */
@@ -239,15 +262,21 @@ interface Planned {
 export class Engine {
   private params: EngineParams;
   private readonly waiting: Sequence[] = [];
+  /** Requests a KV load holds back (vLLM's skipped_waiting): served before the queue at the next step. */
+  private deferred: Sequence[] = [];
+  /** Requests deferred by the step being planned, joining `deferred` once it is. */
+  private deferredNow: Sequence[] = [];
   private running: Sequence[] = [];
   private readonly prefixes = new Map<string, CachedPrefix>();
+  /** The connector's CPU tier: prefix id -> blocks, least recently used first (the Map's order). */
+  private readonly offloaded = new Map<string, number>();
   private stepTimer: unknown = undefined;
   private readonly activity: GpuActivity = { busyMs: 0, smMs: 0, occupancyMs: 0, tensorMs: 0, dramMs: 0 };
   /** The step on the GPU now: when its kernels start (after the host's overhead) and its work. */
   private inFlight: { gpuStartMs: number; gpuMs: number; work: Record<GpuWork, number> } | undefined;
   private steps = 0;
   private stopped = false;
-  private readonly counters: EngineCounters = { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, preemptions: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0 };
+  private readonly counters: EngineCounters = { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, externalPrefixCacheQueries: 0, externalPrefixCacheHits: 0, preemptions: 0, specDrafts: 0, specDraftTokens: 0, specAcceptedTokens: 0 };
   /** Called when a request finishes (vLLM's per-request timings). */
   onFinished: ((t: RequestTimings) => void) | undefined;
   /** Called for every request that got tokens in a step. */
@@ -272,7 +301,7 @@ export class Engine {
   }
 
   submit(req: EngineRequest): EngineHandle {
-    const seq: Sequence = { req, arrivalMs: this.clock.now(), scheduledMs: -1, firstTokenMs: -1, lastTokenMs: undefined, toCompute: req.promptTokens, computed: 0, generated: 0, ownBlocks: 0, prefixRef: undefined, preemptions: 0, cancelled: false };
+    const seq: Sequence = { req, arrivalMs: this.clock.now(), scheduledMs: -1, firstTokenMs: -1, lastTokenMs: undefined, toCompute: req.promptTokens, computed: 0, generated: 0, ownBlocks: 0, prefixRef: undefined, preemptions: 0, cancelled: false, loading: false };
     this.waiting.push(seq);
     this.kick();
     return {
@@ -292,7 +321,8 @@ export class Engine {
       const share = Math.min(1, Math.max(0, (this.clock.now() - f.gpuStartMs) / f.gpuMs));
       if (share > 0) addActivity(gpu, f.work, share);
     }
-    return { running: this.running.length, waiting: this.waiting.length, gpuBusyMs: gpu.busyMs, gpu, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
+    const waitingByReason = { capacity: this.waiting.length, deferred: this.deferred.length };
+    return { running: this.running.length, waiting: waitingByReason.capacity + waitingByReason.deferred, waitingByReason, gpuBusyMs: gpu.busyMs, gpu, kvCacheUsage: this.blocksInUse() / this.numBlocks(), steps: this.steps, counters: { ...this.counters } };
   }
 
   /**
@@ -319,7 +349,8 @@ export class Engine {
   }
 
   private blocksInUse(): number {
-    let n = this.running.reduce((a, s) => a + s.ownBlocks, 0);
+    // A deferred request holds the blocks its KV is loaded into.
+    let n = [...this.running, ...this.deferred, ...this.deferredNow].reduce((a, s) => a + s.ownBlocks, 0);
     for (const p of this.prefixes.values()) if (p.refs > 0) n += p.blocks;
     return n;
   }
@@ -396,7 +427,7 @@ export class Engine {
     this.counters.prefixCacheHits += hits;
   }
 
-  /** Once a request has computed its shared prefix's whole blocks, they are cached for the next ones. */
+  /** Once a request has computed (or loaded) its shared prefix's whole blocks, they are cached for the next ones, and stored in the connector's CPU tier. */
   private publishPrefix(seq: Sequence): void {
     const prefix = seq.req.prefix;
     if (!prefix || !this.params.prefixCaching || seq.prefixRef || this.prefixes.has(prefix.id)) return;
@@ -405,6 +436,44 @@ export class Engine {
     seq.ownBlocks -= blocks;
     this.prefixes.set(prefix.id, { blocks, refs: 1, lastUsedMs: this.clock.now() });
     seq.prefixRef = prefix.id;
+    this.offload(prefix.id, blocks);
+  }
+
+  /** OffloadingConnector's store (write-through): the prefix's blocks kept in the CPU tier, the least recently used dropped past its size. */
+  private offload(id: string, blocks: number): void {
+    const capacity = Math.floor(this.params.kvOffloadTokens / this.params.blockSize);
+    if (capacity <= 0) return;
+    this.offloaded.delete(id);
+    this.offloaded.set(id, blocks);
+    let held = 0;
+    for (const b of this.offloaded.values()) held += b;
+    for (const [key, b] of this.offloaded) {
+      if (held <= capacity) break;
+      this.offloaded.delete(key);
+      held -= b;
+    }
+  }
+
+  /**
+   * OffloadingConnector.get_num_new_matched_tokens: the tokens of whole blocks of the prompt's shared
+   * prefix the CPU tier holds beyond the GPU cache's `localHits` (at least one token left to compute),
+   * to load before the request runs. A lookup makes the prefix the most recently used.
+   */
+  private lookupOffloaded(seq: Sequence, localHits: number): number {
+    const prefix = seq.req.prefix;
+    const blocks = prefix && this.params.kvOffloadTokens > 0 ? this.offloaded.get(prefix.id) : undefined;
+    if (blocks === undefined) return 0;
+    this.offloaded.delete(prefix!.id);
+    this.offloaded.set(prefix!.id, blocks);
+    const tokens = Math.min(blocks, Math.floor((seq.toCompute - 1) / this.params.blockSize)) * this.params.blockSize;
+    return Math.max(0, tokens - localHits);
+  }
+
+  /** The connector's PrefixCacheStats.record in Scheduler.schedule: an admitted request's tokens the GPU cache did not have, and those loaded; a preempted one's kept apart, as for the local cache. */
+  private countExternal(seq: Sequence, queries: number, hits: number): void {
+    if (this.params.kvOffloadTokens <= 0 || queries === 0 || seq.preemptions > 0) return;
+    this.counters.externalPrefixCacheQueries += queries;
+    this.counters.externalPrefixCacheHits += hits;
   }
 
   private kick(): void {
@@ -418,8 +487,10 @@ export class Engine {
     for (const s of this.running) if (s.cancelled) this.release(s);
     this.running = this.running.filter((s) => !s.cancelled);
     for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i]!.cancelled) this.waiting.splice(i, 1);
+    for (const s of this.deferred) if (s.cancelled) this.release(s);
+    this.deferred = this.deferred.filter((s) => !s.cancelled);
     this.stepTimer = undefined;
-    if (this.running.length === 0 && this.waiting.length === 0) return;
+    if (this.running.length === 0 && this.waiting.length === 0 && this.deferred.length === 0) return;
     let budget = p.maxNumBatchedTokens;
     const planned: Planned[] = [];
     let preempted = false;
@@ -444,23 +515,57 @@ export class Engine {
       planned.push({ seq, prefill, decode: prefill === 0, drafts });
       budget -= tokens;
     }
-    // Then waiting requests in arrival order, unless this step preempted one.
-    while (!preempted && this.waiting.length > 0 && budget > 0 && this.running.length < p.maxNumSeqs) {
-      const seq = this.waiting[0]!;
-      const hits = seq.computed === 0 ? this.lookupPrefix(seq) : 0;
+    // Then waiting requests, unless this step preempted one: first the deferred (vLLM's
+    // skipped_waiting, served first under FCFS), then the queue in arrival order.
+    const loadingNow = new Set<string>();
+    while (!preempted && budget > 0 && this.running.length < p.maxNumSeqs) {
+      const queue = this.deferred.length > 0 ? this.deferred : this.waiting;
+      const seq = queue[0];
+      if (seq === undefined) break;
+      // A deferred request whose KV was loaded last step holds it (computed > 0): no lookup again.
+      const loaded = seq.computed > 0;
+      const hits = loaded ? 0 : this.lookupPrefix(seq);
+      if (!loaded && hits === 0 && seq.req.prefix && loadingNow.has(seq.req.prefix.id)) {
+        // The connector answers "ask again" for blocks being loaded: deferred, nothing counted.
+        this.deferredNow.push(queue.shift()!);
+        continue;
+      }
+      const external = loaded ? 0 : this.lookupOffloaded(seq, hits);
+      if (external > 0) {
+        // An asynchronous load, no tokens computed this step. vLLM admits it only if its whole prompt
+        // fits (scheduler_reserve_full_isl, on by default) and allocates the loaded tokens' blocks;
+        // here it takes the blocks of the whole prompt, so loads cannot fill the cache while nothing runs.
+        if (!this.allocate(seq, seq.toCompute - hits)) {
+          if (hits > 0) this.release(seq);
+          seq.computed = 0;
+          break;
+        }
+        this.deferredNow.push(queue.shift()!);
+        this.countLookup(seq, hits);
+        this.countExternal(seq, seq.toCompute - hits, external);
+        seq.computed = hits + external;
+        seq.loading = true;
+        loadingNow.add(seq.req.prefix!.id);
+        continue;
+      }
       const chunk = Math.min(seq.toCompute - seq.computed, budget);
       if (!this.allocate(seq, chunk)) {
         if (hits > 0) this.release(seq);
-        seq.computed = 0;
+        if (!loaded) seq.computed = 0;
         break;
       }
-      this.waiting.shift();
-      this.countLookup(seq, hits);
+      queue.shift();
+      if (!loaded) {
+        this.countLookup(seq, hits);
+        this.countExternal(seq, seq.toCompute - hits, 0);
+      }
       if (seq.scheduledMs < 0) seq.scheduledMs = this.clock.now();
       this.running.push(seq);
       planned.push({ seq, prefill: chunk, decode: false, drafts: 0 });
       budget -= chunk;
     }
+    this.deferred.unshift(...this.deferredNow);
+    this.deferredNow = [];
     const computedTokens = planned.reduce((n, x) => n + x.prefill + x.drafts, 0);
     const work: Record<GpuWork, number> = {
       weights: p.stepBaseMs * p.gpuSlowdown,
@@ -492,6 +597,12 @@ export class Engine {
     this.account(work);
     this.steps++;
     const now = this.clock.now();
+    // The loads issued with this step are done: the prefix is cached on the GPU again.
+    for (const seq of this.deferred) {
+      if (!seq.loading) continue;
+      seq.loading = false;
+      if (!seq.cancelled) this.publishPrefix(seq);
+    }
     for (const { seq, prefill, decode, drafts } of planned) {
       if (seq.cancelled || !this.running.includes(seq)) continue;
       seq.computed += prefill;

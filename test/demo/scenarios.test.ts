@@ -164,7 +164,7 @@ const threeSignalExpr = (): string => {
   return groups.flatMap((g) => g.rules).find((r) => r.alert === "TokentraceGPUBusyKVCacheMissSpecRejected")!.expr;
 };
 
-test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the docs/demo.md walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU, a sampled trace and the latency per length class", { timeout: 180_000 }, async () => {
+test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metrics, real pipeline and Prometheus): within a minute GPU over 85%, prefix-cache hits under 92% and speculative acceptance under 80% together, the three-signal alert's expression holds and the alert fires, not its relatives; the docs/demo.md walk-through (Why is P99 slow?), run as written, leads from the alert to the route, the phases, the GPU, a sampled trace, the latency per length class and the cause panels' caches and waiting reasons", { timeout: 180_000 }, async () => {
   assert.equal(spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status, 0, "prometheus is missing: run `make test-deps`");
   const stack: DemoStack = await startDemoStack({ wasm: requireArtifact(FILTER_WASM), scenario: "kv-cache-pressure", errorRate: 0, scrapeIntervalMs: 1000, prometheus: "auto" });
   try {
@@ -203,6 +203,22 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
       30_000,
     );
 
+    // Step 7's cause panels: hits in the KV connector's CPU tier (a rate over the demo's 30 s window,
+    // from the first evictions on), and a step where requests waited on capacity with the KV cache over
+    // 90% used (a request that arrived during a step waits on capacity too, whatever the cache).
+    await until(
+      "external prefix-cache hits, and requests waiting on capacity while the KV cache is over 90% used, in the cause panels' answer",
+      async () => {
+        const body = (await (await fetch(`${stack.controlPlaneUrl}/v1/dashboard/engine-causes?namespace=demo&range=300`)).json()) as { models: { model: string; columns: Record<string, (number | null)[]>; waitingByReason: { reason: string; values: (number | null)[] }[] }[] };
+        const m = body.models.find((x) => x.model === "tokentrace-sim-1");
+        if (!m) return false;
+        const capacity = m.waitingByReason.find((r) => r.reason === "capacity")?.values ?? [];
+        const external = m.columns.externalPrefixCacheHitRatio!.filter((v) => v !== null).at(-1) ?? 0;
+        return external > 0 && capacity.some((v, i) => v !== null && v > 0 && (m.columns.kvCacheUsage![i] ?? 0) > 0.9);
+      },
+      20_000,
+    );
+
     // docs/demo.md's walk-through, run as written with bash, curl and jq against this stack.
     // The alert's `for` is shortened, not dropped: should a dip of the GPU's utilisation under its
     // threshold have sent it back to pending, the block shows no firing line yet: run it again, as a reader would.
@@ -239,6 +255,19 @@ test("demo scenario kv-cache-pressure (simulated vLLM engine exporting its metri
     assert.ok(output.slice(1).every((c) => c.cls === "unknown") && output.length <= 2, `6. nothing but the failed calls beside it:\n${stdout}`);
     assert.equal(lines.filter((l) => /^tokentrace-sim-1 (input|output) /.test(l)).length, input.length + output.length, `6. every class line in the expected form:\n${stdout}`);
     assert.ok(output[0]!.ms > 2000 && input[0]!.ms < output[0]!.ms, `6. the one output class is slow, decode as in step 3:\n${stdout}`);
+    // 7. The cause panels: the GPU's prefix cache misses what the KV connector's CPU tier finds (no
+    // SGLang tier lines: a vLLM model), and requests wait on capacity while the KV cache is full and
+    // the batch is under its 64 sequences: KV blocks are what they wait for, not batch slots.
+    const cache = new RegExp(`^tokentrace-sim-1 prefix-cache hits GPU ${num}, external \\(KV connector\\) ${num}$`, "m").exec(stdout);
+    assert.ok(cache, `7. the caches' hits:\n${stdout}`);
+    assert.ok(Number(cache[1]) < 0.92 && Number(cache[4]) > 0, `7. evicted prompts found in the CPU tier:\n${stdout}`);
+    assert.ok(!/^tokentrace-sim-1 prefix-cache hits (?!GPU )/m.test(stdout), `7. no tier of SGLang's:\n${stdout}`);
+    const waiting = [...stdout.matchAll(/^tokentrace-sim-1 waiting (\S+) (\d+) now, (\d+) at most in 5 min$/gm)].map((m) => ({ reason: m[1]!, now: Number(m[2]), max: Number(m[3]) }));
+    assert.deepEqual(waiting.map((w) => w.reason), ["capacity", "deferred"], `7. vLLM's two reasons:\n${stdout}`);
+    assert.ok(waiting.every((w) => w.now <= w.max) && waiting[0]!.max > 0, `7. requests waited on capacity:\n${stdout}`);
+    const batch = new RegExp(`^tokentrace-sim-1 running (\\d+), KV cache ${num} now, ${num} on average and ${num} at most while requests waited on capacity$`, "m").exec(stdout);
+    assert.ok(batch && Number(batch[1]) < 64 && Number(batch[5]) <= Number(batch[8]) && Number(batch[8]) > 0.9, `7. the KV cache full while requests waited, the batch under its limit:\n${stdout}`);
+    assert.equal(lines.filter((l) => /^tokentrace-sim-1 (prefix-cache hits|waiting|running) /.test(l)).length, 4, `7. every line in the expected form:\n${stdout}`);
   } finally {
     await stack.close();
   }

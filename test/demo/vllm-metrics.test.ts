@@ -20,8 +20,8 @@ import { loraStateOf } from "../../control-plane/src/engine/lora-info.js";
 const FIXTURE = readFileSync(new URL("../fixtures/pipeline/vllm-v1-two-engines.prom", import.meta.url), "utf8");
 const MODEL = "tokentrace-sim-1";
 
-/** An engine under steady load (a request every 100 ms, 8 tenants' system prompts), its metrics rendered at the given seconds. */
-function scrapesOf(params: Partial<EngineParams>, atSec: number[]): { texts: string[]; states: ReturnType<Engine["state"]>[] } {
+/** An engine under steady load (a request every 100 ms, 8 tenants' system prompts unless told), its metrics rendered at the given seconds. */
+function scrapesOf(params: Partial<EngineParams>, atSec: number[], tenants = 8): { texts: string[]; states: ReturnType<Engine["state"]>[] } {
   const clock = new FakeClock();
   let seed = 7;
   // A fixed pseudo-random sequence: the same drafts are accepted on every run.
@@ -33,7 +33,7 @@ function scrapesOf(params: Partial<EngineParams>, atSec: number[]): { texts: str
   let n = 0;
   for (let t = 0; t <= atSec.at(-1)! * 1000; t += 100) {
     clock.run(t);
-    engine.submit({ promptTokens: 1200 + (n % 5) * 40, prefix: { id: `tenant-${n % 8}`, tokens: 1000 }, outputTokens: 60, onDone: () => undefined });
+    engine.submit({ promptTokens: 1200 + (n % 5) * 40, prefix: { id: `tenant-${n % tenants}`, tokens: 1000 }, outputTokens: 60, onDone: () => undefined });
     n++;
     if (atSec.includes(t / 1000)) {
       texts.push(metrics.render());
@@ -99,6 +99,34 @@ test("emulated vLLM /metrics through the join's reader: prefix-cache hit ratio, 
   assert.equal(last(C.MODEL_REQUESTS_RUNNING), states[2]!.running);
   assert.equal(last(C.MODEL_KV_CACHE_USAGE), states[2]!.kvCacheUsage);
   assert.ok(joined.some((p) => p.name === C.MODEL_LATENCY_QUANTILE && p.labels.includes("queue")), "queue percentiles from the queue-time histogram");
+});
+
+test("emulated vLLM /metrics with a KV connector offloading to CPU, through the join's reader: the external prefix cache's hit ratio and the waiting requests by reason are the engine's own; without one, the external counters stay 0 and every waiting request waits on capacity", () => {
+  const at = [65, 75, 85];
+  const target: ScrapeTarget = { id: "vllm|demo/llm-sim-0", kind: "vllm", url: "http://llm-sim-0:8000/metrics", intervalMs: 10_000, timeoutMs: 5000, namespace: "demo", pod: "llm-sim-0", node: "n" };
+  for (const kvOffloadTokens of [200_000, 0]) {
+    // The cache of the test above, with 24 tenants' prompts: they are evicted from the GPU cache, and found in the CPU tier.
+    const { texts, states } = scrapesOf({ kvCacheTokens: 12_000, maxNumSeqs: 32, draftAcceptance: 0.6, kvOffloadTokens }, at, 24);
+    const { joined } = runScrapes(at.map((atSec, i) => ({ atSec, target, text: texts[i]! })), { rateWindowMs: 30_000 });
+    const last = (name: string, reason?: string): number | undefined => joined.filter((p) => p.name === name && p.atMs === 85_000 && p.labels.includes(MODEL) && (reason === undefined || p.labels.includes(reason))).at(-1)?.value;
+    const [first, end] = [states[0]!, states[2]!];
+    const delta = (k: keyof EngineCounters): number => end.counters[k] - first.counters[k];
+    for (const reason of ["capacity", "deferred"] as const) assert.equal(last(C.MODEL_REQUESTS_WAITING_BY_REASON, reason), end.waitingByReason[reason], `${kvOffloadTokens}: waiting on ${reason}`);
+    assert.equal(end.waiting, end.waitingByReason.capacity + end.waitingByReason.deferred, "the reasons add up to the waiting requests");
+    const reasons = parseText(texts[2]!).samples.filter((x) => x.name === "vllm:num_requests_waiting_by_reason").map((x) => [labelValue(x.labels, "reason"), x.value]);
+    assert.deepEqual(reasons, [["capacity", end.waitingByReason.capacity], ["deferred", end.waitingByReason.deferred]], "both reasons written, capacity first");
+    if (kvOffloadTokens > 0) {
+      assert.ok(delta("externalPrefixCacheHits") > 0 && delta("externalPrefixCacheHits") < delta("externalPrefixCacheQueries"), `external hits ${delta("externalPrefixCacheHits")} of ${delta("externalPrefixCacheQueries")}`);
+      const ratio = last(C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO);
+      const expected = delta("externalPrefixCacheHits") / delta("externalPrefixCacheQueries");
+      assert.ok(ratio !== undefined && Math.abs(ratio - expected) <= 1e-12 * expected, `external hit ratio ${ratio}, engine ${expected}`);
+      assert.ok(states.some((x) => x.waitingByReason.deferred > 0), `a request waits for its load at a scrape: ${JSON.stringify(states.map((x) => x.waitingByReason))}`);
+    } else {
+      assert.deepEqual([end.counters.externalPrefixCacheQueries, end.waitingByReason.deferred], [0, 0]);
+      assert.match(texts[2]!, /^vllm:external_prefix_cache_hits_total\{engine="0",model_name="tokentrace-sim-1"\} 0\.0$/m, "written, at 0");
+      assert.equal(last(C.MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO), undefined, "no ratio of nothing");
+    }
+  }
 });
 
 test("emulated vLLM /metrics with LoRA (--enable-lora --max-loras 2): vllm:lora_requests_info as vLLM 005a810 writes it, a state per engine step, past ones kept, the newest the join's reader takes", () => {

@@ -10,7 +10,11 @@
 // token events (TTFT from arrival, inter-token latency per step) and finished-request timings (queue
 // from arrival to first scheduling, prefill to the first token, decode to the last, as
 // vllm/v1/metrics/stats.py at 28ed1fb). With LoRA on (vLLM's --enable-lora, `lora` below), also
-// vllm:lora_requests_info as loggers.py at 005a810 writes it (see LoraInfo).
+// vllm:lora_requests_info as loggers.py at 005a810 writes it (see LoraInfo). From loggers.py at
+// 5c18b961d (vllm-project/vllm#38435), written for every engine whatever the configuration:
+// vllm:num_requests_waiting_by_reason (capacity: the waiting queue; deferred: skipped_waiting, here
+// requests waiting for a KV load; num_requests_waiting is their sum) and the KV connector's
+// vllm:external_prefix_cache_queries and _hits (registered since #26245, so 0 without a connector).
 import type { Engine, RequestTimings, TokenEvent } from "./engine.js";
 
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
@@ -174,9 +178,17 @@ export class VllmMetrics {
     };
     gauge("vllm:num_requests_running", "Number of requests in model execution batches.", s.running);
     gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", s.waiting);
+    out.push(
+      "# HELP vllm:num_requests_waiting_by_reason Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
+      "# TYPE vllm:num_requests_waiting_by_reason gauge",
+      // Children in the order made: capacity, then deferred.
+      ...(["capacity", "deferred"] as const).map((reason) => `vllm:num_requests_waiting_by_reason${labels([["reason", reason]])} ${floatToGoString(s.waitingByReason[reason])}`),
+    );
     gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kvCacheUsage);
     counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", c.prefixCacheQueries);
     counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", c.prefixCacheHits);
+    counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", c.externalPrefixCacheQueries);
+    counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", c.externalPrefixCacheHits);
     counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", c.preemptions);
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", c.promptTokens);
     counter("vllm:generation_tokens", "Number of generation tokens processed.", c.generationTokens);
