@@ -3,7 +3,7 @@
 // the alert rules of istio/observability/. Once the GPU throttles for heat, its reasons are
 // decoded, TTFT rises and TokentraceGPUThrottledTTFTRise fires, while the busy-but-starved alert
 // stays silent; docs/demo.md's "Is the GPU throttling?" block, run as written, tells the same story,
-// the last step through the OpenTelemetry GenAI histogram a GenAI dashboard reads.
+// the last steps through the OpenTelemetry GenAI histograms a GenAI dashboard reads.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
@@ -46,7 +46,7 @@ test("demo scenario gpu-thermal (the clock-event reasons added to the exporter's
     const block = gpuWalkthrough("Is the GPU throttling? A walk-through on the demo");
     const run = async (): Promise<string> => (await promisify(execFile)("bash", ["-e", "-o", "pipefail", "-c", block], { env: { PATH: process.env.PATH ?? "", PROM: url } })).stdout;
     let stdout = await run();
-    for (let tries = 1; tries < 6 && !/^gen_ai\.server\.time_to_first_token P95 /m.test(stdout); tries++) {
+    for (let tries = 1; tries < 6 && !(/^gen_ai\.server\.time_to_first_token P95 /m.test(stdout) && /^gen_ai\.client\.token\.usage output per call now /m.test(stdout)); tries++) {
       await new Promise((r) => setTimeout(r, 3000));
       stdout = await run();
     }
@@ -58,6 +58,13 @@ test("demo scenario gpu-thermal (the clock-event reasons added to the exporter's
     assert.ok(ttft("now") > 1.5 * ttft("lowest of the hour"), `3. TTFT P95 now over 1.5 times its lowest:\n${stdout}`);
     const genai = /^gen_ai\.server\.time_to_first_token P95 (\S+) ([\d.]+) s$/m.exec(stdout);
     assert.ok(genai && genai[1] === "tokentrace-sim-1" && Number(genai[2]) > 0, `4. the GenAI histogram's P95:\n${stdout}`);
+    // 5. The GenAI token usage: both types, now and the hour's lowest, and the load's calls as long as before.
+    const perCall = [...stdout.matchAll(/^gen_ai\.client\.token\.usage (input|output) per call (now|lowest of the hour) (\d+)$/gm)].map((m) => ({ type: m[1]!, at: m[2]!, tokens: Number(m[3]) }));
+    assert.deepEqual(perCall.map((c) => `${c.type} ${c.at}`), ["input lowest of the hour", "input now", "output lowest of the hour", "output now"], `5. the token usage:\n${stdout}`);
+    for (const type of ["input", "output"]) {
+      const [lowest, now] = perCall.filter((c) => c.type === type).map((c) => c.tokens) as [number, number];
+      assert.ok(lowest > 0 && now < 1.5 * lowest, `5. ${type} tokens per call as before the throttle:\n${stdout}`);
+    }
   } finally {
     await stack.close();
   }
