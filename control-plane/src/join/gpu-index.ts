@@ -134,7 +134,7 @@ interface SampleIdentity {
  * kubernetes.go PodMapper.Process); `Hostname` up to 4.x, `hostname` since d5e5f51 (render_metrics.go);
  * and `exported_pod`/`exported_namespace`, which a Prometheus scrape with honor_labels false writes in place
  * of the exporter's pod and namespace when its target has those labels itself (prometheus/prometheus
- * scrape/target.go mutateSampleLabels).
+ * fcdb6c2 scrape/scrape.go mutateSampleLabels).
  */
 function identityOf(labels: Labels): SampleIdentity {
   let uuid: string | undefined, oldUuid: string | undefined, gpu: string | undefined, migId: string | undefined, migProfile: string | undefined;
