@@ -179,10 +179,11 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     // The cause panels: one group for the model, its queue, KV cache, preemptions, TPOT and P99-split
     // panels with the simulated vLLM's points, the sidecar's TTFT P99 beside the engine's phases, and
     // axes that scale (latencies labelled in ms or s, more than one time tick). The simulated vLLM
-    // exports no cache tiers, waiting reasons or per-request figures (test/demo/vllm-metrics.ts):
-    // those two panels are empty and say what they need (fixture scrapes fill them further down).
+    // writes its waiting reasons, as vLLM does on every engine, but no cache tier (no KV connector
+    // here) and no per-request figure (test/demo/vllm-metrics.ts): the cache panel is empty and says
+    // what it needs (fixture scrapes fill it further down).
     const CAUSES = ["queue", "kv", "preemptions", "tpot", "phases", "hits", "wait"];
-    const DEMO_EMPTY = ["hits", "wait"];
+    const DEMO_EMPTY = ["hits"];
     const causePanels = (): Promise<CausePanel[]> => page.evaluate(causePanelsInPage);
     await until("the cause panels to hold the engine's signals and the sidecar's TTFT", async () => (await causePanels()).length === CAUSES.length && (await causePanels()).every((p) => DEMO_EMPTY.includes(p.panel ?? "") || Object.values(p.nonNull).filter((n) => n > 0).length >= (p.id.endsWith("kv") ? 2 : p.id.endsWith("phases") ? 4 : 1)), 15_000).catch(async (e: unknown) => {
       throw new Error(`${(e as Error).message}: ${JSON.stringify(await causePanels())}`);
@@ -190,7 +191,10 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
     const causes = await causePanels();
     assert.deepEqual(causes.map((c) => [c.id, c.model]), CAUSES.map((suffix) => [`chart-cause-0-${suffix}`, "tokentrace-sim-1"]), "one group of cause panels for the one model");
     assert.deepEqual(Object.keys(causes[4]!.nonNull), ["queue P99", "prefill P99", "decode P99", "TTFT P99 (sidecar)"]);
-    assert.deepEqual(causes.slice(5).map((c) => c.nonNull), [{ "external cache (KV connector)": 0, "prompt tokens computed per request (right axis)": 0 }, { "preemptions per request (right axis)": 0 }], "no tier or reason of the simulated vLLM");
+    assert.deepEqual(causes[5]!.nonNull, { "external cache (KV connector)": 0, "prompt tokens computed per request (right axis)": 0 }, "no cache tier of the simulated vLLM");
+    const wait = causes[6]!.nonNull;
+    assert.deepEqual(Object.keys(wait), ["waiting (capacity)", "waiting (deferred)", "preemptions per request (right axis)"], "vLLM's two reasons, then the per-request figure");
+    assert.ok(wait["waiting (capacity)"]! > 0 && wait["waiting (deferred)"]! > 0 && wait["preemptions per request (right axis)"] === 0, JSON.stringify(wait));
     const captionOf = (model: string, panel: string): Promise<string> =>
       page.evaluate(
         ([m, p]) => {
@@ -201,7 +205,8 @@ test("dashboard in headless Chromium against the demo stack (emulated Envoy, sim
         [model, panel] as const,
       );
     assert.match(await captionOf("tokentrace-sim-1", "hits"), /No data in this range: needs SGLang's sglang:cached_tokens_total by cache_source .*--enable-hierarchical-cache.* or vLLM's vllm:external_prefix_cache_queries_total/);
-    assert.match(await captionOf("tokentrace-sim-1", "wait"), /No data in this range: needs vllm:num_requests_waiting_by_reason.*vllm-project\/vllm#38435\.$/);
+    // With data the caption reads the panel (the empty one's "needs" is checked on SGLang's model below).
+    assert.match(await captionOf("tokentrace-sim-1", "wait"), /^Why requests wait: waiting requests by vLLM's reason .*capacity: .*deferred: /);
     for (const c of causes) assert.ok(c.xTicks > 1, `${c.id}: ${c.xTicks} time ticks`);
     for (const c of causes.filter((x) => x.id.endsWith("tpot") || x.id.endsWith("phases"))) for (const label of c.yLabels) assert.match(label, /^\d+(\.\d+)? (ms|s)$/, `${c.id} axis label ${label}`);
     assert.equal(await text(page, "#causes-panels h3"), "tokentrace-sim-1 (demo) on llm-sim-0");
