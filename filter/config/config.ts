@@ -122,7 +122,7 @@ export class SpanConfig {
   providerName: string = "vllm";
   batchSize: i32 = 32;
   maxBufferedSpans: i32 = 1024;
-  flushIntervalMs: i32 = 1000;
+  flushIntervalMs: i32 = 5000;
   timeoutMs: i32 = 5000;
   /** Tail keep (spans.keep): unsampled LLM requests that end in 5xx or a reset, or run slower than a threshold, export their span too. */
   keepErrors: bool = false;

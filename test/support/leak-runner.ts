@@ -291,7 +291,7 @@ class ProtocolRun {
     const content = { enabled: true, maxBytes, ...(this.pseudonyms ? { pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } } : {}) };
     this.vm = await loadFilter({
       wasm: this.wasm, clock: this.clock, random: countingRandom(),
-      config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", batchSize: 200, maxBufferedSpans: 100000, content } },
+      config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", flushIntervalMs: 1000, batchSize: 200, maxBufferedSpans: 100000, content } },
       clusters: { otel: this.receiver.url, cp: this.keys.url }, maxLogEntries: 10000, maxRetainedSamples: 0,
     });
     if (!this.vm.configureAccepted) throw new Error(`the content module refused the corpus configuration: ${this.vm.logs.map((l) => l.message).join("; ")}`);

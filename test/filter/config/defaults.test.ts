@@ -57,19 +57,29 @@ describe("configuration defaults (emulated Envoy host)", () => {
     assert.equal(s.request.get("content-length"), "30");
   });
 
-  it("spans: batches of 32, ticks every 1000 ms, at most 1024 buffered, path /v1/traces", async () => {
+  it("spans: batches of 32, a partial one every 5000 ms (as Envoy's OpenTelemetry tracer flushes), at most 1024 buffered, path /v1/traces", async () => {
     assert.deepEqual(
       ["batchSize", "flushIntervalMs", "maxBufferedSpans", "path", "timeoutMs"].map((k) => schemaDefault("spans", k)),
-      [32, 1000, 1024, "/v1/traces", 5000],
+      [32, 5000, 1024, "/v1/traces", 5000],
     );
     const vm = await loadFilter({ random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "nowhere" } } });
-    assert.equal(vm.tickPeriodMs, 1000);
+    // loadFilter sends counters at once (stats.flushIntervalMs 0), so the span interval sets the tick.
+    assert.equal(vm.tickPeriodMs, 5000);
     for (let i = 0; i < 31; i++) exchange(vm, { headers: baseRequest(), route: "chat", status: 200 });
     assert.equal(vm.stats.value("tokentrace_span_export_failures_total"), 0, "31 spans wait for the tick");
     exchange(vm, { headers: baseRequest(), route: "chat", status: 200 });
     // The 32nd fills a batch, which goes at once: to a cluster the host does not know, so it fails.
     assert.equal(vm.stats.value("tokentrace_span_export_failures_total"), 1);
     assert.equal(vm.stats.value("tokentrace_spans_dropped_total"), 32);
+    // With the default stats interval (1000 ms) the VM ticks each second, and a partial batch waits for the fifth tick.
+    const batched = await loadFilter({ random: countingRandom(), config: { sampling: { defaultRate: 1 }, stats: { flushIntervalMs: 1000 }, spans: { cluster: "nowhere" } } });
+    assert.equal(batched.tickPeriodMs, 1000);
+    exchange(batched, { headers: baseRequest(), route: "chat", status: 200 });
+    const exports = (): number => batched.hostCallsByName()["env.proxy_http_call"] ?? 0;
+    for (let i = 0; i < 4; i++) batched.tick();
+    assert.equal(exports(), 0);
+    batched.tick();
+    assert.equal(exports(), 1);
   });
 
   it("policySource: polls every 10000 ms", async () => {

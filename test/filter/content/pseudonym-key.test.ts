@@ -41,7 +41,8 @@ describe("the pseudonym key, fetched from the control plane (content module, rea
 
   async function setup(pseudonyms: Record<string, unknown>, extra: { env?: Record<string, string>; policySource?: unknown } = {}): Promise<{ vm: FilterVm; clock: ManualClock }> {
     const clock = new ManualClock(1_700_000_000_000_000_000n);
-    const config: Record<string, unknown> = { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true, pseudonyms } } };
+    // A batch at every tick of the key's (1 s), so each call's span leaves at its tick.
+    const config: Record<string, unknown> = { sampling: { defaultRate: 1 }, spans: { cluster: "otel", flushIntervalMs: 1000, content: { enabled: true, pseudonyms } } };
     if (extra.policySource !== undefined) config.policySource = extra.policySource;
     const vm = await loadContentFilter({ clock, random: countingRandom(), config, clusters: { otel: receiver.url, cp: keys.url }, env: extra.env });
     return { vm, clock };
@@ -185,7 +186,7 @@ describe("the pseudonym key, fetched from the control plane (content module, rea
     vm.tick();
     await vm.settle();
     assert.equal(keys.requests.length, 1);
-    assert.equal(vm.configure(JSON.stringify({ sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true } } })), true);
+    assert.equal(vm.configure(JSON.stringify({ sampling: { defaultRate: 1 }, spans: { cluster: "otel", flushIntervalMs: 1000, content: { enabled: true } } })), true);
     vm.tick();
     await vm.settle();
     assert.equal(keys.requests.length, 1);

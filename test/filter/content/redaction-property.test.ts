@@ -189,7 +189,7 @@ describe("no original value reaches an exported span (property, emulated Envoy h
           const values = [...promptParts, ...completionParts].map(([, , v]) => v);
           const content = { enabled: true, maxBytes, ...(pseudonyms ? { pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } } : {}) };
           const clock = new ManualClock(1_700_000_000_000_000_000n);
-          const vm = await loadContentFilter({ clock, random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content } }, clusters: { otel: receiver.url, cp: keys.url } });
+          const vm = await loadContentFilter({ clock, random: countingRandom(), config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", flushIntervalMs: 1000, content } }, clusters: { otel: receiver.url, cp: keys.url } });
           if (pseudonyms) {
             vm.tick(); // the key is fetched on the first tick
             await vm.settle();

@@ -109,7 +109,7 @@ describe("redaction of captured content (emulated Envoy host, real OTLP receiver
       const clock = new ManualClock(1_700_000_000_000_000_000n);
       const vm = await loadContentFilter({
         clock, random: countingRandom(),
-        config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", content: { enabled: true, pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } } } },
+        config: { sampling: { defaultRate: 1 }, spans: { cluster: "otel", flushIntervalMs: 1000, content: { enabled: true, pseudonyms: { keySource: { cluster: "cp", workload: "llm.chat" } } } } },
         clusters: { otel: receiver.url, cp: server.url },
       });
       vm.tick();

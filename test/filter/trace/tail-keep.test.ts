@@ -58,7 +58,8 @@ describe("tail keep: spans of unsampled requests that failed or were slow (emula
 
   const configOf = (keep: unknown): unknown => ({
     sampling: { defaultRate: 0, force: [{ header: "x-debug-trace" }] },
-    spans: { cluster: "otel", ...(keep === undefined ? {} : { keep }) },
+    // A batch at every stats tick (1 s), so `flush` below is one tick.
+    spans: { cluster: "otel", flushIntervalMs: 1000, ...(keep === undefined ? {} : { keep }) },
   });
   const setup = async (keep: unknown, more: { clock?: ManualClock; process?: HostProcess; clear?: boolean } = {}): Promise<{ vm: FilterVm; clock: ManualClock }> => {
     if (more.clear !== false) {
