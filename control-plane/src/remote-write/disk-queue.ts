@@ -103,6 +103,8 @@ interface Segment {
   /** Bytes in the file (the append position of the active segment). */
   bytes: number;
   records: RecordIndex[];
+  /** The newest sample time of its records (-Infinity: none), kept as they are added: the lag gauge reads it after every send. */
+  newestMs: number;
   /** CRC seed of this segment's records. */
   seed: number;
 }
@@ -266,7 +268,7 @@ export class DiskQueue {
   private scan(id: number, path: string, report: RecoveryReport): Segment {
     const bytes = this.files.readFileSync(path);
     const seed = segmentSeed(id);
-    const seg: Segment = { id, path, bytes: bytes.length, records: [], seed };
+    const seg: Segment = { id, path, bytes: bytes.length, records: [], newestMs: -Infinity, seed };
     let off = 0;
     while (off < bytes.length) {
       const r = recordAt(bytes, off, seed);
@@ -285,7 +287,10 @@ export class DiskQueue {
       if (legacy.length > 0) seg.records = legacy;
     }
     let valid = 0;
-    for (const r of seg.records) valid += r.end - r.offset;
+    for (const r of seg.records) {
+      valid += r.end - r.offset;
+      seg.newestMs = Math.max(seg.newestMs, r.newestTimestampMs);
+    }
     report.truncatedBytes += bytes.length - valid;
     const end = seg.records.length === 0 ? 0 : seg.records[seg.records.length - 1]!.end;
     if (end < bytes.length && seg.records.length > 0) {
@@ -316,7 +321,7 @@ export class DiskQueue {
     this.activeBroken = false;
     // The name must be durable before any record in it can be acknowledged.
     if (this.opts.fsync !== "never") fsyncDirectory(this.files, this.opts.dir);
-    return { id, path, bytes: 0, records: [], seed: segmentSeed(id) };
+    return { id, path, bytes: 0, records: [], newestMs: -Infinity, seed: segmentSeed(id) };
   }
 
   /** Total bytes of all segments (delivered records of the head segment included until it is deleted). */
@@ -442,6 +447,7 @@ export class DiskQueue {
     }
     if (this.opts.fsync === "always") this.durable = { segment: active.id, offset: end };
     active.records.push({ offset, end, payloadOffset: offset + RECORD_HEADER_BYTES, samples, newestTimestampMs, appendedAtMs: this.now() });
+    active.newestMs = Math.max(active.newestMs, newestTimestampMs);
     this.pending += samples;
     this.unread += samples;
     active.bytes = end;
@@ -514,9 +520,10 @@ export class DiskQueue {
 
   /** Newest sample timestamp ever appended that is still on disk, or undefined. */
   newestTimestampMs(): number | undefined {
-    let n: number | undefined;
-    for (const s of this.segments) for (const r of s.records) n = n === undefined ? r.newestTimestampMs : Math.max(n, r.newestTimestampMs);
-    return n;
+    // Per segment, not per record: a backlog of thousands of records is read after every send.
+    let n = -Infinity;
+    for (const s of this.segments) n = Math.max(n, s.newestMs);
+    return n === -Infinity ? undefined : n;
   }
 
   /**

@@ -242,4 +242,25 @@ describe("durable disk queue", () => {
     q.close();
     rmSync(dir, { recursive: true });
   });
+
+  it("knows the newest sample time it holds across segments, after a reopen, and once the segment holding it is dropped", () => {
+    const dir = tmp();
+    const open = (): DiskQueue => new DiskQueue({ dir, maxBytes: 4 * RECORD, segmentBytes: 2 * RECORD });
+    let q = open();
+    assert.equal(q.newestTimestampMs(), undefined);
+    // Out of order on purpose: the newest is in the first segment.
+    q.append(rec(1), 1, 9000);
+    q.append(rec(2), 1, 1000);
+    q.append(rec(3), 1, 2000);
+    assert.equal(q.newestTimestampMs(), 9000);
+    q.close();
+    q = open();
+    assert.equal(q.newestTimestampMs(), 9000, "recovered from the segments on disk");
+    q.append(rec(4), 1, 3000);
+    q.append(rec(5), 1, 4000); // opens a third segment: the first, holding 9000, goes for space
+    assert.equal(q.droppedRecords, 2);
+    assert.equal(q.newestTimestampMs(), 4000);
+    q.close();
+    rmSync(dir, { recursive: true });
+  });
 });
