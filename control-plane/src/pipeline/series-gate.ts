@@ -1,10 +1,13 @@
 // Between join and remote write: labels normalised, the cardinality cap applied, and staleness
 // markers added for series a source stopped reporting. Each series lives once in the writer's
 // registry (key, ref, encoded labels); the cap counts registry entries and the staleness tracker
-// holds them, so no per-series state is kept twice.
+// holds them, so no per-series state is kept twice. The gate remembers each source's last report by
+// position (two references per series; label layouts shared), to know a label set it saw last time
+// without normalising it again.
 import { StalenessTracker } from "../remote-write/staleness.js";
 import type { SeriesEntry, SeriesRegistry } from "../remote-write/series-registry.js";
 import { normalizeLabels, seriesKey, type WriteSeries } from "../remote-write/series.js";
+import type { Labels } from "../scrape/sample.js";
 
 /** Counts what the gate refuses, by reason. */
 export type DropCounter = (reason: "cardinality_cap" | "invalid_labels") => void;
@@ -15,9 +18,34 @@ export interface GatedSeries {
   samples: WriteSeries["samples"];
 }
 
+/** A source's last report by position: the entry each label set led to, and the order of its non-empty pairs by name. */
+interface Report {
+  entries: Array<SeriesEntry | undefined>;
+  /** Pair indexes (offset / 2) of the non-empty pairs in name order; label sets laid out alike share one array. */
+  orders: Array<readonly number[] | undefined>;
+}
+
+/** seriesKey's separator. */
+const SEPARATOR = 0xff;
+
+/** The pair indexes of `raw`'s non-empty pairs in name order (normalizeLabels' order). */
+function sortedOrder(raw: Labels): number[] {
+  const pairs: number[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i + 1] !== "") pairs.push(i >> 1);
+  return pairs.sort((a, b) => (raw[2 * a]! < raw[2 * b]! ? -1 : raw[2 * a]! > raw[2 * b]! ? 1 : 0));
+}
+
+function sameOrder(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The gate. */
 export class SeriesGate {
   readonly staleness = new StalenessTracker();
+  /** Per source, its last report by position. */
+  private readonly lastReport = new Map<string, Report>();
 
   constructor(readonly registry: SeriesRegistry, readonly maxSeries: number, private readonly onDrop: DropCounter = () => undefined) {}
 
@@ -30,30 +58,81 @@ export class SeriesGate {
   pass(source: string, series: WriteSeries[], ts: number): GatedSeries[] {
     const out: GatedSeries[] = [];
     const current = new Set<SeriesEntry>();
-    for (const s of series) {
-      const labels = normalizeLabels(s.labels);
-      if (typeof labels === "string") {
-        this.onDrop("invalid_labels");
-        continue;
+    const before = this.lastReport.get(source);
+    const report: Report = { entries: new Array(series.length), orders: new Array(series.length) };
+    let lastOrder: readonly number[] = [];
+    for (let i = 0; i < series.length; i++) {
+      const s = series[i]!;
+      // A source reports its series in the same order each time (what Prometheus's scrape cache
+      // counts on too): the label set at the same position is checked against the entry it led to
+      // last time, with no normalising, no key and no lookup by a new key, which took a sixth of
+      // the pipeline's busy CPU.
+      let entry = before?.entries[i];
+      let order = before?.orders[i];
+      if (entry === undefined || order === undefined || !this.spells(s.labels, order, entry)) {
+        entry = this.admit(s.labels);
+        if (entry === undefined) continue;
+        order = sortedOrder(s.labels);
+        if (sameOrder(order, lastOrder)) order = lastOrder;
+        lastOrder = order;
       }
-      const key = seriesKey(labels);
-      let entry = this.registry.get(key);
-      if (!entry) {
-        if (this.registry.size >= this.maxSeries) {
-          this.onDrop("cardinality_cap");
-          continue;
-        }
-        entry = this.registry.add(key, labels);
-      }
+      report.entries[i] = entry;
+      report.orders[i] = order;
       current.add(entry);
       out.push({ entry, samples: s.samples });
     }
+    this.lastReport.set(source, report);
     for (const gone of this.staleness.update(source, current)) out.push(this.stale(gone, ts));
     return out;
   }
 
+  /** Normalises `labels` and finds or adds its entry under the cap; undefined when dropped (counted). */
+  private admit(raw: Labels): SeriesEntry | undefined {
+    const labels = normalizeLabels(raw);
+    if (typeof labels === "string") {
+      this.onDrop("invalid_labels");
+      return undefined;
+    }
+    const key = seriesKey(labels);
+    const entry = this.registry.get(key);
+    if (entry) return entry;
+    if (this.registry.size >= this.maxSeries) {
+      this.onDrop("cardinality_cap");
+      return undefined;
+    }
+    return this.registry.add(key, labels);
+  }
+
+  /**
+   * Whether `raw` normalises to `entry` (its non-empty pairs, in `order`, spell the entry's key; every
+   * name non-empty; no other non-empty pair) and `entry` is still the registry's: a released one
+   * (another source ended the series) is never written again, even for the same labels.
+   */
+  private spells(raw: Labels, order: readonly number[], entry: SeriesEntry): boolean {
+    const key = entry.key;
+    let at = 0;
+    for (let j = 0; j < order.length; j++) {
+      const name = raw[2 * order[j]!];
+      const value = raw[2 * order[j]! + 1];
+      if (name === undefined || value === undefined || !key.startsWith(name, at)) return false;
+      at += name.length;
+      if (key.charCodeAt(at) !== SEPARATOR || !key.startsWith(value, at + 1)) return false;
+      at += value.length + 1;
+      if (at < key.length && key.charCodeAt(at) !== SEPARATOR) return false;
+      at++;
+    }
+    if (at !== key.length + 1) return false;
+    let nonEmpty = 0;
+    for (let i = 0; i < raw.length; i += 2) {
+      if (raw[i] === "") return false; // normalizeLabels refuses an empty name, whatever its value
+      if (raw[i + 1] !== "") nonEmpty++;
+    }
+    return nonEmpty === order.length && this.registry.get(key) === entry;
+  }
+
   /** Stale markers at `ts` for everything `source` reported; forgets it. */
   removeSource(source: string, ts: number): GatedSeries[] {
+    this.lastReport.delete(source);
     return this.staleness.remove(source).map((e) => this.stale(e, ts));
   }
 
@@ -62,6 +141,7 @@ export class SeriesGate {
    * replica (a target handed over). Their slots under the cap are free again.
    */
   forgetSource(source: string): void {
+    this.lastReport.delete(source);
     for (const entry of this.staleness.remove(source)) this.registry.release(entry);
   }
 

@@ -1,8 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { SeriesGate, type GatedSeries } from "../../../control-plane/src/pipeline/series-gate.js";
+import fc from "fast-check";
 import { SeriesRegistry } from "../../../control-plane/src/remote-write/series-registry.js";
-import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { normalizeLabels, seriesKey, type WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 
 const s = (name: string, pod: string, v: number, ts: number): WriteSeries => ({ labels: ["pod", pod, "__name__", name], samples: [{ value: v, timestampMs: ts }] });
 const brief = (out: GatedSeries[]): [string, number | "stale"][] => out.map((x) => [x.entry.key.split("\xff").join(","), x.samples[0]!.stale ? "stale" : x.samples[0]!.value]);
@@ -36,5 +37,62 @@ describe("series gate (normalise, cap, staleness)", () => {
     const g = new SeriesGate(new SeriesRegistry(), 10, (r) => drops.push(r));
     assert.deepEqual(g.pass("t", [{ labels: ["pod", "p"], samples: [{ value: 1, timestampMs: 1 }] }], 1), []);
     assert.deepEqual(drops, ["invalid_labels"]);
+  });
+
+  it("recalls a source's series by position only while the labels still spell the same key: any change, reorder, emptied value or empty name is judged afresh", () => {
+    const name = fc.constantFrom<string>("__name__", "pod", "le", "GPU_I_ID", "model", "", "route");
+    const value = fc.constantFrom<string>("a", "b", "", "x\xffy", "10", "p");
+    const labels = fc.array(fc.tuple(name, value), { maxLength: 6 }).map((pairs) => pairs.flat());
+    // How a label set at a position changes from one report to the next (most often it does not).
+    const change = fc.oneof(
+      { weight: 3, arbitrary: fc.constant((l: string[]) => [...l]) },
+      { weight: 1, arbitrary: fc.constant((l: string[]) => [...l, "", ""]) },
+      { weight: 1, arbitrary: fc.tuple(name).map(([n]) => (l: string[]) => [...l, n, ""]) },
+      { weight: 1, arbitrary: fc.nat().map((k) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? "" : x)))) },
+      { weight: 1, arbitrary: fc.tuple(fc.nat(), value).map(([k, v]) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? x + v : x)))) },
+      { weight: 1, arbitrary: fc.constant((l: string[]) => [...l.slice(2), ...l.slice(0, 2)]) },
+      { weight: 1, arbitrary: labels.map((fresh) => () => fresh) },
+    );
+    // Reports of one source: the first drawn, each next one changed position by position, sometimes longer or shorter.
+    const reports = fc.tuple(fc.array(labels, { minLength: 1, maxLength: 8 }), fc.array(fc.tuple(fc.array(change, { minLength: 8, maxLength: 8 }), fc.integer({ min: -2, max: 2 })), { maxLength: 4 })).map(([first, steps]) => {
+      const out = [first];
+      for (const [changes, grow] of steps) {
+        const prev = out[out.length - 1]!;
+        const next = prev.map((l, i) => changes[i % changes.length]!(l));
+        out.push(grow >= 0 ? [...next, ...first.slice(0, grow)] : next.slice(0, next.length + grow));
+      }
+      return out;
+    });
+    fc.assert(
+      fc.property(reports, (all) => {
+        const drops: string[] = [];
+        const g = new SeriesGate(new SeriesRegistry(), 1000, (r) => drops.push(r));
+        let ts = 0;
+        for (const report of all) {
+          ts++;
+          drops.length = 0;
+          const out = g.pass("t", report.map((l) => ({ labels: [...l], samples: [{ value: ts, timestampMs: ts }] })), ts).filter((x) => !x.samples[0]!.stale);
+          // What normalising each label set afresh gives.
+          const want = report.map((l) => normalizeLabels(l)).map((n) => (typeof n === "string" ? undefined : seriesKey(n)));
+          assert.deepEqual(out.map((x) => x.entry.key), want.filter((k) => k !== undefined));
+          assert.equal(drops.length, want.filter((k) => k === undefined).length);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never writes an entry another source ended, though this source reports the same labels at the same position", () => {
+    const registry = new SeriesRegistry();
+    const g = new SeriesGate(registry, 100);
+    g.pass("a", [s("x", "p", 1, 1)], 1);
+    g.pass("b", [s("x", "p", 1, 1)], 1);
+    const ended = g.pass("b", [], 2); // b's report lacks x: its marker ends the shared entry
+    assert.equal(ended.length, 1);
+    assert.equal(ended[0]!.samples[0]!.stale, true);
+    const again = g.pass("a", [s("x", "p", 3, 3)], 3).filter((x) => !x.samples[0]!.stale);
+    assert.equal(again.length, 1);
+    assert.notEqual(again[0]!.entry, ended[0]!.entry);
+    assert.equal(registry.get(again[0]!.entry.key), again[0]!.entry, "the series goes on under a live entry");
   });
 });
