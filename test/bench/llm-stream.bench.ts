@@ -9,11 +9,15 @@
 //     the no-op, (filter − noop) / 500 of each round, against issue #29's bar of 0.5 µs, with the
 //     no-op's own cost per token and filter/noop beside it. After the runs the filter must have
 //     counted every output token and token event of every request, with no reader error, or the
-//     benchmark throws naming the protocol: a stream it did not recognise would measure nothing.
-// Rounds alternate the two modules and the median counts, and each round is timed in this process's
+//     benchmark throws naming the protocol: a stream it did not recognise would measure nothing;
+// (4) beside the chat stream, a hand-built module that reads each chunk and does nothing else: the
+//     floor any filter that reads the stream has in this host, per token above the no-op.
+// Rounds alternate the modules and the median counts, and each round is timed in this process's
 // CPU time (the work is synchronous and single-threaded), so other load on the machine does not
 // inflate the figures the way wall-clock time would.
 import { FilterVm, ManualClock } from "../host/index.js";
+import { callDrop, HEAP_PTR_ADDR, HEAP_START, proxyModule, seq } from "../host/support/proxy-module.js";
+import { op } from "../host/support/wasm-writer.js";
 import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
 
@@ -207,17 +211,36 @@ function streamOnce(vm: FilterVm, clock: ManualClock, call: StreamedCall): void 
 interface Measured {
   filterUs: number[];
   noopUs: number[];
+  /** The body-read module's, when measured beside them. */
+  bodyReadUs: number[] | undefined;
   filterVm: FilterVm;
   filterCalls: number;
 }
 
 const WARMUP_CALLS = 3;
 
-async function measure(call: StreamedCall, repeat: number): Promise<Measured> {
+// A hand-built module that reads each response chunk (proxy_get_buffer_bytes of the whole chunk)
+// and does nothing else: what any filter that looks at the stream pays this host per chunk.
+const bodyReadModule = (): Uint8Array =>
+  proxyModule({
+    imports: ["proxy_get_buffer_bytes"],
+    callbacks: {
+      proxy_on_response_body: seq(
+        // The test modules' bump allocator never frees: each chunk starts an empty heap.
+        () => [...op.i32(HEAP_PTR_ADDR), ...op.i32(HEAP_START), ...op.store],
+        // proxy_on_response_body(context, body_buffer_length, end_of_stream): read [0, length).
+        callDrop("env.proxy_get_buffer_bytes", op.i32(RESPONSE_BODY), op.i32(0), op.get(1), op.i32(16), op.i32(20)),
+      ),
+    },
+  });
+const RESPONSE_BODY = 1;
+
+async function measure(call: StreamedCall, repeat: number, withBodyRead = false): Promise<Measured> {
+  const modules: Array<string | Uint8Array> = [wasmPath("filter.wasm"), wasmPath("noop.wasm"), ...(withBodyRead ? [bodyReadModule()] : [])];
   const sides = await Promise.all(
-    ["filter.wasm", "noop.wasm"].map(async (name) => {
+    modules.map(async (wasm) => {
       const clock = new ManualClock();
-      const vm = await FilterVm.load({ wasm: wasmPath(name), clock, maxRetainedSamples: 0 });
+      const vm = await FilterVm.load({ wasm, clock, maxRetainedSamples: 0 });
       for (let i = 0; i < WARMUP_CALLS; i++) streamOnce(vm, clock, call);
       return { vm, clock, rounds: [] as number[] };
     }),
@@ -232,7 +255,7 @@ async function measure(call: StreamedCall, repeat: number): Promise<Measured> {
     }
   }
   for (const side of sides) if (side.vm.failed) throw new Error(`a VM failed during the benchmark: ${side.vm.failureReason}`);
-  return { filterUs: sides[0]!.rounds, noopUs: sides[1]!.rounds, filterVm: sides[0]!.vm, filterCalls: WARMUP_CALLS + ROUNDS * repeat };
+  return { filterUs: sides[0]!.rounds, noopUs: sides[1]!.rounds, bodyReadUs: sides[2]?.rounds, filterVm: sides[0]!.vm, filterCalls: WARMUP_CALLS + ROUNDS * repeat };
 }
 
 const READER_ERRORS = ["sse_malformed", "body_not_json", "unknown_shape", "usage_invalid"];
@@ -280,7 +303,7 @@ export async function run(): Promise<BenchRow[]> {
 
   const calls = [chatCompletions(), legacyCompletions(), responsesApi(), anthropicMessages(), tgiGenerateStream(), kserveGenerateStream()];
   const measured: Measured[] = [];
-  for (const call of calls) measured.push(await measure(call, TOKEN_STREAMS_PER_ROUND));
+  for (const call of calls) measured.push(await measure(call, TOKEN_STREAMS_PER_ROUND, call === calls[0]));
   calls.forEach((call, i) => assertCounted(call, measured[i]!));
 
   const chat = measured[0]!;
@@ -300,5 +323,11 @@ export async function run(): Promise<BenchRow[]> {
       ratio: { value: chatFilterUs / chatNoopUs, of: "filter/noop", better: "lower" },
     },
     ...calls.map((call, i) => perTokenRow(call, measured[i]!)),
+    {
+      figure: "streamed completion, the chunk read alone (one proxy_get_buffer_bytes per chunk, no logic): cost per output token above the no-op",
+      value: median(chat.bodyReadUs!.map((b, r) => (b - chat.noopUs[r]!) / TOKENS)),
+      unit: "µs",
+      baseline: { name: "filter.wasm, chat", value: median(chat.filterUs.map((f, r) => (f - chat.noopUs[r]!) / TOKENS)) },
+    },
   ];
 }
