@@ -352,6 +352,11 @@ export class DiskQueue {
     return n;
   }
 
+  /** The segment the next append goes to unless prepare starts a new one. */
+  get activeSegment(): number {
+    return this.segments[this.segments.length - 1]!.id;
+  }
+
   /**
    * Makes sure the next append of at most `bytes` lands in the active segment (starting a new one
    * when it would not fit) and returns that segment's id, so the caller can tell which series

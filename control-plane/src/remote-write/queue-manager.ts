@@ -11,7 +11,7 @@ import { backoffMs, sendWithRetry, type Clock } from "./retry.js";
 import { snappyCompress } from "./snappy.js";
 import { sendSplitting } from "./split.js";
 import { COMPACT_RECORD, decodeRecord, encodeRecord, LEGACY_V1_RECORD, type SamplesPart } from "./record.js";
-import type { SeriesEntry } from "./series-registry.js";
+import { encodedLabels, type SeriesEntry } from "./series-registry.js";
 import type { Protocol, SendResult, Transport } from "./transport.js";
 import type { RemoteWriteMetrics } from "./metrics.js";
 import type { FileSystem } from "../storage/file-system.js";
@@ -144,16 +144,10 @@ export class TargetQueue {
     if (id < this.definedIn.length) this.definedIn[id] = -1;
   }
 
-  /**
-   * Appends one record durably and wakes the sender: the samples part, plus the definitions of the
-   * series this queue's current segment has not defined yet (a segment is read, or dropped, alone).
-   */
-  enqueueRecord(series: readonly SeriesEntry[], part: SamplesPart): void {
-    let bound = part.w.pos + 64;
-    for (const e of series) bound += e.labels.length + 12;
-    // Snappy's worst case grows a block by a sixth; the record's header and format byte are extra.
-    const segment = this.queue.prepare(bound + Math.ceil(bound / 6) + 64);
-    const defs: { id: number; labels: Uint8Array }[] = [];
+  /** The series of `series` (distinct) that `segment` has not defined yet, with their encoded labels and the bytes they take. */
+  private definitions(series: readonly SeriesEntry[], segment: number): { segment: number; list: { id: number; labels: Uint8Array }[]; bytes: number } {
+    const list: { id: number; labels: Uint8Array }[] = [];
+    let bytes = 0;
     for (const e of series) {
       if (e.id >= this.definedIn.length) {
         const grown = new Int32Array(Math.max(e.id + 1, this.definedIn.length * 2)).fill(-1);
@@ -161,16 +155,34 @@ export class TargetQueue {
         this.definedIn = grown;
       }
       if (this.definedIn[e.id] === segment) continue;
-      this.definedIn[e.id] = segment;
-      defs.push(e);
+      const labels = encodedLabels(e);
+      list.push({ id: e.id, labels });
+      bytes += labels.length + 12;
     }
-    const payload = encodeRecord(defs, part, this.recordScratch);
+    return { segment, list, bytes };
+  }
+
+  /**
+   * Appends one record durably and wakes the sender: the samples part, plus the definitions of the
+   * series this queue's current segment has not defined yet (a segment is read, or dropped, alone).
+   */
+  enqueueRecord(series: readonly SeriesEntry[], part: SamplesPart): void {
+    // The definitions the active segment lacks, encoded, give the record's size; if it does not fit
+    // there, the new segment lacks them all. Snappy's worst case grows a block by a sixth; the
+    // record's header and format byte are extra.
+    let defs = this.definitions(series, this.queue.activeSegment);
+    const bound = part.w.pos + 64 + defs.bytes;
+    const segment = this.queue.prepare(bound + Math.ceil(bound / 6) + 64);
+    if (segment !== defs.segment) defs = this.definitions(series, segment);
+    const list = defs.list;
+    for (const d of list) this.definedIn[d.id] = segment;
+    const payload = encodeRecord(list, part, this.recordScratch);
     const before = this.queue.droppedSamples;
     try {
       this.queue.append(payload, part.count, part.newestMs);
     } catch (error) {
       // Not written (a full disk, an I/O error): its definitions are made again by the next record.
-      for (const d of defs) this.definedIn[d.id] = -1;
+      for (const d of list) this.definedIn[d.id] = -1;
       this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "queue_write_failed" }, part.count);
       this.log({ level: "error", msg: "remote-write queue append failed; samples dropped", samples: part.count, error: String(error) });
       return;

@@ -90,4 +90,38 @@ describe("compact disk queue", () => {
     await stopped;
     rmSync(dir, { recursive: true });
   });
+
+  it("defines in each segment every series its records name, also when a record does not fit the segment it was sized for", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tokentrace-record-"));
+    const clock = new FakeClock();
+    // Segments of 320 bytes hold one record with its definitions of three long label sets and two
+    // or three without: the record after those no longer fits, and lands in a new segment.
+    const config = { ...target(dir), segmentBytes: 320, maxSamplesPerSend: 3 };
+    const w = new RemoteWriter([config], { clock, metrics: createRemoteWriteMetrics(new Registry()), transportFor: () => new Recording() });
+    // Labels snappy cannot shrink much, so the records keep their size on disk.
+    const pod = Array.from({ length: 60 }, (_, i) => ((i * 7919 + 13) % 36).toString(36)).join("");
+    const s = (name: string, v: number, ts: number) => ({ labels: ["__name__", name, "pod", pod], samples: [{ value: v, timestampMs: ts }] });
+    const t0 = clock.now();
+    for (let i = 0; i < 12; i++) w.write([s("a", i, t0 + i * 1000), s("b", i, t0 + i * 1000), s("c", i, t0 + i * 1000)]);
+    // Each segment alone (a reader may start at any of them): every ref a record names is defined before it in that segment.
+    const defined = new Map<number, Set<number>>();
+    let samples = 0;
+    for (const r of w.targets[0]!.queue.read(Number.MAX_SAFE_INTEGER)) {
+      const inSegment = defined.get(r.next.segment) ?? new Set<number>();
+      defined.set(r.next.segment, inSegment);
+      decodeRecord(r.payload, {
+        define: (id) => inSegment.add(id),
+        sample: (id) => {
+          samples++;
+          assert.ok(inSegment.has(id), `segment ${r.next.segment} names ref ${id} without defining it`);
+        },
+      });
+    }
+    assert.equal(samples, 36);
+    assert.ok(defined.size >= 4, `${defined.size} segments`);
+    const stopped = w.stop();
+    await clock.advance(100);
+    await stopped;
+    rmSync(dir, { recursive: true });
+  });
 });
