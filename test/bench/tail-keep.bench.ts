@@ -479,10 +479,10 @@ export async function run(): Promise<BenchRow[]> {
         `head at rate ${headRate.toFixed(4)}: ${head.exported.size} spans; static best ${fixed.thresholdMs} ms: ${fixed.kept} spans`,
     );
     // Per-request cost, tail keep on and off, the same requests, interleaved rounds (no receiver: export cost is the host's).
-    // The slice is the replay's last COST_REQUESTS, the traffic the fixed live thresholds below were
-    // computed from, after a window of the requests before it, untimed, to fill the recent windows as
-    // the live run had them. The first requests under the last thresholds kept 13% (2,613 of 20,000)
-    // where the live run kept 8%: that measured thresholds that never met that traffic.
+    // The slice is the replay's last COST_REQUESTS, after a window of the requests before it, untimed,
+    // to fill the recent windows as the live run had them. (The first 20,000 under the thresholds the
+    // replay ended with, fixed, kept 13% where the live run kept 8%: that measured thresholds that
+    // never met that traffic.)
     const slice = requests.slice(-COST_REQUESTS);
     const sliceStartMs = slice[0]!.startMs;
     const warmUp = requests.filter((r) => r.id < slice[0]!.id && r.startMs >= sliceStartMs - WINDOW_MS);
@@ -553,7 +553,7 @@ export async function run(): Promise<BenchRow[]> {
       `tail-keep cost: the last ${slice.length} requests after ${warmUp.length} untimed; spans chosen of ${requestsRun}: ` +
         ["off", "on", `head ${sliceHeadRate.toFixed(4)}`, "tail only"].map((name, k) => `${name} ${chosen[k]} (${((100 * chosen[k]!) / requestsRun).toFixed(1)}%)`).join(", "),
     );
-    console.error(`tail-keep cost: ${pushesInSlice} pushes of live thresholds in the slice, the filter's onConfigure ${median(configureUs).toFixed(0)} µs per push (median of ${configureUs.length} VMs), not in the per-request figures`);
+    console.error(`tail-keep cost: ${pushesInSlice} pushes of live thresholds over the slice and its warm-up, the filter's onConfigure ${median(configureUs).toFixed(0)} µs per push (median of ${configureUs.length} VMs), not in the per-request figures`);
     console.error(`tail-keep cost, per-round ratios: on/off ${spread(onOff)}; tail/head ${spread(tailHead)}; collector pauses taken out per round, ms: ${paused.join(" ")}`);
     return [
       { figure: "tail keep: critical-path coverage (live thresholds)", value: liveCoverage * 100, unit: "%", baseline: { name: "head sampling, same volume", value: headCoverage * 100 }, bar: { on: "value", min: 99.9 } },
