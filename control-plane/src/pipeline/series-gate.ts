@@ -1,12 +1,12 @@
 // Between join and remote write: labels normalised, the cardinality cap applied, and staleness
 // markers added for series a source stopped reporting. Each series lives once in the writer's
-// registry (key, ref, encoded labels); the cap counts registry entries and the staleness tracker
+// registry (key, ref); the cap counts registry entries and the staleness tracker
 // holds them, so no per-series state is kept twice. The gate remembers each source's last report by
 // position (two references per series; label layouts shared), to know a label set it saw last time
 // without normalising it again.
 import { StalenessTracker } from "../remote-write/staleness.js";
 import type { SeriesEntry, SeriesRegistry } from "../remote-write/series-registry.js";
-import { normalizeLabels, seriesKey, type WriteSeries } from "../remote-write/series.js";
+import { normalizeLabels, SERIES_KEY_SEPARATOR, seriesKey, type WriteSeries } from "../remote-write/series.js";
 import type { Labels } from "../scrape/sample.js";
 
 /** Counts what the gate refuses, by reason. */
@@ -25,8 +25,7 @@ interface Report {
   orders: Array<readonly number[] | undefined>;
 }
 
-/** seriesKey's separator. */
-const SEPARATOR = 0xff;
+const SEPARATOR = SERIES_KEY_SEPARATOR.charCodeAt(0);
 
 /** The pair indexes of `raw`'s non-empty pairs in name order (normalizeLabels' order). */
 function sortedOrder(raw: Labels): number[] {

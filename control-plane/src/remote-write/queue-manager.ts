@@ -145,7 +145,7 @@ export class TargetQueue {
   }
 
   /** The series of `series` (distinct) that `segment` has not defined yet, with their encoded labels and the bytes they take. */
-  private definitions(series: readonly SeriesEntry[], segment: number): { segment: number; list: { id: number; labels: Uint8Array }[]; bytes: number } {
+  private definitions(series: readonly SeriesEntry[], segment: number): { list: { id: number; labels: Uint8Array }[]; bytes: number } {
     const list: { id: number; labels: Uint8Array }[] = [];
     let bytes = 0;
     for (const e of series) {
@@ -159,7 +159,7 @@ export class TargetQueue {
       list.push({ id: e.id, labels });
       bytes += labels.length + 12;
     }
-    return { segment, list, bytes };
+    return { list, bytes };
   }
 
   /**
@@ -170,10 +170,11 @@ export class TargetQueue {
     // The definitions the active segment lacks, encoded, give the record's size; if it does not fit
     // there, the new segment lacks them all. Snappy's worst case grows a block by a sixth; the
     // record's header and format byte are extra.
-    let defs = this.definitions(series, this.queue.activeSegment);
+    const active = this.queue.activeSegment;
+    let defs = this.definitions(series, active);
     const bound = part.w.pos + 64 + defs.bytes;
     const segment = this.queue.prepare(bound + Math.ceil(bound / 6) + 64);
-    if (segment !== defs.segment) defs = this.definitions(series, segment);
+    if (segment !== active) defs = this.definitions(series, segment);
     const list = defs.list;
     for (const d of list) this.definedIn[d.id] = segment;
     const payload = encodeRecord(list, part, this.recordScratch);

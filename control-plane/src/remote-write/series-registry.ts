@@ -6,6 +6,7 @@
 // series and its WAL one series record per ref.
 import type { Labels } from "../scrape/sample.js";
 import { encodeLabelsV1, ProtoWriter } from "./protobuf.js";
+import { keySplitsBack, labelsOfKey } from "./series.js";
 
 /** One live series. */
 export interface SeriesEntry {
@@ -27,10 +28,8 @@ export interface SeriesEntry {
  * series (pipeline-agent bench).
  */
 export function encodedLabels(entry: SeriesEntry): Uint8Array {
-  return entry.encoded ?? encodeLabelsV1(entry.key.split(SEPARATOR));
+  return entry.encoded ?? encodeLabelsV1(labelsOfKey(entry.key));
 }
-
-const SEPARATOR = "\xff";
 
 /** The registry of live series. */
 export class SeriesRegistry {
@@ -50,7 +49,7 @@ export class SeriesRegistry {
   add(key: string, labels: Labels): SeriesEntry {
     const id = this.free.pop() ?? this.nextId++;
     const entry: SeriesEntry = { id, key, lastTs: -Infinity };
-    if (labels.some((x) => x.includes(SEPARATOR))) entry.encoded = encodeLabelsV1(labels, this.scratch);
+    if (!keySplitsBack(labels)) entry.encoded = encodeLabelsV1(labels, this.scratch);
     this.byKey.set(key, entry);
     return entry;
   }

@@ -47,7 +47,23 @@ export function normalizeLabels(labels: Labels): Labels | LabelProblem {
   return out;
 }
 
-/** A stable key for a sorted label set (names and values cannot contain \xff in valid UTF-8 text). */
+/** What seriesKey puts between names and values. */
+export const SERIES_KEY_SEPARATOR = "\xff";
+
+/**
+ * A stable key for a sorted label set. U+00FF is valid in a label value, so a value holding the
+ * separator makes the key ambiguous (labelsOfKey cannot take it apart; see keySplitsBack).
+ */
 export function seriesKey(labels: Labels): string {
-  return labels.join("\xff");
+  return labels.join(SERIES_KEY_SEPARATOR);
+}
+
+/** Whether labelsOfKey(seriesKey(labels)) gives `labels` back: no name or value holds the separator. */
+export function keySplitsBack(labels: Labels): boolean {
+  return !labels.some((x) => x.includes(SERIES_KEY_SEPARATOR));
+}
+
+/** The labels of a key made by seriesKey from labels for which keySplitsBack holds. */
+export function labelsOfKey(key: string): Labels {
+  return key.split(SERIES_KEY_SEPARATOR);
 }
