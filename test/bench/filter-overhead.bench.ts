@@ -8,7 +8,7 @@
 // host for any filter that makes them.
 import { statSync } from "node:fs";
 import { FilterVm, ManualClock } from "../host/index.js";
-import { callDrop, HEAP_PTR_ADDR, HEAP_START, proxyModule, seq } from "../host/support/proxy-module.js";
+import { callDrop, proxyModule, resetHeap, seq } from "../host/support/proxy-module.js";
 import { op } from "../host/support/wasm-writer.js";
 import { hostCallFloorModule } from "./host-call-floor.js";
 import { median, wasmPath } from "./measure.js";
@@ -73,8 +73,7 @@ const lookupModule = (): Uint8Array =>
     data: [{ offset: 1024, bytes: ":path" }],
     callbacks: {
       proxy_on_request_headers: seq(
-        // The test modules' bump allocator never frees: start each request with an empty heap.
-        () => [...op.i32(HEAP_PTR_ADDR), ...op.i32(HEAP_START), ...op.store],
+        resetHeap,
         ...Array.from({ length: LOOKUPS }, () => callDrop("env.proxy_get_header_map_value", op.i32(0), op.i32(1024), op.i32(5), op.i32(16), op.i32(20))),
       ),
     },

@@ -2,7 +2,7 @@
 // filter-overhead bench's request (a new, unsampled trace on an LLM path), with the same names and
 // value sizes and no logic at all: what those calls alone cost in the test host. The bench checks
 // that its calls per request match the filter's, so the two cannot drift apart unnoticed.
-import { callDrop, HEAP_PTR_ADDR, HEAP_START, loadAt, proxyModule, seq } from "../host/support/proxy-module.js";
+import { callDrop, loadAt, proxyModule, resetHeap, seq } from "../host/support/proxy-module.js";
 import { op } from "../host/support/wasm-writer.js";
 
 const REQUEST = 0;
@@ -34,8 +34,6 @@ const getHeader = (map: number, at: number, name: string) => callDrop("env.proxy
 const getProperty = (at: number, path: string) => callDrop("env.proxy_get_property", ...str(at, path), op.i32(OUT_PTR), op.i32(OUT_SIZE));
 const replaceHeader = (map: number, at: number, name: string, valueAt: number, value: string) => callDrop("env.proxy_replace_header_map_value", op.i32(map), ...str(at, name), ...str(valueAt, value));
 const record = (idAt: number) => (fn: (name: string) => number): number[] => [...loadAt(idAt), ...op.i64(12), ...op.call(fn("env.proxy_record_metric")), ...op.drop];
-// The test modules' bump allocator never frees: each callback that receives values starts an empty heap.
-const resetHeap = () => [...op.i32(HEAP_PTR_ADDR), ...op.i32(HEAP_START), ...op.store];
 
 /** The module (see the file comment). */
 export function hostCallFloorModule(): Uint8Array {
@@ -60,7 +58,7 @@ export function hostCallFloorModule(): Uint8Array {
         callDrop("env.proxy_define_metric", op.i32(HISTOGRAM), ...str(AT.llmDurationMetric, "floor_llm_duration_ms"), op.i32(AT.llmDurationId)),
       ),
       proxy_on_request_headers: seq(
-        () => resetHeap(),
+        resetHeap,
         getProperty(AT.routeName, "xds\0route_name"),
         getHeader(REQUEST, AT.path, ":path"),
         getHeader(REQUEST, AT.tokenId, "x-token-trace-id"),
@@ -71,7 +69,7 @@ export function hostCallFloorModule(): Uint8Array {
       ),
       proxy_on_response_headers: replaceHeader(RESPONSE, AT.tokenId, "x-token-trace-id", AT.tokenIdValue, TOKEN_ID),
       proxy_on_log: seq(
-        () => resetHeap(),
+        resetHeap,
         getProperty(AT.responseCode, "response\0code"),
         getProperty(AT.requestDuration, "request\0duration"),
         record(AT.durationId),

@@ -16,7 +16,7 @@
 // CPU time (the work is synchronous and single-threaded), so other load on the machine does not
 // inflate the figures the way wall-clock time would.
 import { FilterVm, ManualClock } from "../host/index.js";
-import { callDrop, HEAP_PTR_ADDR, HEAP_START, proxyModule, seq } from "../host/support/proxy-module.js";
+import { callDrop, proxyModule, resetHeap, seq } from "../host/support/proxy-module.js";
 import { op } from "../host/support/wasm-writer.js";
 import { median, wasmPath } from "./measure.js";
 import type { BenchRow } from "./table.js";
@@ -226,8 +226,7 @@ const bodyReadModule = (): Uint8Array =>
     imports: ["proxy_get_buffer_bytes"],
     callbacks: {
       proxy_on_response_body: seq(
-        // The test modules' bump allocator never frees: each chunk starts an empty heap.
-        () => [...op.i32(HEAP_PTR_ADDR), ...op.i32(HEAP_START), ...op.store],
+        resetHeap,
         // proxy_on_response_body(context, body_buffer_length, end_of_stream): read [0, length).
         callDrop("env.proxy_get_buffer_bytes", op.i32(RESPONSE_BODY), op.i32(0), op.get(1), op.i32(16), op.i32(20)),
       ),

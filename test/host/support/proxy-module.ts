@@ -105,6 +105,9 @@ export const callStore = (addr: number, fname: string, ...args: number[][]): Bod
 /** `<call name(args)>; drop`. */
 export const callDrop = (fname: string, ...args: number[][]): Body => (fn) => [...args.flat(), ...op.call(fn(fname)), ...op.drop];
 
+/** The bump allocator never frees: a callback that receives values starts each call with an empty heap. */
+export const resetHeap: Body = () => [...op.i32(HEAP_PTR_ADDR), ...op.i32(HEAP_START), ...op.store];
+
 /** Runs several bodies in order. */
 export const seq = (...bodies: Body[]): Body => (fn) => bodies.flatMap((b) => b(fn));
 
