@@ -2,6 +2,17 @@
 // that refuses every write must not turn into thousands of identical lines a second (the count is
 // what an operator needs, and the log pipeline stays usable), the way klog's and Prometheus's
 // callers rate-limit their repeated errors. Other levels pass through untouched.
+import { createHash } from "node:crypto";
+
+/** Longest record text remembered as it is; a longer one is remembered by its SHA-256. */
+export const MAX_KEY_CHARS = 1024;
+/** Distinct records remembered by default. */
+export const DEFAULT_MAX_KEYS = 256;
+// What V8 (Node 20, x64) takes for a remembered record, rounded up from a heap measurement
+// (test/control-plane/log-limit-memory.test.ts): its map slot and entry, and its key's header and
+// characters (two bytes each past Latin-1).
+/** The estimated heap bytes of one remembered record, at most. */
+export const REMEMBERED_RECORD_BYTES = 200 + 2 * MAX_KEY_CHARS;
 
 /** Options of {@link limitRepeats}. */
 export interface RepeatLimit {
@@ -16,7 +27,7 @@ export interface RepeatLimit {
 export function limitRepeats(log: (record: object) => void, options: RepeatLimit = {}): (record: object) => void {
   const windowMs = options.windowMs ?? 10_000;
   const nowMs = options.nowMs ?? Date.now;
-  const maxKeys = options.maxKeys ?? 256;
+  const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
   const seen = new Map<string, { sinceMs: number; suppressed: number }>();
   return (record: object) => {
     const level = (record as { level?: unknown }).level;
@@ -24,7 +35,8 @@ export function limitRepeats(log: (record: object) => void, options: RepeatLimit
       log(record);
       return;
     }
-    const key = JSON.stringify(record);
+    const text = JSON.stringify(record);
+    const key = text.length <= MAX_KEY_CHARS ? text : createHash("sha256").update(text).digest("base64");
     const now = nowMs();
     const entry = seen.get(key);
     if (entry !== undefined && now - entry.sinceMs < windowMs) {

@@ -13,6 +13,7 @@ import { createMetrics } from "./api/metrics.js";
 import { wireAdaptiveSampling } from "./compose/adaptive.js";
 import { alertsOption, dashboardLine, dashboardOption, dashboardSeries, sloOption } from "./compose/dashboard.js";
 import { openEmbeddedPolicies } from "./compose/embedded.js";
+import { memoryBudgetLine, memoryBudgets } from "./compose/memory-budgets.js";
 import { openClusterPolicies, startClusterControl, type ClusterControl } from "./compose/kubernetes.js";
 import { enabledPipelineConfig, startPipelinePart } from "./compose/pipeline.js";
 import { runtimeOf, stdoutLog, type ControlPlaneOptions } from "./compose/runtime.js";
@@ -140,6 +141,8 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   const url = `http://${config.listen.host}:${port}`;
   log({ msg: "listening", url, filters: filters.url, filtersAuth: config.filters.auth, mode: config.store.mode, version: manifest.version });
   log(dashboardLine(url, pipeline !== undefined, dashboard.maxBytes, tracesStatus(traces, filters.url)));
+  // What every part may hold over time (the dashboard is fed only by the pipeline).
+  log(memoryBudgetLine(memoryBudgets({ ...(pipeline === undefined ? {} : { pipeline, dashboard }), ...(traces === undefined ? {} : { traces: traces.api.store }) })));
 
   const running = control;
   return {

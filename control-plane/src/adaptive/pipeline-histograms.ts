@@ -9,6 +9,7 @@
 // longer counts.
 import { counterDelta } from "../join/joiner.js";
 import { labelValue } from "../scrape/sample.js";
+import { NamePool } from "../scrape/name-pool.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import type { PairWindow } from "./live-thresholds.js";
 import type { RateBatchSource } from "./pipeline-rates.js";
@@ -75,8 +76,16 @@ function addInto(sum: Map<number, number>, h: ReadonlyMap<number, number>): void
 /** Duration and TTFT windows per (route, model) from the pipeline's joined batches (see the file comment). */
 export class PipelineHistogramSource implements WindowSource {
   private readonly targets = new Map<string, TargetHistory>();
+  /** Route and model names the snapshots keep (copies: a kept slice would keep its scrape's text). */
+  private readonly names = new NamePool();
+  private sweptAtMs = -Infinity;
 
   constructor(private readonly options: PipelineHistogramSourceOptions) {}
+
+  /** Targets whose snapshots are held. */
+  get targetCount(): number {
+    return this.targets.size;
+  }
 
   /** Takes one joined batch (the pipeline's onBatch); batches of targets other than Envoy sidecars are ignored. */
   observe(series: WriteSeries[], source: RateBatchSource): void {
@@ -94,10 +103,12 @@ export class PipelineHistogramSource implements WindowSource {
       if (route === undefined || model === undefined || le === undefined || value === undefined || !Number.isFinite(value)) continue;
       const key = keyOf(route, model);
       let pair = pairs.get(key);
-      if (pair === undefined) pairs.set(key, (pair = { route, model, duration: new Map(), ttft: new Map() }));
+      if (pair === undefined) pairs.set(key, (pair = { route: this.names.of(route), model: this.names.of(model), duration: new Map(), ttft: new Map() }));
       // Summed over pod_ip (a waypoint) and anything else a series carries beyond route and model.
       pair[which].set(le, (pair[which].get(le) ?? 0) + value);
     }
+    // Targets gone (a pod of an old rollout) go even when nothing asks for windows (live thresholds off).
+    if (timestampMs - this.sweptAtMs >= this.options.maxAgeMs) this.sweep(timestampMs - this.options.maxAgeMs);
     let history = this.targets.get(target.id);
     if (history === undefined || history.namespace !== target.namespace) this.targets.set(target.id, (history = { namespace: target.namespace, snapshots: [] }));
     const last = history.snapshots[history.snapshots.length - 1];
@@ -110,14 +121,10 @@ export class PipelineHistogramSource implements WindowSource {
   windows(policyName: string): PairWindow[] {
     const namespace = this.options.namespaceOf(policyName);
     if (namespace === undefined) return [];
-    const oldest = this.options.now() - this.options.maxAgeMs;
+    this.sweep(this.options.now() - this.options.maxAgeMs);
     const sum = new Map<string, Pair>();
-    for (const [id, history] of this.targets) {
-      const latest = history.snapshots[history.snapshots.length - 1];
-      if (latest === undefined || latest.timestampMs < oldest) {
-        this.targets.delete(id);
-        continue;
-      }
+    for (const history of this.targets.values()) {
+      const latest = history.snapshots[history.snapshots.length - 1]!;
       // One scrape gives no window yet (as increase() needs two points).
       if (history.namespace !== namespace || history.snapshots.length < 2) continue;
       const baseline = history.snapshots[0]!;
@@ -130,5 +137,14 @@ export class PipelineHistogramSource implements WindowSource {
       }
     }
     return [...sum.values()].map((p) => ({ route: p.route, model: p.model, duration: p.duration, ...(p.ttft.size > 0 ? { ttft: p.ttft } : {}) }));
+  }
+
+  /** Forgets targets last scraped before `oldest` (or never with a snapshot). */
+  private sweep(oldest: number): void {
+    this.sweptAtMs = oldest + this.options.maxAgeMs;
+    for (const [id, history] of this.targets) {
+      const latest = history.snapshots[history.snapshots.length - 1];
+      if (latest === undefined || latest.timestampMs < oldest) this.targets.delete(id);
+    }
   }
 }

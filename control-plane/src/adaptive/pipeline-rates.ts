@@ -6,6 +6,7 @@
 // went away, a sidecar no longer scraped) no longer counts.
 import { counterDelta } from "../join/joiner.js";
 import { labelValue } from "../scrape/sample.js";
+import { NamePool } from "../scrape/name-pool.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import type { RateSource, RouteRate } from "./rates.js";
 
@@ -43,8 +44,16 @@ interface TargetRates {
 export class PipelineRateSource implements RateSource {
   private readonly previous = new Map<string, Totals>();
   private readonly rates = new Map<string, TargetRates>();
+  /** Route names kept (copies: a kept slice would keep its scrape's text). */
+  private readonly routes = new NamePool();
+  private sweptAtMs = -Infinity;
 
   constructor(private readonly options: PipelineRateSourceOptions) {}
+
+  /** Targets whose totals or rates are held. */
+  get targets(): number {
+    return new Set([...this.previous.keys(), ...this.rates.keys()]).size;
+  }
 
   /** Takes one joined batch (the pipeline's onBatch); batches of targets other than Envoy sidecars are ignored. */
   observe(series: WriteSeries[], source: RateBatchSource): void {
@@ -57,8 +66,11 @@ export class PipelineRateSource implements RateSource {
       const value = s.samples[s.samples.length - 1]?.value;
       if (route === undefined || value === undefined || !Number.isFinite(value)) continue;
       // Summed over status classes (and models, should a series carry one).
-      totals.set(route, (totals.get(route) ?? 0) + value);
+      const kept = totals.has(route) ? route : this.routes.of(route);
+      totals.set(kept, (totals.get(kept) ?? 0) + value);
     }
+    // Targets gone (a pod of an old rollout) go even when nothing asks for rates (adaptive sampling off).
+    if (timestampMs - this.sweptAtMs >= this.options.maxAgeMs) this.sweep(timestampMs - this.options.maxAgeMs);
     const before = this.previous.get(target.id);
     this.previous.set(target.id, { timestampMs, byRoute: totals });
     if (before === undefined || timestampMs <= before.timestampMs) return;
@@ -77,17 +89,19 @@ export class PipelineRateSource implements RateSource {
   async requestRates(policyName: string): Promise<RouteRate[]> {
     const namespace = this.options.namespaceOf(policyName);
     if (namespace === undefined) return [];
-    const oldest = this.options.now() - this.options.maxAgeMs;
-    for (const [id, p] of this.previous) if (p.timestampMs < oldest) this.previous.delete(id);
+    this.sweep(this.options.now() - this.options.maxAgeMs);
     const sum = new Map<string, number>();
-    for (const [id, r] of this.rates) {
-      if (r.timestampMs < oldest) {
-        this.rates.delete(id);
-        continue;
-      }
+    for (const r of this.rates.values()) {
       if (r.namespace !== namespace) continue;
       for (const [route, rps] of r.byRoute) sum.set(route, (sum.get(route) ?? 0) + rps);
     }
     return [...sum].map(([route, requestsPerSecond]) => ({ route, requestsPerSecond }));
+  }
+
+  /** Forgets targets last measured before `oldest`. */
+  private sweep(oldest: number): void {
+    this.sweptAtMs = oldest + this.options.maxAgeMs;
+    for (const [id, p] of this.previous) if (p.timestampMs < oldest) this.previous.delete(id);
+    for (const [id, r] of this.rates) if (r.timestampMs < oldest) this.rates.delete(id);
   }
 }

@@ -241,6 +241,11 @@ export class EngineSignals {
     return this.heldBytes;
   }
 
+  /** What the points may hold together (limits.maxBytes). */
+  get maxBytes(): number {
+    return this.limits.maxBytes;
+  }
+
   private dropOldest(points: ModelPoint[], count: number): void {
     if (count <= 0) return;
     for (const p of points.splice(0, count)) this.heldBytes -= pointBytes(p.values.length);

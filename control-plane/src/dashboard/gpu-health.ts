@@ -53,7 +53,10 @@ const POWER = new Set(["power_cap", "hw_power_brake", "hw_slowdown"]);
 interface PodPoint {
   tMs: number;
   values: Partial<Record<GpuColumn, number>>;
-  gpus: string[];
+  /** The pod's GPUs (sorted), the same array as the previous point's while they do not change. */
+  gpus: readonly string[];
+  /** podPointBytes of this point. */
+  bytes: number;
 }
 
 /** One GPU's health at one exporter scrape. */
@@ -85,9 +88,41 @@ export interface GpuPanelLimits {
   maxPods: number;
   maxGpus: number;
   maxPointsPerKey: number;
+  /** What every pod's and GPU's points may hold together, estimated (podPointBytes, GPU_POINT_BYTES); the oldest go first. */
+  maxBytes: number;
 }
 
-export const DEFAULT_GPU_LIMITS: GpuPanelLimits = { retentionMs: 3_600_000, maxPods: 64, maxGpus: 512, maxPointsPerKey: 8_000 };
+// An hour of 15 s scrapes of the most the counts allow, 64 pods with 8 GPUs each (240 points of 360
+// bytes per pod, 240 of 150 per GPU), is 24 MB; at 2 s scrapes 32 MiB holds their last 11 minutes,
+// or an hour of 8 such pods (the oldest points go first).
+export const DEFAULT_GPU_LIMITS: GpuPanelLimits = { retentionMs: 3_600_000, maxPods: 64, maxGpus: 512, maxPointsPerKey: 8_000, maxBytes: 32 * 1024 * 1024 };
+
+// What V8 (Node 20, x64, pointer compression) takes for a point, rounded up from a heap measurement
+// (test/control-plane/dashboard/gpu-health-memory.test.ts checks the estimate stays above what the
+// heap grows by): a pod point's object, its values' object with their boxed doubles, and its slot;
+// its list of GPUs (shared with the pod's previous point while the pod keeps its GPUs: a new list's
+// header, a slot per GPU and each UUID's copy); a GPU point's object and its boxed doubles.
+const POD_POINT_BYTES = 360;
+const GPU_LIST_BYTES = 40;
+const GPU_NAME_BYTES = 100;
+const GPU_POINT_BYTES = 150;
+// A GPU's current state (held once per GPU, replaced at every exporter scrape): its object, its
+// names and up to MAX_XIDS XIDs.
+const GPU_NOW_BYTES = 300;
+const XID_BYTES = 120;
+
+/** XIDs kept per GPU (the newest scrape's; a GPU with more lists the first ones). */
+export const MAX_XIDS = 16;
+
+/** The estimated heap bytes of a pod point whose GPU list is `gpus` long, or shared with the point before it (`shared`). */
+export function podPointBytes(gpus: number, shared: boolean): number {
+  return POD_POINT_BYTES + (shared ? 0 : GPU_LIST_BYTES + gpus * (4 + GPU_NAME_BYTES));
+}
+
+const pointBytes = (p: PodPoint | GpuPoint): number => ("bytes" in p ? p.bytes : GPU_POINT_BYTES);
+
+// Label values are slices of the scraped text: kept as they are, they would keep the whole text alive.
+const ownCopy = (s: string): string => Buffer.from(s, "utf8").toString("utf8");
 
 /** A pod with GPU data, with what its figures were measured on. */
 export interface GpuPodKey {
@@ -115,8 +150,23 @@ export class GpuHealthPanels {
 
   /** Exporter URL -> its spellings other than the default, while it has any. */
   private readonly exporterNotes = new Map<string, ExporterLabelNote[]>();
+  /** The estimated bytes of every point and every GPU's current state held. */
+  private heldBytes = 0;
+  private readonly limits: GpuPanelLimits;
 
-  constructor(private readonly limits: GpuPanelLimits = DEFAULT_GPU_LIMITS) {}
+  constructor(limits: Partial<GpuPanelLimits> = {}) {
+    this.limits = { ...DEFAULT_GPU_LIMITS, ...limits };
+  }
+
+  /** What the points may hold together (limits.maxBytes). */
+  get maxBytes(): number {
+    return this.limits.maxBytes;
+  }
+
+  /** The estimated bytes held (at most limits.maxBytes once a batch is taken). */
+  get bytes(): number {
+    return this.heldBytes;
+  }
 
   /** A dcgm-exporter's label spellings other than its defaults changed (none: back to them, or it went away). */
   noteExporterLabels(url: string, notes: ReadonlySet<ExporterLabelNote>): void {
@@ -138,8 +188,13 @@ export class GpuHealthPanels {
   /** Takes one joined batch: a sidecar's for its pod's GPU state, a dcgm-exporter's for GPU health. */
   observe(series: readonly WriteSeries[], source: GpuBatchSource): void {
     const kind = source.target.kind;
+    const pod = kind === "envoy" || kind === "static" ? source.target.pod : undefined;
+    if (kind !== "dcgm" && (!source.target.namespace || !pod)) return;
+    // Those gone first, so a new pod or GPU may take the place of one whose points all expired.
+    this.expire(source.timestampMs);
     if (kind === "dcgm") this.observeHealth(series, source.timestampMs);
-    else if ((kind === "envoy" || kind === "static") && source.target.namespace && source.target.pod) this.observePod(series, { namespace: source.target.namespace, pod: source.target.pod }, source.timestampMs);
+    else this.observePod(series, { namespace: source.target.namespace!, pod: pod! }, source.timestampMs);
+    this.trimToBudget();
   }
 
   private observePod(series: readonly WriteSeries[], key: GpuPodKey, tMs: number): void {
@@ -178,17 +233,22 @@ export class GpuHealthPanels {
     let entry = this.pods.get(podKeyOf(key));
     if (!entry) {
       if (this.pods.size >= this.limits.maxPods) return;
-      this.pods.set(podKeyOf(key), (entry = { key, points: [], gpuCount: 0 }));
+      this.pods.set(podKeyOf(key), (entry = { key: { namespace: ownCopy(key.namespace), pod: ownCopy(key.pod) }, points: [], gpuCount: 0 }));
     }
     const values: Partial<Record<GpuColumn, number>> = {};
     for (const [c, list] of Object.entries(lists) as [GpuColumn, number[]][]) {
       // The least active GPU is the starved one; the rest are means over the pod's GPUs.
       values[c] = c === "activityWhileBusy" ? Math.min(...list) : mean(list)!;
     }
-    entry.points.push({ tMs, values, gpus: [...gpus] });
+    const sorted = [...gpus].sort();
+    const previous = entry.points[entry.points.length - 1]?.gpus;
+    const shared = previous !== undefined && previous.length === sorted.length && previous.every((g, i) => g === sorted[i]);
+    const point: PodPoint = { tMs, values, gpus: shared ? previous : sorted.map(ownCopy), bytes: podPointBytes(sorted.length, shared) };
+    entry.points.push(point);
+    this.heldBytes += point.bytes;
     entry.gpuCount = gpus.size;
-    if (smSource) entry.smSource = smSource;
-    if (basis) entry.basis = basis;
+    if (smSource && smSource !== entry.smSource) entry.smSource = ownCopy(smSource);
+    if (basis && basis !== entry.basis) entry.basis = ownCopy(basis);
     this.trim(entry.points, tMs);
   }
 
@@ -219,7 +279,7 @@ export class GpuHealthPanels {
           if (labelValue(s.labels, "sensor") === "gpu") e.point.temperatureC = v;
           break;
         case C.GPU_XID_ERRORS:
-          if (v > 0) e.now.xids.push({ xid: labelValue(s.labels, "xid") ?? "", xidClass: labelValue(s.labels, "xid_class") ?? "" });
+          if (v > 0 && e.now.xids.length < MAX_XIDS) e.now.xids.push({ xid: ownCopy(labelValue(s.labels, "xid") ?? ""), xidClass: ownCopy(labelValue(s.labels, "xid_class") ?? "") });
           break;
         case C.GPU_ECC_DBE_ERRORS:
           if (labelValue(s.labels, "scope") === "volatile") e.now.volatileDbe = v;
@@ -232,18 +292,70 @@ export class GpuHealthPanels {
       let entry = this.gpus.get(uuid);
       if (!entry) {
         if (this.gpus.size >= this.limits.maxGpus) continue;
-        this.gpus.set(uuid, (entry = { points: [], now }));
+        this.gpus.set(ownCopy(uuid), (entry = { points: [], now: { gpu: "", hostname: "", xids: [] } }));
+        this.heldBytes += GPU_NOW_BYTES;
       }
+      // The names rarely change: the previous copies stay.
+      now.gpu = now.gpu === entry.now.gpu ? entry.now.gpu : ownCopy(now.gpu);
+      now.hostname = now.hostname === entry.now.hostname ? entry.now.hostname : ownCopy(now.hostname);
+      this.heldBytes += XID_BYTES * (now.xids.length - entry.now.xids.length);
       entry.now = now;
       entry.points.push(point);
+      this.heldBytes += GPU_POINT_BYTES;
       this.trim(entry.points, tMs);
     }
   }
 
-  private trim(list: { tMs: number }[], nowMs: number): void {
+  private trim(list: (PodPoint | GpuPoint)[], nowMs: number): void {
     let drop = Math.max(0, list.length - this.limits.maxPointsPerKey);
     while (drop < list.length && list[drop]!.tMs <= nowMs - this.limits.retentionMs) drop++;
-    if (drop > 0) list.splice(0, drop);
+    this.dropOldest(list, drop);
+  }
+
+  private dropOldest(list: (PodPoint | GpuPoint)[], count: number): void {
+    if (count <= 0) return;
+    for (const p of list.splice(0, count)) this.heldBytes -= pointBytes(p);
+    // A pod point whose GPU list was shared with the one dropped before it now holds the list.
+    const first = list[0];
+    if (first !== undefined && "bytes" in first && first.bytes === POD_POINT_BYTES) {
+      first.bytes = podPointBytes(first.gpus.length, false);
+      this.heldBytes += first.bytes - POD_POINT_BYTES;
+    }
+  }
+
+  /** Pods and GPUs whose every point is past the retention go (their place among maxPods and maxGpus with them). */
+  private expire(nowMs: number): void {
+    for (const [k, e] of this.pods) {
+      this.trim(e.points, nowMs);
+      if (e.points.length === 0) this.pods.delete(k);
+    }
+    for (const [k, e] of this.gpus) {
+      this.trim(e.points, nowMs);
+      if (e.points.length === 0) this.forgetGpu(k, e.now);
+    }
+  }
+
+  private forgetGpu(uuid: string, now: GpuNow): void {
+    this.gpus.delete(uuid);
+    this.heldBytes -= GPU_NOW_BYTES + XID_BYTES * now.xids.length;
+  }
+
+  /** Over the byte budget: the oldest points of any pod or GPU go first. */
+  private trimToBudget(): void {
+    while (this.heldBytes > this.limits.maxBytes) {
+      let oldest: (PodPoint | GpuPoint)[] | undefined;
+      for (const e of [...this.pods.values(), ...this.gpus.values()]) if (e.points.length > 0 && (!oldest || e.points[0]!.tMs < oldest[0]!.tMs)) oldest = e.points;
+      if (!oldest) break;
+      // Up to the next list's oldest point (at least one), so many pods cost one pass per slice.
+      let next = Infinity;
+      for (const e of [...this.pods.values(), ...this.gpus.values()]) if (e.points !== oldest && e.points.length > 0) next = Math.min(next, e.points[0]!.tMs);
+      let over = this.heldBytes - this.limits.maxBytes;
+      let count = 0;
+      while (count < oldest.length && over > 0 && (count === 0 || oldest[count]!.tMs <= next)) over -= pointBytes(oldest[count++]!);
+      this.dropOldest(oldest, count);
+    }
+    for (const [k, e] of this.pods) if (e.points.length === 0) this.pods.delete(k);
+    for (const [k, e] of this.gpus) if (e.points.length === 0) this.forgetGpu(k, e.now);
   }
 
   /** Pods with GPU data, sorted by namespace then pod. */

@@ -66,6 +66,11 @@ export class LoraAdapterStates {
     return this.heldBytes;
   }
 
+  /** What the states may hold together (limits.maxBytes). */
+  get maxBytes(): number {
+    return this.limits.maxBytes;
+  }
+
   /** Takes one joined batch; only vLLM scrapes carry adapters. */
   observe(series: readonly WriteSeries[], source: { target: { kind: string; namespace?: string; pod?: string; id: string } }): void {
     const t = source.target;

@@ -5,6 +5,7 @@
 // `sum(increase(x[w]))` and `histogram_quantile(q, sum by (le) (increase(x_bucket[w])))` would.
 import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
+import { NamePool } from "../scrape/name-pool.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 import { counterDelta } from "../join/joiner.js";
 import { LoraAdapterStates } from "./lora-adapters.js";
@@ -251,7 +252,7 @@ function errorTypeOf(errors: Map<string, number>, errorType: string): string {
 }
 
 /** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero). */
-function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool, namesPool: NamesPool): RouteCounts {
+function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool, namesPool: NamesPool, keptNames: NamePool): RouteCounts {
   const buckets = (cur: Buckets, prev: Buckets | undefined): BucketDeltas => {
     const bounds = pool.of(cur);
     const counts = new Float64Array(bounds.length);
@@ -279,7 +280,8 @@ function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | un
     const ttft = buckets(m.ttft, p?.ttft);
     const decode = buckets(m.decode, p?.decode);
     const duration = buckets(m.duration, p?.duration);
-    out.models.set(model, {
+    // The name is a slice of the scrape: an interval keeps a copy (pooled), not the scrape.
+    out.models.set(keptNames.of(model), {
       llmRequests: counterDelta(p?.llmRequests ?? 0, m.llmRequests),
       errors: errors(m.errors, p?.errors),
       inputTokens: counterDelta(p?.inputTokens ?? 0, m.inputTokens),
@@ -303,6 +305,10 @@ export class DashboardSeries implements DashboardSource {
   private readonly byRoute = new Map<string, { key: RouteKey; intervals: RouteInterval[] }>();
   private readonly bounds = new BoundsPool();
   private readonly names = new NamesPool();
+  /** Model and route names the intervals keep. */
+  private readonly keptNames = new NamePool();
+  /** When `previous` was last swept of targets not scraped within the retention. */
+  private sweptAtMs = -Infinity;
   /** intervalBytes of every interval held. */
   private heldBytes = 0;
   readonly engine = new EngineSignals();
@@ -377,6 +383,7 @@ export class DashboardSeries implements DashboardSource {
       }
     }
     if (routes.size === 0) return;
+    this.sweepPrevious(source.timestampMs);
     const prev = this.previous.get(t.id);
     this.previous.set(t.id, { timestampMs: source.timestampMs, routes });
     if (!prev || source.timestampMs <= prev.timestampMs) return;
@@ -387,9 +394,9 @@ export class DashboardSeries implements DashboardSource {
       let entry = this.byRoute.get(keyOf(key));
       if (!entry) {
         if (this.byRoute.size >= this.limits.maxRoutes) continue;
-        this.byRoute.set(keyOf(key), (entry = { key, intervals: [] }));
+        this.byRoute.set(keyOf(key), (entry = { key: { namespace: key.namespace, route: this.keptNames.of(name) }, intervals: [] }));
       }
-      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds, this.names), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
+      const interval: RouteInterval = { endMs: source.timestampMs, seconds, pod: t.pod ?? t.id, counts: routeDelta(now, prev.routes.get(name), this.bounds, this.names, this.keptNames), gpuUtilizationPercent: gpuUtil, gpuPowerWatts: power };
       entry.intervals.push(interval);
       this.heldBytes += intervalBytes(interval);
       this.trim(entry.intervals, source.timestampMs);
@@ -438,6 +445,21 @@ export class DashboardSeries implements DashboardSource {
   /** Forgets a target that went away (the pipeline removed it). */
   removeTarget(id: string): void {
     this.previous.delete(id);
+  }
+
+  /** Targets whose last scrape is remembered (to take the next one's increase from it). */
+  get targets(): number {
+    return this.previous.size;
+  }
+
+  /**
+   * Forgets targets not scraped within the retention (a pod gone in a rollout): an interval from
+   * their last scrape would fall outside the history anyway. At most once a minute of batch time.
+   */
+  private sweepPrevious(nowMs: number): void {
+    if (nowMs - this.sweptAtMs < 60_000) return;
+    this.sweptAtMs = nowMs;
+    for (const [id, p] of this.previous) if (p.timestampMs <= nowMs - this.limits.retentionMs) this.previous.delete(id);
   }
 
   routes(): RouteKey[] {

@@ -16,7 +16,7 @@ import type { ExporterLabelNote, GpuIndex } from "./gpu-index.js";
 import { IdentityStage, type Admitted } from "./identity.js";
 import { DEFAULT_FORWARD, enrich, type ForwardRules } from "./enrich.js";
 import { reportOf } from "./report.js";
-import type { Derivation } from "./derivations/derivation.js";
+import { WindowBudget, type Derivation } from "./derivations/derivation.js";
 import { PodGpuState } from "./derivations/pod-gpu.js";
 import { PodInterval } from "./derivations/pod-interval.js";
 import { EngineSignals } from "./derivations/engine-signals.js";
@@ -30,6 +30,7 @@ import { GenAiMetrics, type GenAiOptions } from "./derivations/genai.js";
 import { GenAiTokenUsage } from "./derivations/genai-token-usage.js";
 
 export { counterDelta } from "./counter.js";
+export { WindowBudget, windowBudgetBytes, windowPoints } from "./derivations/derivation.js";
 export { DEFAULT_FORWARD, type ForwardRules } from "./enrich.js";
 export type { ExporterLabelNote } from "./gpu-index.js";
 export { instanceAndPath, targetLabels } from "./report.js";
@@ -67,18 +68,20 @@ export interface JoinerOptions {
   onLoraAdaptersDropped?: (n: number) => void;
   /** The OpenTelemetry GenAI histograms (derivations/genai.ts): their provider name, or false for none (default on). */
   genai?: GenAiOptions | false;
+  /** What the rate windows of every pod may hold together (default: no bound). */
+  windowBudget?: WindowBudget;
 }
 
 /** The derived families, in the order their series follow a scrape's forwarded ones. */
-function derivations(identity: IdentityStage, rateWindowMs: number, adapterParents: AdapterParents, onLoraAdaptersDropped?: (n: number) => void, genai: GenAiOptions | false = {}): Derivation[] {
+function derivations(identity: IdentityStage, rateWindowMs: number, adapterParents: AdapterParents, windowBudget: WindowBudget, onLoraAdaptersDropped?: (n: number) => void, genai: GenAiOptions | false = {}): Derivation[] {
   const podInterval = new PodInterval(identity);
-  const engine = new EngineSignals(identity, rateWindowMs);
+  const engine = new EngineSignals(identity, rateWindowMs, windowBudget);
   const list: Derivation[] = [
     new PodGpuState(identity), // tokentrace_pod_gpu_*, per sidecar scrape
     podInterval, // tokens per second per GPU, route latency means, GPU-seconds per 1k tokens
     engine, // tokentrace_model_*, per engine scrape
     new LoraAdapters(adapterParents, onLoraAdaptersDropped), // tokentrace_model_lora_*, per vLLM scrape
-    new RouteAttribution(engine, rateWindowMs), // tokentrace_route_latency_quantile_seconds, per sidecar scrape
+    new RouteAttribution(engine, rateWindowMs, windowBudget), // tokentrace_route_latency_quantile_seconds, per sidecar scrape
     new GpuEnergy(identity, podInterval), // tokentrace_gpu_tokens_per_joule, per dcgm-exporter scrape
     new GpuStarvation(identity), // tokentrace_pod_gpu_activity_while_busy_ratio, per sidecar scrape
     new GpuStragglers(identity), // tokentrace_pod_gpu_*_spread_*, per sidecar scrape
@@ -93,11 +96,14 @@ export class Joiner {
   private readonly forward: ForwardRules;
   private readonly identity: IdentityStage;
   private readonly derivations: readonly Derivation[];
+  /** The rate windows' byte budget and what they hold. */
+  readonly windowBudget: WindowBudget;
 
   constructor(options: JoinerOptions = {}) {
     this.forward = options.forward ?? DEFAULT_FORWARD;
     this.identity = new IdentityStage({ identityWaitMs: options.identityWaitMs ?? 60_000, onIdentityTimeout: options.onIdentityTimeout, onExporterLabels: options.onExporterLabels });
-    this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000, options.adapterParents ?? (() => undefined), options.onLoraAdaptersDropped, options.genai);
+    this.windowBudget = options.windowBudget ?? new WindowBudget();
+    this.derivations = derivations(this.identity, options.rateWindowMs ?? 300_000, options.adapterParents ?? (() => undefined), this.windowBudget, options.onLoraAdaptersDropped, options.genai);
   }
 
   /** The current GPU index (for tests and diagnostics). */

@@ -140,6 +140,11 @@ export class PolicyHistory {
     this.unsubscribe?.();
   }
 
+  /** Revision names known to exist (at most historyLimit per policy lifetime recorded). */
+  get knownRevisions(): number {
+    return this.known.size;
+  }
+
   /** Resolves when every recording queued so far finished. */
   idle(): Promise<void> {
     return this.queue.then(() => undefined);
@@ -221,6 +226,8 @@ export class PolicyHistory {
     }
     // Only the watched namespace's policies (another deployment may keep its history here too).
     const watched = listed.value.filter((r) => this.options.namespace === undefined || policyNamespaceOf(r) === this.options.namespace);
+    // The revisions listed are those that exist: those trimmed since (by any replica) are forgotten.
+    this.known.clear();
     for (const r of watched) if (r.metadata?.name !== undefined) this.known.add(`${policyNamespaceOf(r)}/${r.metadata.name}`);
     const objects = this.options.store.objects();
     const liveUids = new Set([...objects.values()].map((o) => o.metadata.uid));
@@ -290,6 +297,8 @@ export class PolicyHistory {
       if (old.metadata?.name === undefined) continue;
       const removed = await this.options.api.delete(historyNamespace, old.metadata.name);
       if (!removed.ok && removed.code !== 404) this.options.log?.({ level: "warn", msg: "trimming policy history failed", policy: state.name, code: removed.code, reason: removed.reason });
+      // What is trimmed is no longer known to exist: the set follows the revisions kept, not every one ever made.
+      else this.known.delete(`${namespace}/${old.metadata.name}`);
     }
   }
 }

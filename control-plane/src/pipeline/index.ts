@@ -6,9 +6,10 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Scraper, type ScrapeResult } from "../scrape/scraper.js";
 import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
 import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
-import { Joiner, type JoinedBatch } from "../join/joiner.js";
+import { Joiner, WindowBudget, windowBudgetBytes, type JoinedBatch } from "../join/joiner.js";
 import { labelNoteMessage, type ExporterLabelNote } from "../join/gpu-index.js";
 import { RemoteWriter } from "../remote-write/writer.js";
+import { NOMINAL_KEY_CHARS } from "../remote-write/series-registry.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import { monotonicOf, systemClock, type Clock } from "../remote-write/retry.js";
@@ -51,6 +52,8 @@ export interface PipelineDeps {
 
 /** A running pipeline. */
 export interface RunningPipeline {
+  /** The config it runs with. */
+  readonly config: PipelineConfig;
   /** Stops scraping, flushes remote write for a bounded time; queued data stays on disk. */
   stop(): Promise<void>;
   registry: Registry;
@@ -86,6 +89,20 @@ async function resumeOrRenewLease(api: MemberLeaseApi, namespace: string, identi
   return false;
 }
 
+/**
+ * What the join's rate windows may hold: one window series for each series the pipeline may ship
+ * (join.maxSeries, of NOMINAL_KEY_CHARS characters of labels), each with the points the shortest
+ * scrape interval configured puts in max(join.rateWindowMs, lookback).
+ */
+export function joinWindowBytes(config: Pick<PipelineConfig, "join" | "scrape">): number {
+  return windowBudgetBytes(config.join.maxSeries, NOMINAL_KEY_CHARS, config.join.rateWindowMs, shortestIntervalMs(config));
+}
+
+/** The shortest scrape interval configured (scrape.intervalMs, or a static target's own). */
+export function shortestIntervalMs(config: Pick<PipelineConfig, "scrape">): number {
+  return Math.min(config.scrape.intervalMs, ...config.scrape.static.map((t) => t.intervalMs ?? config.scrape.intervalMs));
+}
+
 /** Validates `config` (throws with every {field, reason} when invalid) and starts the pipeline. */
 export async function startPipeline(config: PipelineConfig, deps: PipelineDeps): Promise<RunningPipeline> {
   const errors = validatePipelineConfig(config);
@@ -107,6 +124,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
     forward: config.join.forward,
     identityWaitMs: config.join.gpuIdentityWaitMs,
     rateWindowMs: config.join.rateWindowMs,
+    windowBudget: new WindowBudget(joinWindowBytes(config), (n) => metrics.seriesDropped.inc({ reason: "window_budget" }, n)),
     genai: config.join.genaiMetrics ? { providerName: config.join.genaiProviderName } : false,
     onIdentityTimeout: () => metrics.identityTimeouts.inc(),
     onExporterLabels: (target, notes) => {
@@ -267,6 +285,7 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   scraper.start();
 
   return {
+    config,
     registry: deps.registry,
     metrics: { ...metrics, remoteWrite: rwMetrics },
     scraper,

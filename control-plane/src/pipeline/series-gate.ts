@@ -1,11 +1,12 @@
-// Between join and remote write: labels normalised, the cardinality cap applied, and staleness
+// Between join and remote write: labels normalised, the cardinality cap applied (in series and in
+// the bytes they cost, so long label sets cannot hold more than the count's share), and staleness
 // markers added for series a source stopped reporting. Each series lives once in the writer's
 // registry (key, ref); the cap counts registry entries and the staleness tracker
 // holds them, so no per-series state is kept twice. The gate remembers each source's last report by
 // position (two references per series; label layouts shared), to know a label set it saw last time
 // without normalising it again.
 import { StalenessTracker } from "../remote-write/staleness.js";
-import type { SeriesEntry, SeriesRegistry } from "../remote-write/series-registry.js";
+import { NOMINAL_KEY_CHARS, seriesBytes, type SeriesEntry, type SeriesRegistry } from "../remote-write/series-registry.js";
 import { normalizeLabels, SERIES_KEY_SEPARATOR, seriesKey, type WriteSeries } from "../remote-write/series.js";
 import type { Labels } from "../scrape/sample.js";
 
@@ -26,6 +27,8 @@ interface Report {
 }
 
 const SEPARATOR = SERIES_KEY_SEPARATOR.charCodeAt(0);
+/** Distinct label layouts shared (each a few dozen bytes). */
+const MAX_LAYOUTS = 1024;
 
 /** The pair indexes of `raw`'s non-empty pairs in name order (normalizeLabels' order). */
 function sortedOrder(raw: Labels): number[] {
@@ -45,8 +48,19 @@ export class SeriesGate {
   readonly staleness = new StalenessTracker();
   /** Per source, its last report by position. */
   private readonly lastReport = new Map<string, Report>();
+  /** Label layouts (orders) by their text, shared by the reports. */
+  private readonly layouts = new Map<string, readonly number[]>();
 
-  constructor(readonly registry: SeriesRegistry, readonly maxSeries: number, private readonly onDrop: DropCounter = () => undefined) {}
+  /**
+   * What the live series may cost together (the registry's estimate): maxSeries series of
+   * NOMINAL_KEY_CHARS characters of labels. Series with shorter label sets meet the count first;
+   * longer ones, this.
+   */
+  readonly maxBytes: number;
+
+  constructor(readonly registry: SeriesRegistry, readonly maxSeries: number, private readonly onDrop: DropCounter = () => undefined) {
+    this.maxBytes = maxSeries * seriesBytes(NOMINAL_KEY_CHARS, NOMINAL_KEY_CHARS, registry.queues);
+  }
 
   /** Series admitted under the cap. */
   get activeSeries(): number {
@@ -71,8 +85,8 @@ export class SeriesGate {
       if (entry === undefined || order === undefined || !this.spells(s.labels, order, entry)) {
         entry = this.admit(s.labels);
         if (entry === undefined) continue;
-        order = sortedOrder(s.labels);
-        if (sameOrder(order, lastOrder)) order = lastOrder;
+        const sorted = sortedOrder(s.labels);
+        order = sameOrder(sorted, lastOrder) ? lastOrder : this.sharedOrder(sorted);
         lastOrder = order;
       }
       report.entries[i] = entry;
@@ -85,6 +99,19 @@ export class SeriesGate {
     return out;
   }
 
+  /**
+   * One array per layout, shared by every report: layouts that alternate (a family with one label
+   * more every other series) would otherwise hold an array per series. Past MAX_LAYOUTS distinct
+   * layouts, arrays are not shared.
+   */
+  private sharedOrder(order: number[]): readonly number[] {
+    const key = order.join(",");
+    const known = this.layouts.get(key);
+    if (known !== undefined) return known;
+    if (this.layouts.size < MAX_LAYOUTS) this.layouts.set(key, order);
+    return order;
+  }
+
   /** Normalises `labels` and finds or adds its entry under the cap; undefined when dropped (counted). */
   private admit(raw: Labels): SeriesEntry | undefined {
     const labels = normalizeLabels(raw);
@@ -95,7 +122,7 @@ export class SeriesGate {
     const key = seriesKey(labels);
     const entry = this.registry.get(key);
     if (entry) return entry;
-    if (this.registry.size >= this.maxSeries) {
+    if (this.registry.size >= this.maxSeries || this.registry.bytes + this.registry.costOf(key) > this.maxBytes) {
       this.onDrop("cardinality_cap");
       return undefined;
     }

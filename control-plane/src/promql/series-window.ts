@@ -4,6 +4,7 @@
 // that lacks it (or that failed), as Prometheus's scrape loop writes a staleness marker then
 // (scrape/scrape.go, scrapeLoop); an instant selector looks back at most `LOOKBACK_MS` for the
 // newest point (promql/engine.go, defaultLookbackDelta) and sees nothing past a staleness marker.
+import { stringBytes } from "../scrape/name-pool.js";
 
 /** Prometheus's default lookback delta for instant selectors (5 minutes). */
 export const LOOKBACK_MS = 300_000;
@@ -18,12 +19,33 @@ export interface WindowSeries<I> {
   staleAt: number[];
 }
 
+// What V8 (Node 20, x64, pointer compression) takes for a window's series, rounded up from a heap
+// measurement (test/control-plane/join/window-memory.test.ts checks the estimate stays above what
+// the heap grows by): the series' object, its map slots, its info and what the info's label values
+// (slices of the scraped text) keep of it; its key twice over (the key and the info's identity,
+// one byte a character or two past Latin-1); each point (time and value in a growing array of
+// doubles, with its spare capacity); each staleness marker.
+const WINDOW_SERIES_BYTES = 300;
+const POINT_BYTES = 28;
+const STALE_BYTES = 16;
+
+/** The estimated heap bytes of a window series whose key V8 stores in `keyBytes`, holding `points` points. */
+export function windowSeriesBytes(keyBytes: number, points: number): number {
+  return WINDOW_SERIES_BYTES + 2 * keyBytes + POINT_BYTES * points;
+}
+
+/** Where several windows add up what they hold (estimated as windowSeriesBytes). */
+export interface WindowTally {
+  bytes: number;
+}
+
 /** The series of several targets over the last `retainMs`. */
 export class SeriesWindow<I> {
   private readonly series = new Map<string, WindowSeries<I>>();
   private readonly byTarget = new Map<string, Set<string>>();
 
-  constructor(private readonly retainMs: number) {}
+  /** `tally`: where what this window holds is added up (with the other windows sharing it). */
+  constructor(private readonly retainMs: number, private readonly tally: WindowTally = { bytes: 0 }) {}
 
   /**
    * Records one successful scrape of `targetId` at `ts`: a point for every entry (keys must be
@@ -40,9 +62,11 @@ export class SeriesWindow<I> {
       if (!s) {
         this.series.set(e.key, (s = { info: e.info, targetId, points: [], staleAt: [] }));
         keys.add(e.key);
+        this.tally.bytes += windowSeriesBytes(stringBytes(e.key), 0);
       }
       if (s.points.length > 0 && s.points[s.points.length - 2]! >= ts) continue;
       s.points.push(ts, e.value);
+      this.tally.bytes += POINT_BYTES;
     }
     for (const key of keys) if (!seen.has(key)) this.markStale(key, ts);
     this.prune(ts);
@@ -55,13 +79,31 @@ export class SeriesWindow<I> {
 
   /** Forgets a target that went away. */
   remove(targetId: string): void {
-    for (const key of this.byTarget.get(targetId) ?? []) this.series.delete(key);
+    for (const key of this.byTarget.get(targetId) ?? []) this.forget(key);
     this.byTarget.delete(targetId);
+  }
+
+  /** Forgets every series (the window's share of the tally goes with them). */
+  clear(): void {
+    for (const key of [...this.series.keys()]) this.forget(key);
+    this.byTarget.clear();
+  }
+
+  private forget(key: string): void {
+    const s = this.series.get(key);
+    if (!s) return;
+    this.series.delete(key);
+    this.tally.bytes -= windowSeriesBytes(stringBytes(key), s.points.length / 2) + STALE_BYTES * s.staleAt.length;
   }
 
   /** Whether any series is held. */
   get empty(): boolean {
     return this.series.size === 0;
+  }
+
+  /** Series held. */
+  get size(): number {
+    return this.series.size;
   }
 
   /** Every series held, in key order (the order Prometheus's storage returns series in). */
@@ -74,7 +116,10 @@ export class SeriesWindow<I> {
     if (!s) return;
     const lastPoint = s.points[s.points.length - 2] ?? -Infinity;
     const lastStale = s.staleAt[s.staleAt.length - 1] ?? -Infinity;
-    if (lastStale < lastPoint) s.staleAt.push(ts);
+    if (lastStale < lastPoint) {
+      s.staleAt.push(ts);
+      this.tally.bytes += STALE_BYTES;
+    }
   }
 
   private prune(nowMs: number): void {
@@ -84,11 +129,17 @@ export class SeriesWindow<I> {
       // Keep the newest point before the horizon too: an instant selector may still need it.
       const n = s.points.length / 2;
       while (drop < n - 1 && s.points[2 * (drop + 1)]! <= horizon) drop++;
-      if (drop > 0) s.points.splice(0, 2 * drop);
-      while (s.staleAt.length > 1 && s.staleAt[1]! <= horizon) s.staleAt.shift();
+      if (drop > 0) {
+        s.points.splice(0, 2 * drop);
+        this.tally.bytes -= POINT_BYTES * drop;
+      }
+      while (s.staleAt.length > 1 && s.staleAt[1]! <= horizon) {
+        s.staleAt.shift();
+        this.tally.bytes -= STALE_BYTES;
+      }
       const newest = Math.max(s.points[s.points.length - 2] ?? -Infinity, s.staleAt[s.staleAt.length - 1] ?? -Infinity);
       if (newest <= horizon) {
-        this.series.delete(key);
+        this.forget(key);
         this.byTarget.get(s.targetId)?.delete(key);
       }
     }

@@ -325,8 +325,9 @@ export class TargetQueue {
     if (payload[0] !== COMPACT_RECORD) return;
     const shards = this.shardBatches;
     decodeRecord(payload, {
-      // A view into the decompressed record, no copy: a record that defines series is mostly those labels.
-      define: (id, labels) => this.labelsOf.set(id, labels),
+      // A copy: a view would keep the whole decompressed record (allocated outside V8's heap) alive
+      // until the ref is defined again, and an ended series' ref may wait long for that.
+      define: (id, labels) => this.labelsOf.set(id, new Uint8Array(labels)),
       sample: (id, ts, value, stale) => {
         if (!route) return;
         const labels = this.labelsOf.get(id);

@@ -4,6 +4,7 @@
 // cardinality cap counts these entries, the staleness tracker holds them, and the disk queue
 // defines each ref once per segment (see record.ts), as Prometheus's head keeps one memSeries per
 // series and its WAL one series record per ref.
+import { stringBytes } from "../scrape/name-pool.js";
 import type { Labels } from "../scrape/sample.js";
 import { encodeLabelsV1, ProtoWriter } from "./protobuf.js";
 import { keySplitsBack, labelsOfKey } from "./series.js";
@@ -31,15 +32,58 @@ export function encodedLabels(entry: SeriesEntry): Uint8Array {
   return entry.encoded ?? encodeLabelsV1(labelsOfKey(entry.key));
 }
 
+// What one live series costs V8 (Node 20, x64, pointer compression), rounded up from a heap
+// measurement (test/control-plane/pipeline/series-memory.test.ts checks the estimate stays above
+// what the heap and array buffers grow by): its entry and map slot, its place in its source's
+// staleness set and in the gate's record of that source's last report, the key's header; then its
+// key, one byte a character (two when a character is past Latin-1). Each remote-write queue keeps
+// its own record of the series (the ref's segment, and the sender's copy of its encoded labels:
+// a typed array with its own buffer, about the key's UTF-8 bytes).
+const SERIES_BYTES = 240;
+const QUEUE_SERIES_BYTES = 320;
+// An encoded copy, held only for a key that cannot be split back: a typed array's header and backing store.
+const ENCODED_BYTES = 200;
+
+/** Characters of labels a series is budgeted for: the synthetic fleet's label sets take 120 to 250. */
+export const NOMINAL_KEY_CHARS = 400;
+
+/** The estimated heap bytes of one live series whose key V8 stores in `keyBytes` and UTF-8 in `utf8Bytes`, behind `queues` remote-write queues. */
+export function seriesBytes(keyBytes: number, utf8Bytes: number, queues: number): number {
+  return SERIES_BYTES + keyBytes + queues * (QUEUE_SERIES_BYTES + utf8Bytes);
+}
+
+function entryBytes(entry: SeriesEntry, queues: number): number {
+  return keyCost(entry.key, queues) + (entry.encoded === undefined ? 0 : ENCODED_BYTES + entry.encoded.length);
+}
+
+function keyCost(key: string, queues: number): number {
+  return seriesBytes(stringBytes(key), queues === 0 ? 0 : Buffer.byteLength(key, "utf8"), queues);
+}
+
 /** The registry of live series. */
 export class SeriesRegistry {
   private readonly byKey = new Map<string, SeriesEntry>();
+  /** seriesBytes of every live series (and of its encoded copy when held). */
+  private heldBytes = 0;
   private readonly free: number[] = [];
   private readonly released: number[] = [];
   private nextId = 0;
   private readonly scratch = new ProtoWriter(1024);
   /** Called with each ref that becomes free for reuse, so queues forget they defined it. */
   onRecycle: (id: number) => void = () => undefined;
+
+  /** `queues`: the remote-write queues that each keep their own record of every series (their cost is counted per series). */
+  constructor(readonly queues = 0) {}
+
+  /** The estimated bytes a live series with this key costs (entryBytes once added, less an encoded copy). */
+  costOf(key: string): number {
+    return keyCost(key, this.queues);
+  }
+
+  /** The estimated bytes of every live series, as the cardinality cap counts them. */
+  get bytes(): number {
+    return this.heldBytes;
+  }
 
   get(key: string): SeriesEntry | undefined {
     return this.byKey.get(key);
@@ -51,6 +95,7 @@ export class SeriesRegistry {
     const entry: SeriesEntry = { id, key, lastTs: -Infinity };
     if (!keySplitsBack(labels)) entry.encoded = encodeLabelsV1(labels, this.scratch);
     this.byKey.set(key, entry);
+    this.heldBytes += entryBytes(entry, this.queues);
     return entry;
   }
 
@@ -58,6 +103,7 @@ export class SeriesRegistry {
   release(entry: SeriesEntry): void {
     if (this.byKey.get(entry.key) !== entry) return;
     this.byKey.delete(entry.key);
+    this.heldBytes -= entryBytes(entry, this.queues);
     this.released.push(entry.id);
   }
 

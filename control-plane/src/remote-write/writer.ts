@@ -26,7 +26,7 @@ export interface WriterDeps {
 /** Fans series out to several remote-write targets, each with its own durable queue. */
 export class RemoteWriter {
   readonly targets: TargetQueue[];
-  readonly registry = new SeriesRegistry();
+  readonly registry: SeriesRegistry;
   private readonly recordSamples: number;
   private readonly part = new SamplesPart();
   /** Distinct series of the record being built. */
@@ -34,6 +34,8 @@ export class RemoteWriter {
   private readonly inRecord = new Set<SeriesEntry>();
 
   constructor(configs: RemoteWriteTargetConfig[], private readonly deps: WriterDeps) {
+    // Each queue keeps its own record of every series: the registry counts them in each series' cost.
+    this.registry = new SeriesRegistry(configs.length);
     this.targets = configs.map((c) => {
       const transport = deps.transportFor?.(c) ?? new HttpTransport({ url: c.url, headers: c.headers, timeoutMs: c.remoteTimeoutMs, now: () => deps.clock.now() });
       const td: TargetDeps = { transport, clock: deps.clock, metrics: deps.metrics };

@@ -176,4 +176,12 @@ describe("windows from the pipeline's histograms", () => {
     now.ms = T0 + 50_000;
     assert.deepEqual(h.windows("keeps"), []);
   });
+
+  it("forgets the pods gone (a rollout's old ones) even when no window is asked for (live thresholds off): it holds the pods scraped within maxAgeMs", () => {
+    const now = { ms: T0 };
+    const h = source(now);
+    // A rollout every minute for an hour: each pod scraped for a minute, then gone.
+    for (let minute = 0; minute < 60; minute++) for (let s = 0; s < 60; s += 15) h.observe(buckets(even(s, 1000)), batch(`pod-${minute}`, T0 + minute * 60_000 + s * 1000));
+    assert.ok(h.targetCount <= 2, `${h.targetCount} pods held`);
+  });
 });

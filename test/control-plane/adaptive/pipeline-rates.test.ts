@@ -66,4 +66,13 @@ describe("pipeline rate source", () => {
     rates.observe([requests("chat", "2xx", 400, "llm", "a")], batch("envoy/llm/a", "llm", T0 + 50_000));
     assert.deepEqual(await rates.requestRates("chat"), []);
   });
+
+  it("forgets the pods gone (a rollout's old ones) even when no rate is asked for (adaptive sampling off): it holds the pods scraped within maxAgeMs", () => {
+    const rates = source({ ms: T0 });
+    // A rollout every minute for an hour: each pod scraped for a minute, then gone.
+    for (let minute = 0; minute < 60; minute++) {
+      for (let s = 0; s < 60; s += 15) rates.observe([requests("chat", "2xx", s, "llm", `p${minute}`)], batch(`envoy/llm/p${minute}`, "llm", T0 + minute * 60_000 + s * 1000));
+    }
+    assert.ok(rates.targets <= 2, `${rates.targets} pods held`);
+  });
 });

@@ -5,6 +5,7 @@ import { EngineSignals } from "../../../control-plane/src/dashboard/engine-signa
 import * as C from "../../../control-plane/src/join/catalogue.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
+import { heldBytes } from "../heap.js";
 
 const points = Number(process.argv[2]);
 const labels = 'namespace="llm",pod="chat-6f8d-aaaaa",model="meta-llama/Llama-3.1-8B-Instruct"';
@@ -39,14 +40,7 @@ const source = (k: number) => ({ target: { id: "vllm|chat:8000", kind: "vllm", n
 // code's own allocations (compiled code, inline caches) are not counted as points.
 const WARM = 500;
 for (let k = -WARM; k <= 0; k++) store.observe(batch(k), source(k));
-const gc = (globalThis as unknown as { gc: () => void }).gc;
-const used = (): number => {
-  gc();
-  gc();
-  const m = process.memoryUsage();
-  return m.heapUsed + m.arrayBuffers;
-};
-const before = used();
+const before = heldBytes();
 for (let k = 1; k <= points; k++) store.observe(batch(k), source(k));
-const after = used();
+const after = heldBytes();
 process.stdout.write(JSON.stringify({ held: store.points({ namespace: "llm", model: "meta-llama/Llama-3.1-8B-Instruct" }).length - WARM - 1, measuredPerPoint: (after - before) / points, estimatedPerPoint: store.bytes / (points + WARM + 1) }));

@@ -4,24 +4,23 @@
 // oldest intervals of any route going first.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { DashboardSeries, DEFAULT_LIMITS, intervalBytes } from "../../../control-plane/src/dashboard/series.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { measureInChild } from "../heap.js";
 
-const child = fileURLToPath(new URL("./series-memory-child.ts", import.meta.url));
+const child = new URL("./series-memory-child.ts", import.meta.url);
 
-for (const [models, buckets, keeps, errorTypes, classes] of [
-  [2, 48, 0, 0, 0],
-  [1, 12, 1, 0, 0],
-  [8, 24, 1, 0, 0],
-  [8, 12, 0, 9, 0],
-  [2, 48, 0, 0, 1],
-  [2, 48, 0, 0, 3],
+for (const [models, buckets, keeps, errorTypes, classes, longNames] of [
+  [2, 48, 0, 0, 0, 0],
+  [1, 12, 1, 0, 0, 0],
+  [8, 24, 1, 0, 0, 0],
+  [8, 12, 0, 9, 0, 0],
+  [2, 48, 0, 0, 1, 0],
+  [2, 48, 0, 0, 3, 0],
+  [2, 48, 0, 0, 0, 1],
 ] as const) {
-  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing, ${classes} length classes growing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
-    const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", child, "3000", String(models), String(buckets), String(keeps), String(errorTypes), String(classes)], { encoding: "utf8" });
-    const r = JSON.parse(out) as { held: number; measuredPerInterval: number; estimatedPerInterval: number };
+  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models${longNames === 1 ? " with names as long as real ones" : ""}, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing, ${classes} length classes growing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
+    const r = measureInChild<{ held: number; measuredPerInterval: number; estimatedPerInterval: number }>(child, [3000, models, buckets, keeps, errorTypes, classes, longNames]);
     t.diagnostic(`measured ${r.measuredPerInterval.toFixed(0)} B, estimated ${r.estimatedPerInterval.toFixed(0)} B per interval`);
     assert.equal(r.held, 3000);
     assert.ok(r.estimatedPerInterval >= r.measuredPerInterval, `estimate ${r.estimatedPerInterval} below the measured ${r.measuredPerInterval}`);
@@ -51,4 +50,15 @@ test("the series holds at most maxBytes: past it the oldest intervals of any rou
   // Each route lost its oldest: what is left of every route starts within one scrape of the others.
   const starts = held.map((list) => list[0]!.endMs);
   assert.ok(Math.max(...starts) - Math.min(...starts) <= 2000, `starts ${starts.join(", ")}`);
+});
+
+test("the series forgets targets not scraped within the retention (a rollout's old pods), though nothing removes them", () => {
+  const d = new DashboardSeries({ ...DEFAULT_LIMITS, retentionMs: 600_000 });
+  // A rollout every minute for two hours: each pod scraped for a minute, then gone.
+  for (let minute = 0; minute < 120; minute++) {
+    for (let s = 0; s < 60; s += 15) d.observe(batch("chat", minute * 4 + s / 15), { target: { id: `envoy/ns/p${minute}`, kind: "envoy", namespace: "ns", pod: `p${minute}` }, timestampMs: 1_000_000 + minute * 60_000 + s * 1000 });
+  }
+  // Those of the last ten minutes, and one more minute's at most until the next sweep.
+  assert.ok(d.targets <= 12, `${d.targets} targets remembered`);
+  assert.ok(d.targets >= 10, `${d.targets} targets remembered`);
 });

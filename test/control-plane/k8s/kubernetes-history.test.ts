@@ -5,6 +5,7 @@
 // by itself, and the fake clock moves only where a test says.
 import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { historyLimit } from "../../../control-plane/src/k8s/history.js";
 import { startKubeEmulator, type KubeEmulator } from "../../support/kube-emulator/index.js";
 import { FakeClock } from "../../support/fake-clock.js";
 import { adminToken, call, samplePolicy } from "../helpers.js";
@@ -104,5 +105,24 @@ describe("policy history in the cluster (emulated kube-apiserver)", () => {
     assert.equal(revisions.length, 1, revisions.map((r) => r.metadata?.name).join(", "));
     const audits = [...a.logs, ...b.logs].filter((l) => (l as { policy?: string; who?: string }).policy === "twice" && (l as { who?: string }).who === "kubernetes");
     assert.equal(audits.length, 1, "the change made outside the REST API is audited once");
+  });
+
+  it("emulated: a replica remembers the revisions that exist, not every one it ever made: trimmed ones are forgotten", async () => {
+    await start();
+    replicas = await startReplicas(emulator, ["cp-a"]);
+    const [a] = replicas as [Replica];
+    let stored = await kube(emulator, "POST", spPath("llm"), samplingPolicyObject("busy", spec(0.01)));
+    assert.equal(stored.status, 201);
+    for (let k = 2; k <= historyLimit + 15; k++) {
+      await whenCached(a, `generation ${k - 1}`, () => a.kube.store.get("busy")?.version === stored.json.metadata.resourceVersion);
+      await a.kube.history.idle();
+      stored = await kube(emulator, "PUT", spPath("llm", "busy"), { ...stored.json, spec: spec(k / 1000) });
+      assert.equal(stored.status, 200, JSON.stringify(stored.json));
+    }
+    await whenCached(a, "the last generation", () => a.kube.store.get("busy")?.version === stored.json.metadata.resourceVersion);
+    await a.kube.history.idle();
+    const revisions = emulator.objects("apps/v1/controllerrevisions").filter((r) => r.metadata?.labels?.["tokentrace.dev/policy"] === "busy");
+    assert.equal(revisions.length, historyLimit);
+    assert.equal(a.kube.history.knownRevisions, historyLimit, `${historyLimit + 15} revisions made, ${historyLimit} kept`);
   });
 });

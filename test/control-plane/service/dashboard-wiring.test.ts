@@ -21,6 +21,7 @@ test("the control plane serves /dashboard and fills /v1/dashboard/series from it
   await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/stats/prometheus`;
   const dir = mkdtempSync(join(tmpdir(), "tt-dashboard-"));
+  const logs: Record<string, unknown>[] = [];
   const running = await startControlPlane(
     {
       ...defaultConfig,
@@ -30,9 +31,17 @@ test("the control plane serves /dashboard and fills /v1/dashboard/series from it
       adaptive: { ...defaultConfig.adaptive, enabled: false },
       pipeline: { enabled: true, scrape: { intervalMs: 100, timeoutMs: 100, spreadStart: false, static: [{ url, kind: "envoy", namespace: "llm", pod: "chat-0" }] } },
     },
-    { log: () => undefined },
+    { log: (r) => logs.push(r as Record<string, unknown>) },
   );
   try {
+    // Start-up says, once, what every part the pipeline feeds may hold, from this config.
+    const budgetLines = logs.filter((l) => l.msg === "memory budgets");
+    assert.equal(budgetLines.length, 1, JSON.stringify(logs));
+    const budgets = budgetLines[0] as { totalBytes: number; parts: Record<string, { bytes: number; from: string }> };
+    assert.deepEqual(Object.keys(budgets.parts), ["pipeline.series", "pipeline.joinWindows", "dashboard.history", "dashboard.engineSignals", "dashboard.gpuHealth", "dashboard.loraAdapters", "log.repeats"]);
+    assert.equal(budgets.parts["dashboard.history"]!.bytes, DEFAULT_LIMITS.maxBytes);
+    assert.match(budgets.parts["pipeline.joinWindows"]!.from, /3002 points: join\.rateWindowMs 300000 at the shortest scrape interval, 100 ms/);
+    assert.equal(budgets.totalBytes, Object.values(budgets.parts).reduce((n, p) => n + p.bytes, 0));
     const page = await fetch(`${running.url}/dashboard`);
     assert.equal(page.status, 200);
     assert.match(await page.text(), /<script src="\/dashboard\/app\.js"><\/script>/);
@@ -76,6 +85,11 @@ test("make run's defaults (pipeline off): the page is served with policies, and 
     assert.equal(line.url, `${running.url}/dashboard`);
     assert.match(String(line.pipeline), /^off: .*TOKENTRACE_PIPELINE_ENABLED=true/);
     assert.equal(line.historyMaxBytes, DEFAULT_LIMITS.maxBytes, "the dashboard history's byte budget, printed at start-up");
+    // Nothing feeds the dashboard: its budgets are not counted; the log's repeat limiter's is.
+    const budgets = logs.find((l) => l.msg === "memory budgets") as { totalBytes: number; parts: Record<string, { bytes: number }> } | undefined;
+    assert.ok(budgets, JSON.stringify(logs));
+    assert.deepEqual(Object.keys(budgets.parts), ["log.repeats"]);
+    assert.equal(budgets.totalBytes, budgets.parts["log.repeats"]!.bytes);
     const status = (await (await fetch(`${running.url}/v1/dashboard/status`)).json()) as { pipeline: { enabled: boolean; hint: string } };
     assert.equal(status.pipeline.enabled, false);
     assert.match(await (await fetch(`${running.url}/dashboard`)).text(), /id="create-form"/);

@@ -34,7 +34,7 @@ describe("pipeline wiring", () => {
       const text = await (await fetch(`${running.url}/metrics`)).text();
       assert.ok(text.includes('tokentrace_scrape_targets{kind="envoy"} 1\n'), text.split("\n").filter((l) => l.startsWith("tokentrace_scrape_targets")).join("\n"));
       assert.ok(text.includes("# TYPE tokentrace_control_plane_api_requests_total counter"));
-      assert.deepEqual(logs.map((r) => (r as { msg: string }).msg), ["no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one", "listening", "dashboard"]);
+      assert.deepEqual(logs.map((r) => (r as { msg: string }).msg), ["no API tokens configured: writes are refused until api.tokensFile or TOKENTRACE_API_TOKENS provides one", "listening", "dashboard", "memory budgets"]);
     } finally {
       await running.stop();
       await new Promise<void>((resolve) => target.close(() => resolve()));

@@ -6,7 +6,7 @@ import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
 import { avgOf } from "../../promql/aggregate.js";
-import { LOOKBACK_MS, SeriesWindow } from "../../promql/series-window.js";
+import { LOOKBACK_MS, SeriesWindow, windowSeriesBytes, type WindowTally } from "../../promql/series-window.js";
 import type { GpuInfo } from "../gpu-index.js";
 import type { IdentityView, PodIdentity } from "../identity.js";
 
@@ -57,15 +57,47 @@ export const mappedToPod = (pod: PodIdentity): boolean => {
 };
 
 /**
+ * What every pod's windows (of every family) may hold together, estimated as windowSeriesBytes: the
+ * join's rate windows, the part of its state that grows with the rate window and the series.
+ */
+export class WindowBudget {
+  readonly tally: WindowTally = { bytes: 0 };
+
+  /** `onRefused`: scraped series a pod's window did not take because of the budget. */
+  constructor(readonly maxBytes: number = Infinity, readonly onRefused: (series: number) => void = () => undefined) {}
+
+  /** What the windows hold now (estimated). */
+  get bytes(): number {
+    return this.tally.bytes;
+  }
+}
+
+/**
+ * The windows' budget for `maxSeries` series of `keyBytes` bytes of key, each holding the points a
+ * window keeps when scraped every `minIntervalMs`: max(rate window, lookback) of them, the newest
+ * before the horizon, and one more as it arrives.
+ */
+export function windowBudgetBytes(maxSeries: number, keyBytes: number, rateWindowMs: number, minIntervalMs: number): number {
+  return maxSeries * windowSeriesBytes(keyBytes, windowPoints(rateWindowMs, minIntervalMs));
+}
+
+/** The points a window series holds at most when scraped every `intervalMs` (see windowBudgetBytes). */
+export function windowPoints(rateWindowMs: number, intervalMs: number): number {
+  return Math.ceil(Math.max(rateWindowMs, LOOKBACK_MS) / intervalMs) + 2;
+}
+
+/**
  * Series windows per pod, each holding the longer of the rate window and an instant selector's
  * lookback: every evaluation is at the newest scrape, where a range selector reads (t - window, t]
  * and an instant selector the newest point in (t - lookback, t] (the window keeps the newest point
  * before its horizon too). Holding their sum, as before, kept twice the points at the default 5 min.
+ * Within a byte budget (shared with the other families' windows): past it a pod's window may not
+ * start or take new series, and goes whole rather than keep part of a histogram.
  */
 export class PodWindows<I> {
   private readonly windows = new Map<string, SeriesWindow<I>>();
 
-  constructor(private readonly rateWindowMs: number) {}
+  constructor(private readonly rateWindowMs: number, private readonly budget: WindowBudget = new WindowBudget()) {}
 
   get(podKey: string): SeriesWindow<I> | undefined {
     return this.windows.get(podKey);
@@ -75,10 +107,35 @@ export class PodWindows<I> {
     return this.windows.has(podKey);
   }
 
-  /** The pod's window, created on first use. */
+  /** The pod's window, created on first use (no budget check: see `observe`). */
   of(podKey: string): SeriesWindow<I> {
     let w = this.windows.get(podKey);
-    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(Math.max(this.rateWindowMs, LOOKBACK_MS))));
+    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(Math.max(this.rateWindowMs, LOOKBACK_MS), this.budget.tally)));
+    return w;
+  }
+
+  /**
+   * One scrape of `targetId` into the pod's window (see SeriesWindow.observe); the window, or
+   * undefined when the budget refused it: a pod without a window is not given one past the budget,
+   * and one whose series grew past it goes (its scrapes' series counted as refused).
+   */
+  observe(podKey: string, targetId: string, ts: number, entries: readonly { key: string; info: I; value: number }[]): SeriesWindow<I> | undefined {
+    let w = this.windows.get(podKey);
+    if (!w) {
+      if (this.budget.tally.bytes >= this.budget.maxBytes) {
+        this.budget.onRefused(entries.length);
+        return undefined;
+      }
+      w = this.of(podKey);
+    }
+    const held = w.size;
+    w.observe(targetId, ts, entries);
+    if (w.size > held && this.budget.tally.bytes > this.budget.maxBytes) {
+      w.clear();
+      this.windows.delete(podKey);
+      this.budget.onRefused(entries.length);
+      return undefined;
+    }
     return w;
   }
 

@@ -7,14 +7,14 @@ import type { WriteSeries } from "../../remote-write/series.js";
 import { engineEntries, modelSignals, type EngineInfo, type ModelSignals } from "../../engine/signals.js";
 import * as C from "../catalogue.js";
 import { podKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
-import { meanUtilizationOf, PodWindows, type Derivation } from "./derivation.js";
+import { meanUtilizationOf, PodWindows, WindowBudget, type Derivation } from "./derivation.js";
 
 /** tokentrace_model_*: per pod, its engine targets' series over the rate window. */
 export class EngineSignals implements Derivation {
   private readonly windows: PodWindows<EngineInfo>;
 
-  constructor(private readonly identities: IdentityView, private readonly rateWindowMs: number) {
-    this.windows = new PodWindows(rateWindowMs);
+  constructor(private readonly identities: IdentityView, private readonly rateWindowMs: number, budget: WindowBudget = new WindowBudget()) {
+    this.windows = new PodWindows(rateWindowMs, budget);
   }
 
   /** The signals of every model the pod's engines report, at `ts` over the rate window (empty before any engine scrape). */
@@ -40,7 +40,7 @@ export class EngineSignals implements Derivation {
     const ts = r.timestampMs;
     const entries = engineEntries(t.id, r.samples);
     if (entries.length === 0 && !this.windows.has(pod.key)) return;
-    this.windows.of(pod.key).observe(t.id, ts, entries);
+    if (this.windows.observe(pod.key, t.id, ts, entries) === undefined) return;
     const signals = this.signalsAt(pod.key, ts);
     const gpuUtil = meanUtilizationOf(this.identities, pod);
     const podLabels: Labels = ["namespace", t.namespace!, "pod", t.pod!];

@@ -8,15 +8,15 @@ import type { WriteSeries } from "../../remote-write/series.js";
 import { routePhases, sidecarEntries, type SidecarInfo } from "../../engine/attribution.js";
 import * as C from "../catalogue.js";
 import { podKeyOf, podLabelsOf, sourceKeyOf, type PodIdentity } from "../identity.js";
-import { PodWindows, type Derivation } from "./derivation.js";
+import { PodWindows, WindowBudget, type Derivation } from "./derivation.js";
 import type { EngineSignals } from "./engine-signals.js";
 
 /** tokentrace_route_latency_quantile_seconds: per pod, its sidecar's TTFT and decode buckets over the rate window. */
 export class RouteAttribution implements Derivation {
   private readonly windows: PodWindows<SidecarInfo>;
 
-  constructor(private readonly engine: EngineSignals, private readonly rateWindowMs: number) {
-    this.windows = new PodWindows(rateWindowMs);
+  constructor(private readonly engine: EngineSignals, private readonly rateWindowMs: number, budget: WindowBudget = new WindowBudget()) {
+    this.windows = new PodWindows(rateWindowMs, budget);
   }
 
   observe(r: ScrapeResult): void {
@@ -37,10 +37,11 @@ export class RouteAttribution implements Derivation {
     const entries = sidecarEntries(t.id, r.samples);
     const source = sourceKeyOf(t, pod.key);
     if (entries.length === 0 && !this.windows.has(source)) return;
-    this.windows.of(source).observe(t.id, ts, entries);
+    const window = this.windows.observe(source, t.id, ts, entries);
+    if (window === undefined) return;
     const signals = this.engine.signalsAt(pod.key, ts);
     const podLabels: Labels = podLabelsOf(t);
-    for (const [rm, phases] of [...routePhases(this.windows.get(source)!.all(), signals, ts, this.rateWindowMs)].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    for (const [rm, phases] of [...routePhases(window.all(), signals, ts, this.rateWindowMs)].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const [route, model] = rm.split("\xff") as [string, string];
       for (const [phase, quantiles] of phases) {
         for (const [q, v] of quantiles) out.push({ labels: ["__name__", C.ROUTE_LATENCY_QUANTILE, ...podLabels, "route", route, "model", model, "phase", phase, "quantile", String(q)], samples: [{ value: v, timestampMs: ts }] });
