@@ -41,6 +41,8 @@ export interface LlmUpstreamOptions {
   loraModules?: readonly LoraModule[];
   /** The served model's context length (vLLM max_model_len), listed in the model list with LoRA on; default 8192. */
   maxModelLen?: number;
+  /** Wall-clock ms (arrivals, `created`), default Date.now; a simulated stack passes its clock. */
+  wallMs?: () => number;
 }
 
 /** One adapter of --lora-modules: the name requests ask for, and where its weights are. */
@@ -138,6 +140,7 @@ function sendJson(res: ServerResponse, status: number, value: unknown, extra: Re
 /** Starts the simulated server on 127.0.0.1. */
 export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<LlmUpstream> {
   const random = opts.random ?? Math.random;
+  const wallMs = opts.wallMs ?? Date.now;
   const served = new Map<string, number>();
   let seq = 0;
 
@@ -149,7 +152,7 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
       return Promise.resolve(undefined);
     }
     const engine = opts.engine;
-    const arrivalWallMs = Date.now();
+    const arrivalWallMs = wallMs();
     return new Promise((resolve) => {
       // An adapter's KV blocks are its own: vLLM hashes a LoRA request's blocks with the adapter's name
       // (vllm/v1/core/kv_cache_utils.py _gen_lora_extra_hash_keys), so it never reuses the base model's cached prefix.
@@ -174,7 +177,7 @@ export async function startLlmUpstream(opts: LlmUpstreamOptions = {}): Promise<L
     const promptTokens = (added?.prefix?.tokens ?? 0) + (added?.contextTokens ?? 0) + countTokens(promptText(body));
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${++seq}`;
-    const created = Math.floor(Date.now() / 1000);
+    const created = Math.floor(wallMs() / 1000);
     const words = Array.from({ length: completionTokens }, (_, i) => `tok${i} `);
     const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
 

@@ -2,6 +2,8 @@
 // gaps, like independent users), a mix of streaming and non-streaming chat, text completions and
 // embeddings, and the figures its one-line progress display shows. With LoRA adapters, a share of the
 // chat and text completions names an adapter instead of the base model.
+import { realClock, type EngineClock } from "./engine.js";
+
 /** A LoRA adapter's share of the chat and text completions, and the context its application adds to each prompt. */
 export interface AdapterShare {
   model: string;
@@ -22,6 +24,8 @@ export interface LoadOptions {
   random?: () => number;
   /** Monotonic ms clock for the rate window, default performance.now. */
   nowMs?: () => number;
+  /** The gap timer, default the global one (a simulated stack passes its clock). */
+  timers?: EngineClock;
   /** LoRA adapters and their shares; absent: every request names the base model. */
   adapters?: readonly AdapterShare[];
 }
@@ -107,7 +111,8 @@ export function startLoad(opts: LoadOptions): Load {
   const inFlight = new Set<AbortController>();
   const stats = { sent: 0, errors: 0, skipped: 0 };
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: unknown;
+  const timers = opts.timers ?? realClock;
 
   const one = async (): Promise<void> => {
     if (inFlight.size >= maxInFlight) {
@@ -136,7 +141,7 @@ export function startLoad(opts: LoadOptions): Load {
     if (stopped) return;
     // Exponential inter-arrival times: a Poisson process at the target rate.
     const gapMs = (-Math.log(1 - random()) / opts.rps) * 1000;
-    timer = setTimeout(() => {
+    timer = timers.setTimeout(() => {
       void one();
       schedule();
     }, gapMs);
@@ -152,7 +157,7 @@ export function startLoad(opts: LoadOptions): Load {
     },
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
+      if (timer !== undefined) timers.clearTimeout(timer);
       for (const a of inFlight) a.abort();
       while (inFlight.size > 0) await new Promise((r) => setImmediate(r));
     },

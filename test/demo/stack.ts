@@ -24,14 +24,16 @@ import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
 import { alertsSection } from "../../control-plane/src/dashboard/alerts-config.js";
 import { alertsOption, sloOption } from "../../control-plane/src/compose/dashboard.js";
 import { startPipeline, withDefaults, type RunningPipeline } from "../../control-plane/src/pipeline/index.js";
+import type { Clock } from "../../control-plane/src/remote-write/retry.js";
 import { FilePolicyStore } from "../../control-plane/src/policy/file-store.js";
 import { FILTER_STAT_TAGS } from "../filter/catalogue.js";
-import { startLocalProxy, type LocalProxy } from "../host/local-proxy.js";
+import type { HostClock } from "../host/clock.js";
+import { startLocalProxy, type LocalProxy, type TickTimers } from "../host/local-proxy.js";
 import type { LogEntry } from "../host/vm.js";
 import { PrometheusInstance } from "../support/prometheus.js";
 import { demoRuleFile, demoRuleSources, readsKeepFiringFor } from "./alert-rules.js";
 import { startDcgmSim, type DcgmLabelSpelling, type DcgmSim, type GpuThrottle } from "./dcgm-sim.js";
-import { Engine, type EngineParams } from "./engine.js";
+import { Engine, realClock, type EngineClock, type EngineParams } from "./engine.js";
 import { scenarioNamed, type Scenario } from "./scenarios.js";
 import { startLlmUpstream, type LlmUpstream } from "./llm-upstream.js";
 import { startLoad, type Load } from "./load.js";
@@ -64,6 +66,9 @@ export const DEMO_ROUTES = [
   { prefix: "/v1/embeddings", name: "embeddings" },
   { prefix: "/v1/models", name: "models" },
 ];
+
+/** One time for every part: the pipeline's, the engine's, the proxy's and the load's (the soak bench's FakeClock). */
+export type DemoClock = Clock & EngineClock & HostClock & TickTimers;
 
 /** Options of the stack; ports 0 = ephemeral. */
 export interface DemoStackOptions {
@@ -106,6 +111,10 @@ export interface DemoStackOptions {
   throttleStart?: "scheduled" | "manual";
   /** LoRA on (lora.ts): the server loads two adapters, the load sends a quarter of its completions to each, Prometheus records per adapter. Default off. */
   lora?: boolean;
+  /** Simulated time for every part (default each part's real clock); the caller moves it. */
+  clock?: DemoClock;
+  /** A remote-write receiver of the caller's, used when Prometheus is not running. */
+  sinkUrl?: string;
 }
 
 /** A running stack. */
@@ -158,6 +167,12 @@ export function seedPolicy(): object {
       spans: { cluster: CONTROL_PLANE_CLUSTER, path: "/v1/traces", serviceName: "llm-sim-sidecar", batchSize: 8, flushIntervalMs: 1000 },
     },
   };
+}
+
+/** The pipeline's one remote-write target: Prometheus's receiver, or the caller's sink, or none. */
+function sinkTargets(prometheusUrl: string | undefined, sinkUrl: string | undefined, intervalMs: number): { name: string; url: string; batchSendDeadlineMs: number; flushOnStopMs: number }[] {
+  const [name, url] = prometheusUrl !== undefined ? ["prometheus", prometheusUrl] : ["sink", sinkUrl];
+  return url === undefined ? [] : [{ name, url, batchSendDeadlineMs: intervalMs, flushOnStopMs: 1000 }];
 }
 
 /** `prometheus --version`'s text, or undefined when it is not installed. */
@@ -264,12 +279,15 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
   const seeded = await fetch(`${controlPlaneUrl}/v1/policies`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(seedPolicy()) });
   if (seeded.status !== 201) throw new Error(`seeding the demo policy failed: ${seeded.status} ${await seeded.text()}`);
 
-  const engine = new Engine({ ...scenario.engine, ...opts.engine });
+  const clock = opts.clock;
+  const wallMs = clock ? () => clock.now() : Date.now;
+  const engine = new Engine({ ...scenario.engine, ...opts.engine }, clock);
   closers.push(async () => engine.stop());
-  const vllmMetrics = new VllmMetrics(engine, DEMO_MODEL, Date.now(), opts.lora ? { lora: { maxLoras: DEMO_MAX_LORAS } } : {});
+  const vllmMetrics = new VllmMetrics(engine, DEMO_MODEL, wallMs(), { wallMs, ...(opts.lora ? { lora: { maxLoras: DEMO_MAX_LORAS } } : {}) });
   // The model server's own spans (vLLM's --otlp-traces-endpoint) go to the same receiver as the filter's.
-  const vllmSpans = new VllmSpanExporter({ url: `${filtersUrl}/v1/traces` });
+  const vllmSpans = new VllmSpanExporter({ url: `${filtersUrl}/v1/traces`, ...(clock ? { timers: clock } : {}) });
   const upstream = await startLlmUpstream({
+    wallMs,
     spans: vllmSpans,
     port: opts.upstreamPort ?? 0,
     model: DEMO_MODEL,
@@ -293,6 +311,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     policySource: { cluster: CONTROL_PLANE_CLUSTER, workload: `${DEMO_NAMESPACE}.${DEMO_POD}`, labels: { app: DEMO_APP }, intervalMs: pollIntervalMs },
   };
   const proxy = await startLocalProxy({
+    ...(clock ? { clock, timers: clock } : {}),
     wasm: opts.wasm,
     pluginConfig: JSON.stringify(pluginConfig),
     upstream: upstream.url,
@@ -315,11 +334,13 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
     engine.setParams({ gpuSlowdown: slowdown });
   };
   if (scenario.throttle && opts.throttleStart !== "manual") {
-    const timer = setTimeout(startThrottle, scenario.throttle.afterMs);
-    closers.push(async () => clearTimeout(timer));
+    const timers = clock ?? realClock;
+    const timer = timers.setTimeout(startThrottle, scenario.throttle.afterMs);
+    closers.push(async () => timers.clearTimeout(timer));
   }
   // The exporter reads the engine's GPU time on the engine's clock.
   const dcgm = await startDcgmSim({
+    ...(clock ? { nowMs: () => clock.now() } : {}),
     port: opts.dcgmPort ?? 0,
     namespace: DEMO_NAMESPACE,
     pod: DEMO_POD,
@@ -348,10 +369,11 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
         ],
       },
       join: { rateWindowMs: DEMO_RATE_WINDOW_MS },
-      remoteWrite: { queueDir: join(dir, "remote-write"), targets: prometheus ? [{ name: "prometheus", url: prometheus.writeUrl, batchSendDeadlineMs: intervalMs, flushOnStopMs: 1000 }] : [] },
+      remoteWrite: { queueDir: join(dir, "remote-write"), targets: sinkTargets(prometheus?.writeUrl, opts.sinkUrl, intervalMs) },
     }),
     {
       registry: metrics.registry,
+      ...(clock ? { clock } : {}),
       onBatch: (series, result) => dashboard.observe(series, result),
       // As control-plane/src/main.ts composes it: the GPU section lists exporters labelled other than their default way.
       onExporterLabels: (url, notes) => dashboard.gpu.noteExporterLabels(url, notes),
@@ -362,7 +384,7 @@ async function start(opts: DemoStackOptions, closers: (() => Promise<void>)[], c
 
   const rps = opts.loadRps ?? scenario.loadRps;
   if (rps > 0) {
-    const running = startLoad({ url: proxy.url, rps, maxInFlight: scenario.maxInFlight, ...(opts.lora ? { adapters: DEMO_LORA_LOAD } : {}) });
+    const running = startLoad({ url: proxy.url, rps, maxInFlight: scenario.maxInFlight, ...(clock ? { timers: clock, nowMs: () => clock.now() } : {}), ...(opts.lora ? { adapters: DEMO_LORA_LOAD } : {}) });
     load = running;
     closers.push(() => running.stop());
   }

@@ -8,7 +8,7 @@
 // trace of its own. Spans leave in batches over OTLP/HTTP JSON, as the SDK's BatchSpanProcessor
 // sends them (at a size or an interval, whichever comes first).
 import { randomBytes } from "node:crypto";
-import type { RequestTimings } from "./engine.js";
+import { realClock, type EngineClock, type RequestTimings } from "./engine.js";
 
 /** What one finished request contributes to its span. */
 export interface VllmRequestSpanInput {
@@ -98,12 +98,14 @@ export interface VllmSpanExporterOptions {
   flushIntervalMs?: number;
   /** Spans held at most; past it new spans are dropped and counted, as the SDK's max_queue_size does. */
   maxQueued?: number;
+  /** The flush timer, default the global one (a simulated stack passes its clock). */
+  timers?: EngineClock;
 }
 
 /** Batches spans and posts them; a failed export is dropped (the SDK does not retry a batch). */
 export class VllmSpanExporter {
   private queue: OtlpJsonSpan[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private inflight: Promise<void> = Promise.resolve();
   private closed = false;
   /** Spans sent, and spans lost (queue full or a failed export). */
@@ -119,12 +121,12 @@ export class VllmSpanExporter {
     }
     this.queue.push(span);
     if (this.queue.length >= (this.opts.batchSize ?? 32)) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), this.opts.flushIntervalMs ?? 500);
+    else this.timer ??= (this.opts.timers ?? realClock).setTimeout(() => void this.flush(), this.opts.flushIntervalMs ?? 500);
   }
 
   /** Sends what is queued; resolves when every send so far is done. */
   flush(): Promise<void> {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) (this.opts.timers ?? realClock).clearTimeout(this.timer);
     this.timer = undefined;
     const batch = this.queue;
     this.queue = [];

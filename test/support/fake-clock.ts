@@ -1,8 +1,10 @@
 // A manual clock for the remote-write and scrape loops: `sleep` registers a timer that fires only
-// when the test advances time, so no test waits on real time for retries or deadlines.
+// when the test advances time, so no test waits on real time for retries or deadlines. Callback
+// timers and nanosecond readings let the simulated engine, the proxy's ticks and the load run on the
+// same time (the soak bench drives a whole stack on it).
 import type { Clock } from "../../control-plane/src/remote-write/retry.js";
 
-interface Timer { at: number; resolve: () => void; signal: AbortSignal | undefined; onAbort: () => void }
+interface Timer { at: number; resolve: () => void; signal: AbortSignal | undefined; onAbort: () => void; id: number }
 
 /**
  * Time stands still until `advance`. `now` is the wall clock, `monotonicMs` the monotonic one;
@@ -14,11 +16,15 @@ export class FakeClock implements Clock {
   /** Wall minus monotonic: changed only by `stepWall`. */
   private wallOffsetMs = 0;
   private timers: Timer[] = [];
-  /** Every sleep duration requested, in order (to assert backoff and Retry-After exactly). */
+  /** Every sleep duration requested, in order (to assert backoff and Retry-After exactly); empty when not recorded. */
   readonly sleeps: number[] = [];
+  private readonly recordSleeps: boolean;
+  private nextId = 0;
 
-  constructor(startMs = 1_800_000_000_000) {
+  /** `recordSleeps: false` for long runs, where the list would grow with time. */
+  constructor(startMs = 1_800_000_000_000, options: { recordSleeps?: boolean } = {}) {
     this.t = startMs;
+    this.recordSleeps = options.recordSleeps ?? true;
   }
 
   now(): number {
@@ -34,14 +40,52 @@ export class FakeClock implements Clock {
     this.wallOffsetMs += ms;
   }
 
+  /** Wall and monotonic time in ns (a proxy-wasm host's clock, test/host/clock.ts). */
+  realtimeNs(): bigint {
+    return BigInt(this.now()) * 1_000_000n;
+  }
+
+  monotonicNs(): bigint {
+    return BigInt(this.t) * 1_000_000n;
+  }
+
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    this.sleeps.push(ms);
+    if (this.recordSleeps) this.sleeps.push(ms);
     return new Promise<void>((resolve) => {
       if (signal?.aborted) return resolve();
-      const timer: Timer = { at: this.t + ms, resolve, signal, onAbort: () => this.fire(timer) };
+      const timer: Timer = { at: this.t + ms, resolve, signal, onAbort: () => this.fire(timer), id: ++this.nextId };
       signal?.addEventListener("abort", timer.onAbort, { once: true });
       this.timers.push(timer);
     });
+  }
+
+  /** Runs `fn` once `ms` of this clock's time have passed (an engine's or a load's timer); the handle cancels it. */
+  setTimeout(fn: () => void, ms: number): number {
+    const timer: Timer = { at: this.t + Math.max(0, ms), resolve: fn, signal: undefined, onAbort: () => undefined, id: ++this.nextId };
+    this.timers.push(timer);
+    return timer.id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    const i = this.timers.findIndex((t) => t.id === handle);
+    if (i >= 0) this.timers.splice(i, 1);
+  }
+
+  /** Runs `fn` every `ms` (a proxy's tick) until cleared; the handle stays the same across repeats. */
+  setInterval(fn: () => void, ms: number): number {
+    const period = Math.max(1, ms);
+    const timer: Timer = { at: this.t + period, resolve: () => undefined, signal: undefined, onAbort: () => undefined, id: ++this.nextId };
+    timer.resolve = () => {
+      timer.at = this.t + period;
+      this.timers.push(timer);
+      fn();
+    };
+    this.timers.push(timer);
+    return timer.id;
+  }
+
+  clearInterval(handle: unknown): void {
+    this.clearTimeout(handle);
   }
 
   private fire(timer: Timer): void {
@@ -62,7 +106,7 @@ export class FakeClock implements Clock {
     const end = this.t + ms;
     for (;;) {
       await settle();
-      const due = this.timers.filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
+      const due = this.timers.filter((x) => x.at <= end).sort((a, b) => a.at - b.at || a.id - b.id)[0];
       if (!due) break;
       this.t = Math.max(this.t, due.at);
       this.fire(due);
