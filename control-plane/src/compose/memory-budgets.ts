@@ -79,11 +79,14 @@ export function memoryBudgets(parts: BudgetedParts): MemoryBudget[] {
     });
     for (const target of pipeline.writer.targets) {
       const c = target.config;
-      const records = Math.ceil(c.maxQueueBytes / MIN_RECORD_BYTES);
+      // The records the queue may index: maxQueueRecords, or fewer when maxQueueBytes fills with the
+      // smallest records first; plus the share of one segment the bound is enforced within.
+      const byBytes = Math.ceil(c.maxQueueBytes / MIN_RECORD_BYTES);
+      const records = Math.min(byBytes, c.maxQueueRecords + Math.max(1, Math.floor((c.maxQueueRecords * c.segmentBytes) / c.maxQueueBytes)));
       out.push({
         part: `remoteWrite.${c.name}.queueIndex`,
         bytes: records * RECORD_INDEX_BYTES,
-        from: `maxQueueBytes ${formatBytes(c.maxQueueBytes)} / ${MIN_RECORD_BYTES} B (the smallest record) x ${RECORD_INDEX_BYTES} B an index entry`,
+        from: `${count(records)} records (maxQueueRecords ${count(c.maxQueueRecords)} and a segment's share, or maxQueueBytes ${formatBytes(c.maxQueueBytes)} of ${MIN_RECORD_BYTES}-byte records, the fewer) x ${RECORD_INDEX_BYTES} B an index entry`,
       });
       // A record the writer appends holds at most as many samples (and their series' definitions).
       const batch = c.maxSamplesPerSend * (NOMINAL_KEY_CHARS + SAMPLE_FRAMING_BYTES);

@@ -49,6 +49,8 @@ export const REMOTE_WRITE_TARGET_DEFAULTS: Omit<RemoteWriteTarget, "name" | "url
   protocol: "1.0",
   headers: {},
   maxQueueBytes: 256 * 1024 * 1024, // hours of a typical control plane's output
+  // 32 MiB of index: 256 MiB of records of 1 KiB (a scrape's batch is several); smaller records hold less.
+  maxQueueRecords: 262_144,
   segmentBytes: 8 * 1024 * 1024,
   maxSamplesPerSend: 2000,
   // Prometheus starts with one shard and grows to max_shards (200) as it falls behind; a fixed few
@@ -211,6 +213,7 @@ export function validatePipelineConfig(c: PipelineConfig): ConfigError[] {
       if (t.protocol !== "1.0" && t.protocol !== "2.0") errors.push({ field: `${f}.protocol`, reason: `must be "1.0" or "2.0", got ${JSON.stringify(t.protocol) ?? String(t.protocol)}` });
       if (object(errors, `${f}.headers`, t.headers)) for (const [h, v] of Object.entries(t.headers)) string(errors, `${f}.headers.${h}`, v, true);
       positiveInt(errors, `${f}.maxQueueBytes`, t.maxQueueBytes, 1024);
+      positiveInt(errors, `${f}.maxQueueRecords`, t.maxQueueRecords, 16);
       positiveInt(errors, `${f}.segmentBytes`, t.segmentBytes, 1024);
       if (typeof t.segmentBytes === "number" && typeof t.maxQueueBytes === "number" && t.segmentBytes > t.maxQueueBytes) errors.push({ field: `${f}.segmentBytes`, reason: `must not exceed maxQueueBytes (${t.maxQueueBytes}), got ${t.segmentBytes}` });
       positiveInt(errors, `${f}.maxSamplesPerSend`, t.maxSamplesPerSend);

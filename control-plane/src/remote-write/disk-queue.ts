@@ -86,6 +86,12 @@ export interface DiskQueueOptions {
   dir: string;
   /** Upper bound of all segment bytes; past it the oldest segment is dropped (and counted). */
   maxBytes: number;
+  /**
+   * Upper bound of the records indexed in memory (one entry of RECORD_INDEX_BYTES each), enforced
+   * as maxBytes is: past it the oldest segment is dropped (and counted), and a segment is cut at
+   * its share of it, so the bound holds within one segment's share. Default: maxBytes alone.
+   */
+  maxRecords?: number;
   /** Size at which the writer starts a new segment. */
   segmentBytes: number;
   /** "segment" (default): fsync each finished segment; "always": each append and commit; "never": tests of throughput only. */
@@ -193,8 +199,13 @@ export class DiskQueue {
   appendedBytes = 0;
   appendedSamples = 0;
   readonly recovery: RecoveryReport;
+  /** opts.maxRecords (Infinity: none), and a segment's share of it (the share of maxBytes segmentBytes is). */
+  private readonly maxRecords: number;
+  private readonly segmentRecords: number;
 
   constructor(private readonly opts: DiskQueueOptions) {
+    this.maxRecords = opts.maxRecords ?? Infinity;
+    this.segmentRecords = Math.max(1, Math.floor((this.maxRecords * opts.segmentBytes) / opts.maxBytes));
     this.now = opts.now ?? Date.now;
     this.files = opts.fs ?? nodeFileSystem;
     makeDirectoryDurable(this.files, opts.dir, opts.fsync !== "never");
@@ -379,7 +390,7 @@ export class DiskQueue {
    */
   prepare(bytes: number): number {
     const active = this.segments[this.segments.length - 1]!;
-    if (this.activeBroken || (active.bytes > 0 && active.bytes + RECORD_HEADER_BYTES + bytes > this.opts.segmentBytes)) this.roll();
+    if (this.activeBroken || (active.bytes > 0 && (active.bytes + RECORD_HEADER_BYTES + bytes > this.opts.segmentBytes || active.records.length >= this.segmentRecords))) this.roll();
     return this.segments[this.segments.length - 1]!.id;
   }
 
@@ -478,7 +489,7 @@ export class DiskQueue {
   }
 
   private enforceBound(): void {
-    while (this.segments.length > 1 && this.bytes > this.opts.maxBytes) {
+    while (this.segments.length > 1 && (this.bytes > this.opts.maxBytes || this.records > this.maxRecords)) {
       const oldest = this.segments[0]!;
       const head = this.segments[1]!;
       const before = this.committed;

@@ -26,6 +26,8 @@ export interface RemoteWriteTargetConfig {
   /** Folder of this target's on-disk queue. */
   queueDir: string;
   maxQueueBytes: number;
+  /** Records the queue indexes in memory at most (each RECORD_INDEX_BYTES); past it, as past maxQueueBytes, the oldest segment goes. */
+  maxQueueRecords: number;
   segmentBytes: number;
   maxSamplesPerSend: number;
   /** Requests sent at once, samples spread over them by series (Prometheus's shards). */
@@ -94,6 +96,7 @@ export class TargetQueue {
     return new DiskQueue({
       dir: config.queueDir,
       maxBytes: config.maxQueueBytes,
+      maxRecords: config.maxQueueRecords,
       segmentBytes: config.segmentBytes,
       fsync: deps.fsync ?? "segment",
       now: () => deps.clock.now(),

@@ -57,8 +57,11 @@ test("with the pipeline, the dashboard and the span receiver: every part, each f
     assert.equal(parts.get("pipeline.joinWindows")!.bytes, 20_000 * windowSeriesBytes(NOMINAL_KEY_CHARS, 122));
     assert.equal(parts.get("pipeline.joinWindows")!.bytes, pipeline.joiner.windowBudget.maxBytes, "what the join enforces");
     assert.match(parts.get("pipeline.joinWindows")!.from, /122 points: join\.rateWindowMs 600000 at the shortest scrape interval, 5000 ms/);
-    assert.equal(parts.get("remoteWrite.prom.queueIndex")!.bytes, Math.ceil((64 << 20) / MIN_RECORD_BYTES) * RECORD_INDEX_BYTES);
-    assert.equal(parts.get("remoteWrite.mimir.queueIndex")!.bytes, Math.ceil((256 << 20) / MIN_RECORD_BYTES) * RECORD_INDEX_BYTES);
+    // maxQueueRecords (262,144 by default) and a segment's share of it (8 MiB of 64 MiB: an eighth;
+    // of 256 MiB: a 32nd), fewer than maxQueueBytes would hold of the smallest records.
+    assert.ok(Math.ceil((64 << 20) / MIN_RECORD_BYTES) > 262_144 + 32_768);
+    assert.equal(parts.get("remoteWrite.prom.queueIndex")!.bytes, (262_144 + 32_768) * RECORD_INDEX_BYTES);
+    assert.equal(parts.get("remoteWrite.mimir.queueIndex")!.bytes, (262_144 + 8_192) * RECORD_INDEX_BYTES);
     const perSample = NOMINAL_KEY_CHARS + SAMPLE_FRAMING_BYTES;
     assert.equal(parts.get("remoteWrite.prom.requests")!.bytes, 2 * (256 * 1024 + 200 * perSample) + 2 * 200 * perSample, "a shard's buffer stays at its first 256 KiB while a batch fits in half of it");
     assert.equal(parts.get("remoteWrite.mimir.requests")!.bytes, 4 * 3 * 2000 * perSample + 2 * 2000 * perSample);

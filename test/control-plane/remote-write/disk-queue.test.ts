@@ -243,6 +243,19 @@ describe("durable disk queue", () => {
     rmSync(dir, { recursive: true });
   });
 
+  it("stays within its record bound too (the index in memory), cutting segments at their share of it and dropping the oldest", () => {
+    const dir = tmp();
+    // Bytes to spare; a segment is a quarter of maxBytes, so its share of 8 records is 2.
+    const q = new DiskQueue({ dir, maxBytes: 1 << 20, segmentBytes: 1 << 18, maxRecords: 8 });
+    for (let i = 1; i <= 9; i++) q.append(rec(i), 3, i);
+    assert.equal(q.records, 7, "segments [1,2] [3,4] [5,6] [7,8] [9]: the first went when the ninth record made 9 > 8");
+    assert.equal(q.droppedRecords, 2);
+    assert.equal(q.droppedSamples, 6);
+    assert.deepEqual(q.read(100).map((r) => r.payload[0]), [3, 4, 5, 6, 7, 8, 9]);
+    q.close();
+    rmSync(dir, { recursive: true });
+  });
+
   it("knows the newest sample time it holds across segments, after a reopen, and once the segment holding it is dropped", () => {
     const dir = tmp();
     const open = (): DiskQueue => new DiskQueue({ dir, maxBytes: 4 * RECORD, segmentBytes: 2 * RECORD });

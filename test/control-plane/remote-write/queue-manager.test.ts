@@ -30,7 +30,7 @@ class RecordingTransport implements Transport {
 function target(dir: string, over: Partial<RemoteWriteTargetConfig> = {}): RemoteWriteTargetConfig {
   return {
     name: "t1", url: "http://unused.invalid/api/v1/write", protocol: "1.0", headers: {}, queueDir: join(dir, over.name ?? "t1"),
-    maxQueueBytes: 1 << 20, segmentBytes: 1 << 16, maxSamplesPerSend: 4, shards: 1, batchSendDeadlineMs: 5000,
+    maxQueueBytes: 1 << 20, maxQueueRecords: 1 << 20, segmentBytes: 1 << 16, maxSamplesPerSend: 4, shards: 1, batchSendDeadlineMs: 5000,
     minBackoffMs: 30, maxBackoffMs: 5000, maxRetryAfterMs: 60_000, remoteTimeoutMs: 1000, flushOnStopMs: 1000, ...over,
   };
 }

@@ -58,7 +58,7 @@ describe("compact disk queue", () => {
     }
   }
   const target = (dir: string): RemoteWriteTargetConfig => ({
-    name: "t", url: "http://unused.invalid/", protocol: "1.0", headers: {}, queueDir: dir, maxQueueBytes: 1 << 20, segmentBytes: 1 << 16,
+    name: "t", url: "http://unused.invalid/", protocol: "1.0", headers: {}, queueDir: dir, maxQueueBytes: 1 << 20, maxQueueRecords: 1 << 20, segmentBytes: 1 << 16,
     maxSamplesPerSend: 2, shards: 1, batchSendDeadlineMs: 1, minBackoffMs: 10, maxBackoffMs: 10, maxRetryAfterMs: 10, remoteTimeoutMs: 1000, flushOnStopMs: 0,
   });
 

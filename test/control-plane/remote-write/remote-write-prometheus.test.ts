@@ -30,7 +30,7 @@ const tmp = (): string => {
 
 function target(url: string, over: Partial<RemoteWriteTargetConfig> = {}): RemoteWriteTargetConfig {
   return {
-    name: "prom", url, protocol: "1.0", headers: {}, queueDir: tmp(), maxQueueBytes: 64 << 20, segmentBytes: 1 << 20,
+    name: "prom", url, protocol: "1.0", headers: {}, queueDir: tmp(), maxQueueBytes: 64 << 20, maxQueueRecords: 1 << 20, segmentBytes: 1 << 20,
     maxSamplesPerSend: 500, shards: 2, batchSendDeadlineMs: 20, minBackoffMs: 50, maxBackoffMs: 1000, maxRetryAfterMs: 5000,
     remoteTimeoutMs: 5000, flushOnStopMs: 2000, ...over,
   };

@@ -11,7 +11,7 @@ const [mode, queueDir, url, records, perRecord, t0] = process.argv.slice(2);
 const maxSamplesPerSend = Number(perRecord ?? 200);
 const writer = new RemoteWriter(
   [{
-    name: "child", url: url!, protocol: "1.0", headers: {}, queueDir: queueDir!, maxQueueBytes: 64 << 20, segmentBytes: 64 << 10,
+    name: "child", url: url!, protocol: "1.0", headers: {}, queueDir: queueDir!, maxQueueBytes: 64 << 20, maxQueueRecords: 1 << 20, segmentBytes: 64 << 10,
     maxSamplesPerSend, shards: 1, batchSendDeadlineMs: 10, minBackoffMs: 20, maxBackoffMs: 200, maxRetryAfterMs: 1000, remoteTimeoutMs: 5000, flushOnStopMs: 100,
   }],
   { clock: systemClock, metrics: createRemoteWriteMetrics(new Registry()) },
