@@ -13,12 +13,13 @@ import { createMetrics } from "./api/metrics.js";
 import { wireAdaptiveSampling } from "./compose/adaptive.js";
 import { alertsOption, dashboardLine, dashboardOption, dashboardSeries, sloOption } from "./compose/dashboard.js";
 import { openEmbeddedPolicies } from "./compose/embedded.js";
-import { memoryBudgetLine, memoryBudgets } from "./compose/memory-budgets.js";
+import { memoryBudgetLine, memoryBudgets, memoryLimitWarning } from "./compose/memory-budgets.js";
 import { openClusterPolicies, startClusterControl, type ClusterControl } from "./compose/kubernetes.js";
 import { enabledPipelineConfig, startPipelinePart } from "./compose/pipeline.js";
 import { runtimeOf, stdoutLog, type ControlPlaneOptions } from "./compose/runtime.js";
 import { startFilterListener } from "./compose/filters.js";
 import { tracesPart, tracesStatus } from "./compose/traces.js";
+import { cgroupMemoryLimit } from "./traces/memory-budget.js";
 import { loadConfig, type Config } from "./config.js";
 import type { KubernetesSync } from "./k8s/sync.js";
 import type { PolicyHistory } from "./k8s/history.js";
@@ -142,7 +143,10 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   log({ msg: "listening", url, filters: filters.url, filtersAuth: config.filters.auth, mode: config.store.mode, version: manifest.version });
   log(dashboardLine(url, pipeline !== undefined, dashboard.maxBytes, tracesStatus(traces, filters.url)));
   // What every part may hold over time (the dashboard is fed only by the pipeline).
-  log(memoryBudgetLine(memoryBudgets({ ...(pipeline === undefined ? {} : { pipeline, dashboard }), ...(traces === undefined ? {} : { traces: traces.api.store }) })));
+  const budgets = memoryBudgets({ ...(pipelineConfig === undefined ? {} : { pipeline: pipelineConfig, dashboard }), ...(traces === undefined ? {} : { traces: traces.api.store }) });
+  log(memoryBudgetLine(budgets));
+  const overLimit = memoryLimitWarning(budgets, cgroupMemoryLimit());
+  if (overLimit !== undefined) log(overLimit);
 
   const running = control;
   return {

@@ -11,6 +11,10 @@ import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { envOverrides, loadConfig, type Config } from "../../control-plane/src/config.js";
+import { memoryBudgets, memoryLimitWarning } from "../../control-plane/src/compose/memory-budgets.js";
+import { enabledPipelineConfig } from "../../control-plane/src/compose/pipeline.js";
+import { DashboardSeries } from "../../control-plane/src/dashboard/series.js";
+import { defaultBudgetBytes } from "../../control-plane/src/traces/memory-budget.js";
 import { pipelineConfigOf } from "../../control-plane/src/pipeline/config.js";
 import type { Policy } from "../../control-plane/src/policy/model.js";
 import { desiredWasmPlugin, managedByLabel, wasmPluginGroup, wasmPluginPlural, wasmPluginVersion } from "../../control-plane/src/k8s/wasmplugin.js";
@@ -400,6 +404,27 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
     assert.equal(result.config.pipeline.enabled, true);
     // Control: the loader does refuse a bad file.
     assert.equal(deployedConfig(() => "listen:\n  prot: 8080\n").ok, false);
+  });
+
+  it("the memory budgets of the shipped config fit the StatefulSet's memory limit, with the heap the process starts with on top", () => {
+    const result = deployedConfig();
+    assert.ok(result.ok);
+    const limit = /^(\d+)Mi$/.exec(container.resources.limits.memory as string);
+    assert.ok(limit, `limits.memory ${container.resources.limits.memory} in Mi`);
+    const limitBytes = Number(limit[1]) * 1024 * 1024;
+    const pipeline = enabledPipelineConfig(result.config.pipeline);
+    assert.ok(pipeline);
+    const traces = result.config.traces;
+    const budgets = memoryBudgets({
+      pipeline,
+      dashboard: new DashboardSeries(),
+      ...(traces.enabled ? { traces: { maxBytes: traces.maxBytes > 0 ? traces.maxBytes : defaultBudgetBytes(traces.memoryFraction, limitBytes) } } : {}),
+    });
+    const total = budgets.reduce((n, b) => n + b.bytes, 0);
+    // What `node` holds before any part does (the control plane's modules, Express, the Kubernetes client): about 50 MiB measured in the soak bench.
+    const startHeapBytes = 64 * 1024 * 1024;
+    assert.ok(total + startHeapBytes <= limitBytes, `budgets ${(total / 2 ** 20).toFixed(0)} MiB + ${startHeapBytes / 2 ** 20} MiB at start over ${limitBytes / 2 ** 20} MiB: ${budgets.map((b) => `${b.part} ${(b.bytes / 2 ** 20).toFixed(1)}`).join(", ")}`);
+    assert.equal(memoryLimitWarning(budgets, limitBytes), undefined, "so the control plane starts without the over-limit warning");
   });
 
   it("the WasmPlugins the control plane creates with this config are valid and pin the same module as the base one", () => {

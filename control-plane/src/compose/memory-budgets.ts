@@ -6,7 +6,8 @@
 import type { DashboardSeries } from "../dashboard/series.js";
 import { windowPoints } from "../join/joiner.js";
 import { DEFAULT_MAX_KEYS, REMEMBERED_RECORD_BYTES } from "../log-limit.js";
-import { shortestIntervalMs, type RunningPipeline } from "../pipeline/index.js";
+import { joinWindowBytes, shortestIntervalMs, type PipelineConfig } from "../pipeline/index.js";
+import { seriesGateBytes } from "../pipeline/series-gate.js";
 import { windowSeriesBytes } from "../promql/series-window.js";
 import { MIN_RECORD_BYTES, RECORD_INDEX_BYTES } from "../remote-write/disk-queue.js";
 import { NOMINAL_KEY_CHARS, seriesBytes } from "../remote-write/series-registry.js";
@@ -20,11 +21,12 @@ export interface MemoryBudget {
   from: string;
 }
 
-/** The live parts a composition holds (main.ts's, or a test stack's); absent parts have no budget. */
+/** The parts a composition holds (main.ts's, or a test stack's); absent parts have no budget. */
 export interface BudgetedParts {
   dashboard?: DashboardSeries;
-  traces?: TraceStore;
-  pipeline?: RunningPipeline;
+  traces?: Pick<TraceStore, "maxBytes">;
+  /** The pipeline's configuration (defaults applied): its budgets follow from it alone. */
+  pipeline?: PipelineConfig;
   /** Distinct records the log's repeat limiter remembers (default: its own default). */
   logKeys?: number;
 }
@@ -63,22 +65,21 @@ export function memoryBudgets(parts: BudgetedParts): MemoryBudget[] {
   const out: MemoryBudget[] = [];
   const pipeline = parts.pipeline;
   if (pipeline !== undefined) {
-    const { join } = pipeline.config;
-    const queues = pipeline.writer.targets.length;
+    const { join } = pipeline;
+    const queues = pipeline.remoteWrite.targets.length;
     out.push({
       part: "pipeline.series",
-      bytes: pipeline.gate.maxBytes,
+      bytes: seriesGateBytes(join.maxSeries, queues),
       from: `join.maxSeries ${count(join.maxSeries)} x ${each(seriesBytes(NOMINAL_KEY_CHARS, NOMINAL_KEY_CHARS, queues))} (${NOMINAL_KEY_CHARS} characters of labels, ${queues} remote-write queue${queues === 1 ? "" : "s"})`,
     });
-    const minIntervalMs = shortestIntervalMs(pipeline.config);
+    const minIntervalMs = shortestIntervalMs(pipeline);
     const points = windowPoints(join.rateWindowMs, minIntervalMs);
     out.push({
       part: "pipeline.joinWindows",
-      bytes: pipeline.joiner.windowBudget.maxBytes,
+      bytes: joinWindowBytes(pipeline),
       from: `join.maxSeries ${count(join.maxSeries)} x ${each(windowSeriesBytes(NOMINAL_KEY_CHARS, points))} (${points} points: join.rateWindowMs ${join.rateWindowMs} at the shortest scrape interval, ${minIntervalMs} ms)`,
     });
-    for (const target of pipeline.writer.targets) {
-      const c = target.config;
+    for (const c of pipeline.remoteWrite.targets) {
       // The records the queue may index: maxQueueRecords, or fewer when maxQueueBytes fills with the
       // smallest records first; plus the share of one segment the bound is enforced within.
       const byBytes = Math.ceil(c.maxQueueBytes / MIN_RECORD_BYTES);
@@ -111,6 +112,18 @@ export function memoryBudgets(parts: BudgetedParts): MemoryBudget[] {
   const logKeys = parts.logKeys ?? DEFAULT_MAX_KEYS;
   out.push({ part: "log.repeats", bytes: logKeys * REMEMBERED_RECORD_BYTES, from: `${logKeys} records remembered x ${each(REMEMBERED_RECORD_BYTES)}` });
   return out;
+}
+
+/**
+ * A warning when the budgets together exceed the container's memory limit (cgroup; undefined: none
+ * known): the process could be killed for memory before any part reaches its bound. The heap the
+ * process starts with (about 50 MiB) comes on top.
+ */
+export function memoryLimitWarning(budgets: readonly MemoryBudget[], limitBytes: number | undefined): object | undefined {
+  const totalBytes = budgets.reduce((n, b) => n + b.bytes, 0);
+  if (limitBytes === undefined || totalBytes <= limitBytes) return undefined;
+  const largest = [...budgets].sort((a, b) => b.bytes - a.bytes).slice(0, 3).map((b) => `${b.part} ${formatBytes(b.bytes)} (${b.from})`);
+  return { level: "warn", msg: `memory budgets total ${formatBytes(totalBytes)}, over the container's memory limit of ${formatBytes(limitBytes)}: lower the largest or raise the limit`, totalBytes, limitBytes, largest };
 }
 
 /** The start-up log record: the total, each part's budget and what it comes from, and what is not budgeted. */

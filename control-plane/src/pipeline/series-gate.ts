@@ -27,6 +27,11 @@ interface Report {
 }
 
 const SEPARATOR = SERIES_KEY_SEPARATOR.charCodeAt(0);
+/** What `maxSeries` live series may cost together behind `queues` remote-write queues: each budgeted at NOMINAL_KEY_CHARS characters of labels. */
+export function seriesGateBytes(maxSeries: number, queues: number): number {
+  return maxSeries * seriesBytes(NOMINAL_KEY_CHARS, NOMINAL_KEY_CHARS, queues);
+}
+
 /** Distinct label layouts shared (each a few dozen bytes). */
 const MAX_LAYOUTS = 1024;
 
@@ -59,7 +64,7 @@ export class SeriesGate {
   readonly maxBytes: number;
 
   constructor(readonly registry: SeriesRegistry, readonly maxSeries: number, private readonly onDrop: DropCounter = () => undefined) {
-    this.maxBytes = maxSeries * seriesBytes(NOMINAL_KEY_CHARS, NOMINAL_KEY_CHARS, registry.queues);
+    this.maxBytes = seriesGateBytes(maxSeries, registry.queues);
   }
 
   /** Series admitted under the cap. */

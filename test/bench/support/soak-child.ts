@@ -81,7 +81,7 @@ const sample = (minute: number): SoakSample => {
 try {
   gc();
   gc();
-  const start: SoakStart = { budgets: memoryBudgets({ dashboard: stack.dashboard, traces: stack.traces, pipeline: stack.pipeline }), heapUsedBytes: process.memoryUsage().heapUsed };
+  const start: SoakStart = { budgets: memoryBudgets({ dashboard: stack.dashboard, traces: stack.traces, pipeline: stack.pipeline.config }), heapUsedBytes: process.memoryUsage().heapUsed };
   process.stdout.write(`${JSON.stringify(start)}\n`);
   for (let minute = 1; minute <= minutes; minute++) {
     await clock.advance(60_000);

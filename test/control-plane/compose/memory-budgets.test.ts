@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
-import { formatBytes, memoryBudgetLine, memoryBudgets, NOT_BUDGETED, SAMPLE_FRAMING_BYTES, type MemoryBudget } from "../../../control-plane/src/compose/memory-budgets.js";
+import { formatBytes, memoryBudgetLine, memoryBudgets, memoryLimitWarning, NOT_BUDGETED, SAMPLE_FRAMING_BYTES, type MemoryBudget } from "../../../control-plane/src/compose/memory-budgets.js";
 import { DashboardSeries } from "../../../control-plane/src/dashboard/series.js";
 import { windowPoints } from "../../../control-plane/src/join/joiner.js";
 import { DEFAULT_MAX_KEYS, REMEMBERED_RECORD_BYTES } from "../../../control-plane/src/log-limit.js";
@@ -32,7 +32,7 @@ test("with the pipeline, the dashboard and the span receiver: every part, each f
   try {
     const dashboard = new DashboardSeries();
     const traces = new TraceStore(1000, { maxBytes: 8 << 20 });
-    const budgets = memoryBudgets({ pipeline, dashboard, traces });
+    const budgets = memoryBudgets({ pipeline: pipeline.config, dashboard, traces });
     assert.deepEqual(budgets.map((b) => b.part), [
       "pipeline.series",
       "pipeline.joinWindows",
@@ -108,4 +108,20 @@ test("a remote-write sample of NOMINAL_KEY_CHARS characters of labels (16 of the
 
 test("bytes read as people read them", () => {
   assert.deepEqual([formatBytes(640), formatBytes(1536), formatBytes(64 << 20), formatBytes(1_910_653_184)], ["640 B", "1.5 KiB", "64 MiB", "1822.1 MiB"]);
+});
+
+test("a warning when the budgets together exceed the container's memory limit, naming the largest; none under it or without a limit", () => {
+  const budgets = [
+    { part: "a", bytes: 300 << 20, from: "a's setting" },
+    { part: "b", bytes: 200 << 20, from: "b's setting" },
+    { part: "c", bytes: 20 << 20, from: "c's setting" },
+    { part: "d", bytes: 1 << 20, from: "d's setting" },
+  ];
+  const warning = memoryLimitWarning(budgets, 512 << 20) as { level: string; msg: string; totalBytes: number; limitBytes: number; largest: string[] };
+  assert.equal(warning.level, "warn");
+  assert.equal(warning.totalBytes, 521 << 20);
+  assert.match(warning.msg, /memory budgets total 521 MiB, over the container's memory limit of 512 MiB/);
+  assert.deepEqual(warning.largest, ["a 300 MiB (a's setting)", "b 200 MiB (b's setting)", "c 20 MiB (c's setting)"]);
+  assert.equal(memoryLimitWarning(budgets, 521 << 20), undefined, "at the limit: no warning");
+  assert.equal(memoryLimitWarning(budgets, undefined), undefined, "no limit known");
 });
