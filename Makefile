@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
-FILTER_SRC := $(wildcard filter/*.ts filter/*/*.ts) asconfig.json
+FILTER_SRC := $(wildcard filter/*.ts filter/*/*.ts filter/transform/*.mjs) asconfig.json
 TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 
 help: ## list the targets

@@ -51,8 +51,16 @@ export function isLowerHexByte(c: u32): bool {
   return c - 0x30 < 10 || c - 0x61 < 6;
 }
 
+/**
+ * Whether the `n` bytes at `a` and at `b` are the same. Every byte comparison goes through this
+ * one function: memory.compare is inlined where it is written, about 190 bytes of module each time.
+ */
+export function sameBytes(a: usize, b: usize, n: i32): bool {
+  return memory.compare(a, b, n) == 0;
+}
+
 export function equalBytes(a: usize, aLength: i32, b: usize, bLength: i32): bool {
-  return aLength == bLength && memory.compare(a, b, aLength) == 0;
+  return aLength == bLength && sameBytes(a, b, aLength);
 }
 
 export function equalBuffers(a: ArrayBuffer, b: ArrayBuffer): bool {
@@ -61,7 +69,7 @@ export function equalBuffers(a: ArrayBuffer, b: ArrayBuffer): bool {
 
 export function startsWith(ptr: usize, length: i32, prefix: ArrayBuffer): bool {
   const n = prefix.byteLength;
-  return length >= n && memory.compare(ptr, changetype<usize>(prefix), n) == 0;
+  return length >= n && sameBytes(ptr, changetype<usize>(prefix), n);
 }
 
 /** Equal after ASCII lower-casing of `a` (`lowerB` is already lower-case). */

@@ -280,43 +280,112 @@ export function parseConfig(text: string): ConfigResult {
   return result;
 }
 
+// Every check names the field it refuses as `at.key` (the enclosing object's path, then the key;
+// `at` alone for a null key), joined only when a check fails: spelled out field by field, the paths
+// were a string literal each in the module. Only the first rejection is kept, so a reader may go on
+// after one (a field absent or refused yields its fallback) and a section stops at its end when
+// `failed`.
 class Validator {
   error: string = "";
 
-  private reject(field: string, reason: string): bool {
-    if (this.error.length == 0) this.error = field + ": " + reason;
+  get failed(): bool {
+    return this.error.length > 0;
+  }
+
+  /** Rejects `at.key` (`at` alone for a null key, `key` alone at the top level). */
+  private reject(at: string, key: string | null, reason: string): bool {
+    if (this.error.length == 0) this.error = (key === null ? at : at.length == 0 ? key : at + "." + key) + ": " + reason;
     return false;
   }
 
   /** Checks that `obj` is an object whose keys are all in `allowed`. */
-  private objectWithKeys(obj: JsonValue, field: string, allowed: Array<string>): bool {
-    if (obj.kind != JsonKind.Object) return this.reject(field, "must be an object");
+  private objectWithKeys(obj: JsonValue, at: string, allowed: Array<string>): bool {
+    if (obj.kind != JsonKind.Object) return this.reject(at, null, "must be an object");
     for (let i = 0; i < obj.keys.length; i++) {
-      if (!allowed.includes(obj.keys[i])) {
-        return this.reject(field.length == 0 ? obj.keys[i] : field + "." + obj.keys[i], "unknown key");
-      }
+      if (!allowed.includes(obj.keys[i])) return this.reject(at, obj.keys[i], "unknown key");
     }
     return true;
   }
 
-  private rate(v: JsonValue, field: string): bool {
-    if (v.kind != JsonKind.Number || !(v.num >= 0 && v.num <= 1)) return this.reject(field, "must be a number between 0 and 1");
+  /** A number from min to max; `range` says them ("0 and 1"). */
+  private number(v: JsonValue, at: string, key: string | null, min: f64, max: f64, range: string): bool {
+    if (v.kind != JsonKind.Number || !(v.num >= min && v.num <= max)) return this.reject(at, key, "must be a number between " + range);
     return true;
   }
 
-  private str(v: JsonValue, field: string, minLength: i32, maxLength: i32): bool {
-    if (v.kind != JsonKind.String) return this.reject(field, "must be a string");
+  private str(v: JsonValue, at: string, key: string | null, minLength: i32, maxLength: i32): bool {
+    if (v.kind != JsonKind.String) return this.reject(at, key, "must be a string");
     const n = codePointLength(v.str);
     if (n < minLength || n > maxLength) {
-      return this.reject(field, "length must be between " + decimal(minLength) + " and " + decimal(maxLength));
+      return this.reject(at, key, "length must be between " + decimal(minLength) + " and " + decimal(maxLength));
     }
     return true;
   }
 
-  private headerName(v: JsonValue, field: string): bool {
-    if (!this.str(v, field, 1, 128)) return false;
-    if (!isHeaderToken(v.str)) return this.reject(field, "must be a lower-case HTTP header name");
+  private headerName(v: JsonValue, at: string, key: string): bool {
+    if (!this.str(v, at, key, 1, 128)) return false;
+    if (!isHeaderToken(v.str)) return this.reject(at, key, "must be a lower-case HTTP header name");
     return true;
+  }
+
+  private integer(v: JsonValue, at: string, key: string | null, min: i32, max: i32): bool {
+    if (v.kind != JsonKind.Number || v.num != Math.floor(v.num) || v.num < <f64>min || v.num > <f64>max) {
+      return this.reject(at, key, "must be an integer between " + decimal(min) + " and " + decimal(max));
+    }
+    return true;
+  }
+
+  private boolean(v: JsonValue, at: string, key: string): bool {
+    if (v.kind != JsonKind.Bool) return this.reject(at, key, "must be true or false");
+    return true;
+  }
+
+  /** obj[key], rejected when absent. */
+  private required(obj: JsonValue, at: string, key: string): JsonValue | null {
+    const v = obj.get(key);
+    if (v === null) this.reject(at, key, "is required");
+    return v;
+  }
+
+  /** obj[key] as an integer from min to max; `fallback` when absent or refused. */
+  private intOf(obj: JsonValue, at: string, key: string, min: i32, max: i32, fallback: i32): i32 {
+    const v = obj.get(key);
+    return v !== null && this.integer(v, at, key, min, max) ? <i32>v.num : fallback;
+  }
+
+  /** obj[key] as true or false; `fallback` when absent or refused. */
+  private boolOf(obj: JsonValue, at: string, key: string, fallback: bool): bool {
+    const v = obj.get(key);
+    return v !== null && this.boolean(v, at, key) ? v.bool : fallback;
+  }
+
+  /** obj[key] as a string of minLength to maxLength code points; null when absent or refused. */
+  private strOf(obj: JsonValue, at: string, key: string, minLength: i32, maxLength: i32): string | null {
+    const v = obj.get(key);
+    return v !== null && this.str(v, at, key, minLength, maxLength) ? v.str : null;
+  }
+
+  /** obj[key] as a path (starting with /) of at most maxLength code points; null when absent or refused. */
+  private pathOf(obj: JsonValue, at: string, key: string, maxLength: i32): string | null {
+    const path = this.strOf(obj, at, key, 1, maxLength);
+    if (path === null || path.charCodeAt(0) == 0x2f) return path;
+    this.reject(at, key, "must start with /");
+    return null;
+  }
+
+  /** obj[key] as an array of at most maxItems (`noun`: " rules", " entries"); null when absent or refused. */
+  private listOf(obj: JsonValue, at: string, key: string, maxItems: i32, noun: string): Array<JsonValue> | null {
+    const v = obj.get(key);
+    if (v === null) return null;
+    if (v.kind != JsonKind.Array) {
+      this.reject(at, key, "must be an array");
+      return null;
+    }
+    if (v.items.length > maxItems) {
+      this.reject(at, key, "at most " + decimal(maxItems) + noun);
+      return null;
+    }
+    return v.items;
   }
 
   config(root: JsonValue): Config | null {
@@ -332,9 +401,9 @@ class Validator {
       if (!this.objectWithKeys(headers, "headers", ["tokenTraceId"])) return null;
       const name = headers.get("tokenTraceId");
       if (name !== null) {
-        if (!this.headerName(name, "headers.tokenTraceId")) return null;
+        if (!this.headerName(name, "headers", "tokenTraceId")) return null;
         if (isReservedHeader(name.str)) {
-          this.reject("headers.tokenTraceId", "\"" + name.str + "\" is reserved (docs/filter.md, headers.tokenTraceId)");
+          this.reject("headers", "tokenTraceId", "\"" + name.str + "\" is reserved (docs/filter.md, headers.tokenTraceId)");
           return null;
         }
         c.tokenTraceIdHeader = String.UTF8.encode(name.str);
@@ -343,26 +412,11 @@ class Validator {
     const stats = root.get("stats");
     if (stats !== null) {
       if (!this.objectWithKeys(stats, "stats", ["maxRoutes", "maxModels", "maxDestinationPods", "flushIntervalMs"])) return null;
-      const flush = stats.get("flushIntervalMs");
-      if (flush !== null) {
-        if (!this.integer(flush, "stats.flushIntervalMs", 0, 60000)) return null;
-        c.statsFlushIntervalMs = <i32>flush.num;
-      }
-      const maxRoutes = stats.get("maxRoutes");
-      if (maxRoutes !== null) {
-        if (!this.integer(maxRoutes, "stats.maxRoutes", 1, 1024)) return null;
-        c.maxRoutes = <i32>maxRoutes.num;
-      }
-      const maxModels = stats.get("maxModels");
-      if (maxModels !== null) {
-        if (!this.integer(maxModels, "stats.maxModels", 1, 1024)) return null;
-        c.maxModels = <i32>maxModels.num;
-      }
-      const maxDestinationPods = stats.get("maxDestinationPods");
-      if (maxDestinationPods !== null) {
-        if (!this.integer(maxDestinationPods, "stats.maxDestinationPods", 0, 1024)) return null;
-        c.maxDestinationPods = <i32>maxDestinationPods.num;
-      }
+      c.statsFlushIntervalMs = this.intOf(stats, "stats", "flushIntervalMs", 0, 60000, c.statsFlushIntervalMs);
+      c.maxRoutes = this.intOf(stats, "stats", "maxRoutes", 1, 1024, c.maxRoutes);
+      c.maxModels = this.intOf(stats, "stats", "maxModels", 1, 1024, c.maxModels);
+      c.maxDestinationPods = this.intOf(stats, "stats", "maxDestinationPods", 0, 1024, c.maxDestinationPods);
+      if (this.failed) return null;
     }
     const llm = root.get("llm");
     if (llm !== null && !this.llm(llm, c.llm)) return null;
@@ -381,54 +435,44 @@ class Validator {
     return c;
   }
 
-  private integer(v: JsonValue, field: string, min: i32, max: i32): bool {
-    if (v.kind != JsonKind.Number || v.num != Math.floor(v.num) || v.num < <f64>min || v.num > <f64>max) {
-      return this.reject(field, "must be an integer between " + decimal(min) + " and " + decimal(max));
-    }
-    return true;
-  }
-
-  private boolean(v: JsonValue, field: string): bool {
-    if (v.kind != JsonKind.Bool) return this.reject(field, "must be true or false");
-    return true;
-  }
-
   /** Length-class boundaries: 0 to MAX_LENGTH_BOUNDARIES token counts, each 1 to 10,000,000, strictly increasing. */
-  private boundaries(v: JsonValue, field: string): StaticArray<i64> | null {
+  private boundaries(v: JsonValue, at: string, key: string): StaticArray<i64> | null {
     if (v.kind != JsonKind.Array || v.items.length > MAX_LENGTH_BOUNDARIES) {
-      this.reject(field, "must be an array of at most " + decimal(MAX_LENGTH_BOUNDARIES) + " token counts");
+      this.reject(at, key, "must be an array of at most " + decimal(MAX_LENGTH_BOUNDARIES) + " token counts");
       return null;
     }
     const out = new StaticArray<i64>(v.items.length);
     for (let i = 0; i < v.items.length; i++) {
-      const name = field + "[" + decimal(i) + "]";
-      if (!this.integer(v.items[i], name, 1, 10000000)) return null;
+      const name = itemPath(at, key, i);
+      if (!this.integer(v.items[i], name, null, 1, 10000000)) return null;
       out[i] = <i64>v.items[i].num;
       if (i > 0 && out[i] <= out[i - 1]) {
-        this.reject(name, "must exceed the boundary before it");
+        this.reject(name, null, "must exceed the boundary before it");
         return null;
       }
     }
     return out;
   }
 
-  /** An array of `minItems` to 16 strings, each checked by `str`; returns their UTF-8 bytes. */
-  private stringList(v: JsonValue, field: string, maxLength: i32, mustStartWithSlash: bool, minItems: i32): Array<ArrayBuffer> | null {
+  /** obj[key]: an array of `minItems` to 16 strings, each checked by `str`; their UTF-8 bytes, or null when absent or refused. */
+  private stringList(obj: JsonValue, at: string, key: string, maxLength: i32, mustStartWithSlash: bool, minItems: i32): Array<ArrayBuffer> | null {
+    const v = obj.get(key);
+    if (v === null) return null;
     if (v.kind != JsonKind.Array) {
-      this.reject(field, "must be an array");
+      this.reject(at, key, "must be an array");
       return null;
     }
     if (v.items.length < minItems || v.items.length > 16) {
-      this.reject(field, "must have between " + decimal(minItems) + " and 16 items");
+      this.reject(at, key, "must have between " + decimal(minItems) + " and 16 items");
       return null;
     }
     const out = new Array<ArrayBuffer>();
     for (let i = 0; i < v.items.length; i++) {
       const item = v.items[i];
-      const name = field + "[" + decimal(i) + "]";
-      if (!this.str(item, name, 1, maxLength)) return null;
+      const name = itemPath(at, key, i);
+      if (!this.str(item, name, null, 1, maxLength)) return null;
       if (mustStartWithSlash && item.str.charCodeAt(0) != 0x2f) {
-        this.reject(name, "must start with /");
+        this.reject(name, null, "must start with /");
         return null;
       }
       out.push(String.UTF8.encode(mustStartWithSlash ? item.str : asciiLowerCase(item.str)));
@@ -437,164 +481,97 @@ class Validator {
   }
 
   private policySource(v: JsonValue): PolicySourceConfig | null {
-    if (!this.objectWithKeys(v, "policySource", ["cluster", "authority", "workload", "labels", "intervalMs", "timeoutMs"])) return null;
+    const at = "policySource";
+    if (!this.objectWithKeys(v, at, ["cluster", "authority", "workload", "labels", "intervalMs", "timeoutMs"])) return null;
     const ps = new PolicySourceConfig();
-    const cluster = v.get("cluster");
-    if (cluster === null) {
-      this.reject("policySource.cluster", "is required");
-      return null;
-    }
-    if (!this.str(cluster, "policySource.cluster", 1, 256)) return null;
+    const cluster = this.required(v, at, "cluster");
+    if (cluster === null || !this.str(cluster, at, "cluster", 1, 256)) return null;
     ps.cluster = String.UTF8.encode(cluster.str);
     ps.authority = ps.cluster;
-    const authority = v.get("authority");
-    if (authority !== null) {
-      if (!this.str(authority, "policySource.authority", 1, 256)) return null;
-      ps.authority = String.UTF8.encode(authority.str);
-    }
-    const workload = v.get("workload");
-    if (workload === null) {
-      this.reject("policySource.workload", "is required");
-      return null;
-    }
-    if (!this.str(workload, "policySource.workload", 3, 317)) return null;
+    const authority = this.strOf(v, at, "authority", 1, 256);
+    if (authority !== null) ps.authority = String.UTF8.encode(authority);
+    if (this.failed) return null;
+    const workload = this.required(v, at, "workload");
+    if (workload === null || !this.str(workload, at, "workload", 3, 317)) return null;
     if (!isWorkloadId(workload.str)) {
-      this.reject("policySource.workload", "must be <namespace>.<name> in lower-case DNS characters");
+      this.reject(at, "workload", "must be <namespace>.<name> in lower-case DNS characters");
       return null;
     }
     ps.workload = workload.str;
     const labels = v.get("labels");
     if (labels !== null) {
-      if (!this.objectWithKeys(labels, "policySource.labels", labels.keys)) return null;
+      const labelsAt = memberPath(at, "labels");
+      if (!this.objectWithKeys(labels, labelsAt, labels.keys)) return null;
       if (labels.keys.length > 32) {
-        this.reject("policySource.labels", "at most 32 labels");
+        this.reject(labelsAt, null, "at most 32 labels");
         return null;
       }
       let text = "";
       for (let i = 0; i < labels.keys.length; i++) {
-        const field = "policySource.labels." + labels.keys[i];
-        if (!isLabelText(labels.keys[i], 1) || !this.str(labels.values[i], field, 0, 63) || !isLabelText(labels.values[i].str, 0)) {
-          this.reject(field, "keys and values must be Kubernetes label text");
+        const key = labels.keys[i];
+        if (!isLabelText(key, 1) || !this.str(labels.values[i], labelsAt, key, 0, 63) || !isLabelText(labels.values[i].str, 0)) {
+          this.reject(labelsAt, key, "keys and values must be Kubernetes label text");
           return null;
         }
-        text += (i > 0 ? "," : "") + labels.keys[i] + "=" + labels.values[i].str;
+        text += (i > 0 ? "," : "") + key + "=" + labels.values[i].str;
       }
       ps.labels = text;
     }
-    const interval = v.get("intervalMs");
-    if (interval !== null) {
-      if (!this.integer(interval, "policySource.intervalMs", 1000, 3600000)) return null;
-      ps.intervalMs = <i32>interval.num;
-    }
-    const timeout = v.get("timeoutMs");
-    if (timeout !== null) {
-      if (!this.integer(timeout, "policySource.timeoutMs", 100, 60000)) return null;
-      ps.timeoutMs = <i32>timeout.num;
-    }
-    return ps;
+    ps.intervalMs = this.intOf(v, at, "intervalMs", 1000, 3600000, ps.intervalMs);
+    ps.timeoutMs = this.intOf(v, at, "timeoutMs", 100, 60000, ps.timeoutMs);
+    return this.failed ? null : ps;
   }
 
   private spans(v: JsonValue): SpanConfig | null {
+    const at = "spans";
     const keys = ["cluster", "path", "authority", "serviceName", "providerName", "batchSize", "maxBufferedSpans", "flushIntervalMs", "timeoutMs", "keep", "content"];
-    if (!this.objectWithKeys(v, "spans", keys)) return null;
+    if (!this.objectWithKeys(v, at, keys)) return null;
     const sc = new SpanConfig();
-    const cluster = v.get("cluster");
-    if (cluster === null) {
-      this.reject("spans.cluster", "is required");
-      return null;
-    }
-    if (!this.str(cluster, "spans.cluster", 1, 256)) return null;
+    const cluster = this.required(v, at, "cluster");
+    if (cluster === null || !this.str(cluster, at, "cluster", 1, 256)) return null;
     sc.cluster = String.UTF8.encode(cluster.str);
     sc.authority = sc.cluster;
-    const path = v.get("path");
-    if (path !== null) {
-      if (!this.str(path, "spans.path", 1, 1024)) return null;
-      if (path.str.charCodeAt(0) != 0x2f) {
-        this.reject("spans.path", "must start with /");
-        return null;
-      }
-      sc.path = String.UTF8.encode(path.str);
-    }
-    const authority = v.get("authority");
-    if (authority !== null) {
-      if (!this.str(authority, "spans.authority", 1, 256)) return null;
-      sc.authority = String.UTF8.encode(authority.str);
-    }
-    const service = v.get("serviceName");
-    if (service !== null) {
-      if (!this.str(service, "spans.serviceName", 1, 128)) return null;
-      sc.serviceName = service.str;
-    }
-    const provider = v.get("providerName");
-    if (provider !== null) {
-      if (!this.str(provider, "spans.providerName", 1, 64)) return null;
-      sc.providerName = provider.str;
-    }
-    const batch = v.get("batchSize");
-    if (batch !== null) {
-      if (!this.integer(batch, "spans.batchSize", 1, 1000)) return null;
-      sc.batchSize = <i32>batch.num;
-    }
-    const buffered = v.get("maxBufferedSpans");
-    if (buffered !== null) {
-      if (!this.integer(buffered, "spans.maxBufferedSpans", 1, 100000)) return null;
-      sc.maxBufferedSpans = <i32>buffered.num;
-    }
-    const interval = v.get("flushIntervalMs");
-    if (interval !== null) {
-      if (!this.integer(interval, "spans.flushIntervalMs", 100, 60000)) return null;
-      sc.flushIntervalMs = <i32>interval.num;
-    }
-    const timeout = v.get("timeoutMs");
-    if (timeout !== null) {
-      if (!this.integer(timeout, "spans.timeoutMs", 100, 60000)) return null;
-      sc.timeoutMs = <i32>timeout.num;
-    }
+    const path = this.pathOf(v, at, "path", 1024);
+    if (path !== null) sc.path = String.UTF8.encode(path);
+    const authority = this.strOf(v, at, "authority", 1, 256);
+    if (authority !== null) sc.authority = String.UTF8.encode(authority);
+    const service = this.strOf(v, at, "serviceName", 1, 128);
+    if (service !== null) sc.serviceName = service;
+    const provider = this.strOf(v, at, "providerName", 1, 64);
+    if (provider !== null) sc.providerName = provider;
+    sc.batchSize = this.intOf(v, at, "batchSize", 1, 1000, sc.batchSize);
+    sc.maxBufferedSpans = this.intOf(v, at, "maxBufferedSpans", 1, 100000, sc.maxBufferedSpans);
+    sc.flushIntervalMs = this.intOf(v, at, "flushIntervalMs", 100, 60000, sc.flushIntervalMs);
+    sc.timeoutMs = this.intOf(v, at, "timeoutMs", 100, 60000, sc.timeoutMs);
+    if (this.failed) return null;
     const keep = v.get("keep");
-    if (keep !== null && !this.keep(keep, sc)) return null;
+    if (keep !== null && !this.keep(keep, memberPath(at, "keep"), sc)) return null;
     const content = v.get("content");
     if (content !== null) {
-      const cc = this.content(content);
+      const cc = this.content(content, memberPath(at, "content"));
       if (cc === null) return null;
       sc.content = cc;
     }
     return sc;
   }
 
-  private content(v: JsonValue): ContentConfig | null {
-    if (!this.objectWithKeys(v, "spans.content", ["enabled", "routes", "maxBytes", "pseudonyms"])) return null;
+  private content(v: JsonValue, at: string): ContentConfig | null {
+    if (!this.objectWithKeys(v, at, ["enabled", "routes", "maxBytes", "pseudonyms"])) return null;
     const cc = new ContentConfig();
-    const enabled = v.get("enabled");
-    if (enabled !== null) {
-      if (!this.boolean(enabled, "spans.content.enabled")) return null;
-      cc.enabled = enabled.bool;
-    }
-    const maxBytes = v.get("maxBytes");
-    if (maxBytes !== null) {
-      if (!this.integer(maxBytes, "spans.content.maxBytes", 256, 65536)) return null;
-      cc.maxBytes = <i32>maxBytes.num;
-    }
-    const routes = v.get("routes");
+    cc.enabled = this.boolOf(v, at, "enabled", cc.enabled);
+    cc.maxBytes = this.intOf(v, at, "maxBytes", 256, 65536, cc.maxBytes);
+    const routes = this.listOf(v, at, "routes", MAX_ROUTE_RULES, " rules");
+    if (this.failed) return null;
     if (routes !== null) {
-      if (routes.kind != JsonKind.Array) {
-        this.reject("spans.content.routes", "must be an array");
-        return null;
-      }
-      if (routes.items.length > MAX_ROUTE_RULES) {
-        this.reject("spans.content.routes", "at most " + decimal(MAX_ROUTE_RULES) + " rules");
-        return null;
-      }
-      for (let i = 0; i < routes.items.length; i++) {
-        const field = "spans.content.routes[" + decimal(i) + "]";
-        const item = routes.items[i];
+      for (let i = 0; i < routes.length; i++) {
+        const field = itemPath(at, "routes", i);
+        const item = routes[i];
         if (!this.objectWithKeys(item, field, ["routeName", "enabled"])) return null;
-        const name = item.get("routeName");
-        const on = item.get("enabled");
-        if (name === null || on === null) {
-          this.reject(field + (name === null ? ".routeName" : ".enabled"), "is required");
-          return null;
-        }
-        if (!this.str(name, field + ".routeName", 1, 256) || !this.boolean(on, field + ".enabled")) return null;
+        const name = this.required(item, field, "routeName");
+        if (name === null) return null;
+        const on = this.required(item, field, "enabled");
+        if (on === null) return null;
+        if (!this.str(name, field, "routeName", 1, 256) || !this.boolean(on, field, "enabled")) return null;
         const rule = new ContentRoute();
         rule.routeNameBytes = String.UTF8.encode(name.str);
         rule.enabled = on.bool;
@@ -602,88 +579,67 @@ class Validator {
       }
     }
     const pseudonyms = v.get("pseudonyms");
-    if (pseudonyms !== null && !this.pseudonyms(pseudonyms, cc)) return null;
+    if (pseudonyms !== null && !this.pseudonyms(pseudonyms, memberPath(at, "pseudonyms"), cc)) return null;
     return cc;
   }
 
   // The key is never part of a configuration: it is fetched from the control plane (docs/data-protection.md).
-  private pseudonyms(v: JsonValue, cc: ContentConfig): bool {
+  private pseudonyms(v: JsonValue, at: string, cc: ContentConfig): bool {
     if (v.kind == JsonKind.Object && v.get("salt") !== null) {
-      return this.reject("spans.content.pseudonyms.salt", "is no longer accepted (the key comes from the control plane)");
+      return this.reject(at, "salt", "is no longer accepted (the key comes from the control plane)");
     }
-    if (!this.objectWithKeys(v, "spans.content.pseudonyms", ["keySource", "refreshIntervalMs"])) return false;
+    if (!this.objectWithKeys(v, at, ["keySource", "refreshIntervalMs"])) return false;
     cc.pseudonyms = true;
-    const refresh = v.get("refreshIntervalMs");
-    if (refresh !== null) {
-      if (!this.integer(refresh, "spans.content.pseudonyms.refreshIntervalMs", 1000, 3600000)) return false;
-      cc.keyRefreshMs = <i32>refresh.num;
-    }
+    cc.keyRefreshMs = this.intOf(v, at, "refreshIntervalMs", 1000, 3600000, cc.keyRefreshMs);
+    if (this.failed) return false;
     const source = v.get("keySource");
     if (source === null) return true;
-    const field = "spans.content.pseudonyms.keySource";
+    const field = memberPath(at, "keySource");
     if (!this.objectWithKeys(source, field, ["cluster", "authority", "workload", "tokenEnv", "timeoutMs"])) return false;
     const ks = new KeySourceConfig();
-    const cluster = source.get("cluster");
-    const workload = source.get("workload");
-    if (cluster === null || workload === null) return this.reject(field + (cluster === null ? ".cluster" : ".workload"), "is required");
-    if (!this.str(cluster, field + ".cluster", 1, 256)) return false;
+    const cluster = this.required(source, field, "cluster");
+    if (cluster === null) return false;
+    const workload = this.required(source, field, "workload");
+    if (workload === null || !this.str(cluster, field, "cluster", 1, 256)) return false;
     ks.cluster = String.UTF8.encode(cluster.str);
     ks.authority = ks.cluster;
-    const authority = source.get("authority");
-    if (authority !== null) {
-      if (!this.str(authority, field + ".authority", 1, 256)) return false;
-      ks.authority = String.UTF8.encode(authority.str);
-    }
-    if (!this.str(workload, field + ".workload", 3, 317)) return false;
-    if (!isWorkloadId(workload.str)) return this.reject(field + ".workload", "must be <namespace>.<name> in lower-case DNS characters");
+    const authority = this.strOf(source, field, "authority", 1, 256);
+    if (authority !== null) ks.authority = String.UTF8.encode(authority);
+    if (this.failed || !this.str(workload, field, "workload", 3, 317)) return false;
+    if (!isWorkloadId(workload.str)) return this.reject(field, "workload", "must be <namespace>.<name> in lower-case DNS characters");
     ks.workload = workload.str;
-    const tokenEnv = source.get("tokenEnv");
+    const tokenEnv = this.strOf(source, field, "tokenEnv", 1, 128);
     if (tokenEnv !== null) {
-      if (!this.str(tokenEnv, field + ".tokenEnv", 1, 128)) return false;
-      if (!isEnvName(tokenEnv.str)) return this.reject(field + ".tokenEnv", "must be an environment variable name");
-      ks.tokenEnv = tokenEnv.str;
+      if (!isEnvName(tokenEnv)) return this.reject(field, "tokenEnv", "must be an environment variable name");
+      ks.tokenEnv = tokenEnv;
     }
-    const timeout = source.get("timeoutMs");
-    if (timeout !== null) {
-      if (!this.integer(timeout, field + ".timeoutMs", 100, 60000)) return false;
-      ks.timeoutMs = <i32>timeout.num;
-    }
+    ks.timeoutMs = this.intOf(source, field, "timeoutMs", 100, 60000, ks.timeoutMs);
+    if (this.failed) return false;
     cc.keySource = ks;
     return true;
   }
 
-  private keep(v: JsonValue, sc: SpanConfig): bool {
-    if (!this.objectWithKeys(v, "spans.keep", ["errors", "slowerThanMs", "routes", "live", "budget", "recent"])) return false;
-    const errors = v.get("errors");
-    if (errors !== null) {
-      if (!this.boolean(errors, "spans.keep.errors")) return false;
-      sc.keepErrors = errors.bool;
-    }
-    const slower = v.get("slowerThanMs");
-    if (slower !== null) {
-      if (!this.integer(slower, "spans.keep.slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
-      sc.keepSlowerThanMs = <i32>slower.num;
-    }
-    const live = v.get("live");
-    if (live !== null && !this.live(live, sc)) return false;
+  private keep(v: JsonValue, at: string, sc: SpanConfig): bool {
+    if (!this.objectWithKeys(v, at, ["errors", "slowerThanMs", "routes", "live", "budget", "recent"])) return false;
+    sc.keepErrors = this.boolOf(v, at, "errors", sc.keepErrors);
+    sc.keepSlowerThanMs = this.intOf(v, at, "slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS, sc.keepSlowerThanMs);
+    if (this.failed) return false;
+    const live = this.listOf(v, at, "live", MAX_LIVE_THRESHOLDS, " entries");
+    if (live !== null && !this.live(live, at, sc)) return false;
     const budget = v.get("budget");
-    if (budget !== null && !this.budget(budget, sc)) return false;
+    if (this.failed || (budget !== null && !this.budget(budget, memberPath(at, "budget"), sc))) return false;
     const recent = v.get("recent");
-    if (recent !== null && !this.recent(recent, sc)) return false;
-    const routes = v.get("routes");
-    if (routes === null) return true;
-    if (routes.kind != JsonKind.Array) return this.reject("spans.keep.routes", "must be an array");
-    if (routes.items.length > MAX_ROUTE_RULES) return this.reject("spans.keep.routes", "at most " + decimal(MAX_ROUTE_RULES) + " rules");
-    for (let i = 0; i < routes.items.length; i++) {
-      const field = "spans.keep.routes[" + decimal(i) + "]";
-      const item = routes.items[i];
+    if (recent !== null && !this.recent(recent, memberPath(at, "recent"), sc)) return false;
+    const routes = this.listOf(v, at, "routes", MAX_ROUTE_RULES, " rules");
+    if (routes === null) return !this.failed;
+    for (let i = 0; i < routes.length; i++) {
+      const field = itemPath(at, "routes", i);
+      const item = routes[i];
       if (!this.objectWithKeys(item, field, ["routeName", "slowerThanMs"])) return false;
-      const name = item.get("routeName");
-      if (name === null) return this.reject(field + ".routeName", "is required");
-      if (!this.str(name, field + ".routeName", 1, 256)) return false;
-      const ms = item.get("slowerThanMs");
-      if (ms === null) return this.reject(field + ".slowerThanMs", "is required");
-      if (!this.integer(ms, field + ".slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
+      const name = this.required(item, field, "routeName");
+      if (name === null || !this.str(name, field, "routeName", 1, 256)) return false;
+      const ms = this.required(item, field, "slowerThanMs");
+      if (ms === null || !this.integer(ms, field, "slowerThanMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
       const rule = new KeepRoute();
       rule.routeNameBytes = String.UTF8.encode(name.str);
       rule.slowerThanMs = <i32>ms.num;
@@ -692,183 +648,134 @@ class Validator {
     return true;
   }
 
-  private live(v: JsonValue, sc: SpanConfig): bool {
-    if (v.kind != JsonKind.Array) return this.reject("spans.keep.live", "must be an array");
-    if (v.items.length > MAX_LIVE_THRESHOLDS) return this.reject("spans.keep.live", "at most " + decimal(MAX_LIVE_THRESHOLDS) + " entries");
-    for (let i = 0; i < v.items.length; i++) {
-      const field = "spans.keep.live[" + decimal(i) + "]";
-      const item = v.items[i];
+  private live(items: Array<JsonValue>, at: string, sc: SpanConfig): bool {
+    for (let i = 0; i < items.length; i++) {
+      const field = itemPath(at, "live", i);
+      const item = items[i];
       if (!this.objectWithKeys(item, field, ["route", "model", "durationMs", "ttftMs"])) return false;
       const t = new LiveThreshold();
-      const route = item.get("route");
-      if (route === null) return this.reject(field + ".route", "is required");
-      if (!this.str(route, field + ".route", 1, 64)) return false;
+      const route = this.required(item, field, "route");
+      if (route === null || !this.str(route, field, "route", 1, 64)) return false;
       t.route = route.str;
-      const model = item.get("model");
-      if (model !== null) {
-        if (!this.str(model, field + ".model", 1, 64)) return false;
-        t.model = model.str;
-      }
-      const duration = item.get("durationMs");
-      if (duration !== null) {
-        if (!this.integer(duration, field + ".durationMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
-        t.durationMs = <i32>duration.num;
-      }
-      const ttft = item.get("ttftMs");
-      if (ttft !== null) {
-        if (!this.integer(ttft, field + ".ttftMs", 1, MAX_KEEP_THRESHOLD_MS)) return false;
-        t.ttftMs = <i32>ttft.num;
-      }
-      if (duration === null && ttft === null) return this.reject(field, "needs durationMs or ttftMs");
+      const model = this.strOf(item, field, "model", 1, 64);
+      if (model !== null) t.model = model;
+      t.durationMs = this.intOf(item, field, "durationMs", 1, MAX_KEEP_THRESHOLD_MS, t.durationMs);
+      t.ttftMs = this.intOf(item, field, "ttftMs", 1, MAX_KEEP_THRESHOLD_MS, t.ttftMs);
+      if (this.failed) return false;
+      if (t.durationMs < 0 && t.ttftMs < 0) return this.reject(field, null, "needs durationMs or ttftMs");
       sc.keepLive.push(t);
     }
     return true;
   }
 
-  private recent(v: JsonValue, sc: SpanConfig): bool {
-    if (!this.objectWithKeys(v, "spans.keep.recent", ["quantile", "windowSeconds", "maxSamples"])) return false;
+  private recent(v: JsonValue, at: string, sc: SpanConfig): bool {
+    if (!this.objectWithKeys(v, at, ["quantile", "windowSeconds", "maxSamples"])) return false;
     const r = new KeepRecentConfig();
     const q = v.get("quantile");
     if (q !== null) {
-      if (q.kind != JsonKind.Number || !(q.num >= 0.5 && q.num <= 0.999)) return this.reject("spans.keep.recent.quantile", "must be a number between 0.5 and 0.999");
+      if (!this.number(q, at, "quantile", 0.5, 0.999, "0.5 and 0.999")) return false;
       r.quantile = q.num;
     }
-    const window = v.get("windowSeconds");
-    if (window !== null) {
-      if (!this.integer(window, "spans.keep.recent.windowSeconds", 1, 3600)) return false;
-      r.windowMs = <u32>window.num * 1000;
-    }
-    const samples = v.get("maxSamples");
-    if (samples !== null) {
-      if (!this.integer(samples, "spans.keep.recent.maxSamples", 64, 8192)) return false;
-      r.maxSamples = <i32>samples.num;
-    }
+    const windowSeconds = this.intOf(v, at, "windowSeconds", 1, 3600, 0);
+    if (windowSeconds > 0) r.windowMs = <u32>windowSeconds * 1000;
+    r.maxSamples = this.intOf(v, at, "maxSamples", 64, 8192, r.maxSamples);
+    if (this.failed) return false;
     sc.keepRecent = r;
     return true;
   }
 
-  private budget(v: JsonValue, sc: SpanConfig): bool {
-    if (!this.objectWithKeys(v, "spans.keep.budget", ["tracesPerSecond", "burstSeconds", "reservoirBytes"])) return false;
+  private budget(v: JsonValue, at: string, sc: SpanConfig): bool {
+    if (!this.objectWithKeys(v, at, ["tracesPerSecond", "burstSeconds", "reservoirBytes"])) return false;
     const b = new KeepBudgetConfig();
-    const rate = v.get("tracesPerSecond");
-    if (rate === null) return this.reject("spans.keep.budget.tracesPerSecond", "is required");
-    if (rate.kind != JsonKind.Number || !(rate.num >= 0.001 && rate.num <= 100000)) return this.reject("spans.keep.budget.tracesPerSecond", "must be a number between 0.001 and 100000");
+    const rate = this.required(v, at, "tracesPerSecond");
+    if (rate === null || !this.number(rate, at, "tracesPerSecond", 0.001, 100000, "0.001 and 100000")) return false;
     b.tracesPerSecond = rate.num;
-    const burst = v.get("burstSeconds");
-    if (burst !== null) {
-      if (!this.integer(burst, "spans.keep.budget.burstSeconds", 1, 600)) return false;
-      b.burstSeconds = <i32>burst.num;
-    }
-    const bytes = v.get("reservoirBytes");
-    if (bytes !== null) {
-      if (!this.integer(bytes, "spans.keep.budget.reservoirBytes", 16384, 4194304)) return false;
-      b.reservoirBytes = <i32>bytes.num;
-    }
+    b.burstSeconds = this.intOf(v, at, "burstSeconds", 1, 600, b.burstSeconds);
+    b.reservoirBytes = this.intOf(v, at, "reservoirBytes", 16384, 4194304, b.reservoirBytes);
+    if (this.failed) return false;
     sc.keepBudget = b;
     return true;
   }
 
   private llm(v: JsonValue, llm: LlmConfig): bool {
-    if (!this.objectWithKeys(v, "llm", ["enabled", "pathSuffixes", "protocols", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream", "lengthClasses"])) return false;
-    const enabled = v.get("enabled");
-    if (enabled !== null) {
-      if (!this.boolean(enabled, "llm.enabled")) return false;
-      llm.enabled = enabled.bool;
-    }
+    const at = "llm";
+    if (!this.objectWithKeys(v, at, ["enabled", "pathSuffixes", "protocols", "contentTypes", "maxRequestBodyBytes", "requestUsageInStream", "lengthClasses"])) return false;
+    llm.enabled = this.boolOf(v, at, "enabled", llm.enabled);
     // llm.pathSuffixes: the OpenAI-compatible paths, as before per-protocol matchers existed
     // (llm.protocols.openai.pathSuffixes, read after it, wins when both are given).
-    const suffixes = v.get("pathSuffixes");
-    if (suffixes !== null) {
-      const list = this.stringList(suffixes, "llm.pathSuffixes", 256, true, 1);
-      if (list === null) return false;
-      llm.paths[Protocol.OpenAi].setSuffixes(list);
-    }
+    const suffixes = this.stringList(v, at, "pathSuffixes", 256, true, 1);
+    if (this.failed) return false;
+    if (suffixes !== null) llm.paths[Protocol.OpenAi].setSuffixes(suffixes);
     const protocols = v.get("protocols");
     if (protocols !== null) {
-      if (!this.objectWithKeys(protocols, "llm.protocols", PROTOCOL_NAMES)) return false;
+      const protocolsAt = memberPath(at, "protocols");
+      if (!this.objectWithKeys(protocols, protocolsAt, PROTOCOL_NAMES)) return false;
       for (let i = 0; i < Protocol.COUNT; i++) {
         const name = PROTOCOL_NAMES[i];
         const paths = protocols.get(name);
         if (paths === null) continue;
-        const field = "llm.protocols." + name;
+        const field = memberPath(protocolsAt, name);
         if (!this.objectWithKeys(paths, field, ["pathPrefixes", "pathSuffixes"])) return false;
-        const prefixes = paths.get("pathPrefixes");
-        if (prefixes !== null) {
-          const list = this.stringList(prefixes, field + ".pathPrefixes", 256, true, 1);
-          if (list === null) return false;
-          llm.paths[i].prefixes = list;
-        }
-        const own = paths.get("pathSuffixes");
-        if (own !== null) {
-          const list = this.stringList(own, field + ".pathSuffixes", 256, true, 0);
-          if (list === null) return false;
-          llm.paths[i].setSuffixes(list);
-        }
+        const prefixes = this.stringList(paths, field, "pathPrefixes", 256, true, 1);
+        if (this.failed) return false;
+        if (prefixes !== null) llm.paths[i].prefixes = prefixes;
+        const own = this.stringList(paths, field, "pathSuffixes", 256, true, 0);
+        if (this.failed) return false;
+        if (own !== null) llm.paths[i].setSuffixes(own);
       }
     }
-    const types = v.get("contentTypes");
-    if (types !== null) {
-      const list = this.stringList(types, "llm.contentTypes", 128, false, 1);
-      if (list === null) return false;
-      llm.contentTypes = list;
-    }
-    const maxBody = v.get("maxRequestBodyBytes");
-    if (maxBody !== null) {
-      if (!this.integer(maxBody, "llm.maxRequestBodyBytes", 0, MAX_REQUEST_BODY_BYTES_LIMIT)) return false;
-      llm.maxRequestBodyBytes = <i32>maxBody.num;
-    }
-    const usage = v.get("requestUsageInStream");
-    if (usage !== null) {
-      if (!this.boolean(usage, "llm.requestUsageInStream")) return false;
-      llm.requestUsageInStream = usage.bool;
-    }
+    const types = this.stringList(v, at, "contentTypes", 128, false, 1);
+    if (types !== null) llm.contentTypes = types;
+    llm.maxRequestBodyBytes = this.intOf(v, at, "maxRequestBodyBytes", 0, MAX_REQUEST_BODY_BYTES_LIMIT, llm.maxRequestBodyBytes);
+    llm.requestUsageInStream = this.boolOf(v, at, "requestUsageInStream", llm.requestUsageInStream);
+    if (this.failed) return false;
     const classes = v.get("lengthClasses");
     if (classes !== null) {
-      if (!this.objectWithKeys(classes, "llm.lengthClasses", ["inputTokens", "outputTokens"])) return false;
+      const classesAt = memberPath(at, "lengthClasses");
+      if (!this.objectWithKeys(classes, classesAt, ["inputTokens", "outputTokens"])) return false;
       const input = classes.get("inputTokens");
       if (input !== null) {
-        const bounds = this.boundaries(input, "llm.lengthClasses.inputTokens");
+        const bounds = this.boundaries(input, classesAt, "inputTokens");
         if (bounds === null) return false;
         llm.inputClasses = lengthClassesOf(bounds);
       }
       const output = classes.get("outputTokens");
       if (output !== null) {
-        const bounds = this.boundaries(output, "llm.lengthClasses.outputTokens");
+        const bounds = this.boundaries(output, classesAt, "outputTokens");
         if (bounds === null) return false;
         llm.outputClasses = lengthClassesOf(bounds);
       }
     }
     if (llm.requestUsageInStream && llm.maxRequestBodyBytes > ENVOY_BUFFER_LIMIT_BYTES) {
-      return this.reject("llm.maxRequestBodyBytes", "must be at most " + decimal(ENVOY_BUFFER_LIMIT_BYTES) + " with llm.requestUsageInStream (Envoy's buffer limit)");
+      return this.reject(at, "maxRequestBodyBytes", "must be at most " + decimal(ENVOY_BUFFER_LIMIT_BYTES) + " with llm.requestUsageInStream (Envoy's buffer limit)");
     }
     return true;
   }
 
   private sampling(s: JsonValue, c: Config): bool {
-    if (!this.objectWithKeys(s, "sampling", ["defaultRate", "routes", "force"])) return false;
+    const at = "sampling";
+    if (!this.objectWithKeys(s, at, ["defaultRate", "routes", "force"])) return false;
     const rate = s.get("defaultRate");
     if (rate !== null) {
-      if (!this.rate(rate, "sampling.defaultRate")) return false;
+      if (!this.number(rate, at, "defaultRate", 0, 1, "0 and 1")) return false;
       c.defaultRate = rate.num;
     }
-    const routes = s.get("routes");
+    const routes = this.listOf(s, at, "routes", MAX_ROUTE_RULES, " rules");
+    if (this.failed) return false;
     if (routes !== null) {
-      if (routes.kind != JsonKind.Array) return this.reject("sampling.routes", "must be an array");
-      if (routes.items.length > MAX_ROUTE_RULES) return this.reject("sampling.routes", "at most " + decimal(MAX_ROUTE_RULES) + " rules");
-      for (let i = 0; i < routes.items.length; i++) {
-        const rule = this.routeRule(routes.items[i], "sampling.routes[" + decimal(i) + "]");
+      for (let i = 0; i < routes.length; i++) {
+        const rule = this.routeRule(routes[i], itemPath(at, "routes", i));
         if (rule === null) return false;
         c.routes.push(rule);
         if (rule.pathPrefixBytes !== null) c.rulesUsePath = true;
         if (rule.hostBytes !== null) c.rulesUseHost = true;
       }
     }
-    const force = s.get("force");
+    const force = this.listOf(s, at, "force", MAX_FORCE_RULES, " rules");
+    if (this.failed) return false;
     if (force !== null) {
-      if (force.kind != JsonKind.Array) return this.reject("sampling.force", "must be an array");
-      if (force.items.length > MAX_FORCE_RULES) return this.reject("sampling.force", "at most " + decimal(MAX_FORCE_RULES) + " rules");
-      for (let i = 0; i < force.items.length; i++) {
-        const rule = this.forceRule(force.items[i], "sampling.force[" + decimal(i) + "]");
+      for (let i = 0; i < force.length; i++) {
+        const rule = this.forceRule(force[i], itemPath(at, "force", i));
         if (rule === null) return false;
         c.force.push(rule);
       }
@@ -876,59 +783,46 @@ class Validator {
     return true;
   }
 
-  private routeRule(v: JsonValue, field: string): RouteRule | null {
-    if (!this.objectWithKeys(v, field, ["routeName", "pathPrefix", "host", "rate"])) return null;
+  private routeRule(v: JsonValue, at: string): RouteRule | null {
+    if (!this.objectWithKeys(v, at, ["routeName", "pathPrefix", "host", "rate"])) return null;
     const rule = new RouteRule();
-    const rate = v.get("rate");
-    if (rate === null) {
-      this.reject(field + ".rate", "is required");
-      return null;
-    }
-    if (!this.rate(rate, field + ".rate")) return null;
+    const rate = this.required(v, at, "rate");
+    if (rate === null || !this.number(rate, at, "rate", 0, 1, "0 and 1")) return null;
     rule.rate = rate.num;
-    const routeName = v.get("routeName");
-    if (routeName !== null) {
-      if (!this.str(routeName, field + ".routeName", 1, 256)) return null;
-      rule.routeNameBytes = String.UTF8.encode(routeName.str);
-    }
-    const pathPrefix = v.get("pathPrefix");
-    if (pathPrefix !== null) {
-      if (!this.str(pathPrefix, field + ".pathPrefix", 1, 1024)) return null;
-      if (pathPrefix.str.charCodeAt(0) != 0x2f) {
-        this.reject(field + ".pathPrefix", "must start with /");
-        return null;
-      }
-      rule.pathPrefixBytes = String.UTF8.encode(pathPrefix.str);
-    }
-    const host = v.get("host");
-    if (host !== null) {
-      if (!this.str(host, field + ".host", 1, 256)) return null;
-      rule.hostBytes = String.UTF8.encode(asciiLowerCase(host.str));
-    }
+    const routeName = this.strOf(v, at, "routeName", 1, 256);
+    if (routeName !== null) rule.routeNameBytes = String.UTF8.encode(routeName);
+    const pathPrefix = this.pathOf(v, at, "pathPrefix", 1024);
+    if (pathPrefix !== null) rule.pathPrefixBytes = String.UTF8.encode(pathPrefix);
+    const host = this.strOf(v, at, "host", 1, 256);
+    if (host !== null) rule.hostBytes = String.UTF8.encode(asciiLowerCase(host));
+    if (this.failed) return null;
     if (routeName === null && pathPrefix === null && host === null) {
-      this.reject(field, "needs at least one of routeName, pathPrefix, host");
+      this.reject(at, null, "needs at least one of routeName, pathPrefix, host");
       return null;
     }
     return rule;
   }
 
-  private forceRule(v: JsonValue, field: string): ForceRule | null {
-    if (!this.objectWithKeys(v, field, ["header", "value"])) return null;
+  private forceRule(v: JsonValue, at: string): ForceRule | null {
+    if (!this.objectWithKeys(v, at, ["header", "value"])) return null;
     const rule = new ForceRule();
-    const header = v.get("header");
-    if (header === null) {
-      this.reject(field + ".header", "is required");
-      return null;
-    }
-    if (!this.headerName(header, field + ".header")) return null;
+    const header = this.required(v, at, "header");
+    if (header === null || !this.headerName(header, at, "header")) return null;
     rule.headerBytes = String.UTF8.encode(header.str);
-    const value = v.get("value");
-    if (value !== null) {
-      if (!this.str(value, field + ".value", 0, 256)) return null;
-      rule.valueBytes = String.UTF8.encode(value.str);
-    }
-    return rule;
+    const value = this.strOf(v, at, "value", 0, 256);
+    if (value !== null) rule.valueBytes = String.UTF8.encode(value);
+    return this.failed ? null : rule;
   }
+}
+
+/** `at.key`: where a member is, for messages. */
+function memberPath(at: string, key: string): string {
+  return at + "." + key;
+}
+
+/** `at.key[i]`: where a list item is, for messages. */
+function itemPath(at: string, key: string, i: i32): string {
+  return at + "." + key + "[" + decimal(i) + "]";
 }
 
 /** JSON Schema counts string length in code points, not UTF-16 units. */
@@ -962,16 +856,17 @@ export function isHeaderToken(s: string): bool {
 // replaces that header upstream and downstream, so it would rewrite framing, routing, credentials
 // or trace context, or echo a client's credential back in the response. Pseudo-headers are not
 // header tokens and fail before this.
-const RESERVED_HEADERS = [
-  "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
-  "authorization", "proxy-authorization", "proxy-authenticate", "www-authenticate", "cookie", "set-cookie", "x-api-key",
-  "traceparent", "tracestate", "baggage", "b3", "x-request-id",
-];
+// One literal (a literal each would cost its own header in the module), each name between spaces;
+// lines end in a backslash, which continues the literal (a + would concatenate at start-up).
+const RESERVED_HEADERS = " connection keep-alive proxy-connection te trailer transfer-encoding upgrade host \
+authorization proxy-authorization proxy-authenticate www-authenticate cookie set-cookie x-api-key \
+traceparent tracestate baggage b3 x-request-id ";
 const RESERVED_PREFIXES = ["content-", "x-b3-", "x-envoy-"];
 
 /** True when a (lower-case) header name is one the token trace id may not replace. */
 export function isReservedHeader(name: string): bool {
-  if (RESERVED_HEADERS.includes(name)) return true;
+  // A header name has no space, so " name " matches one whole name of the list.
+  if (RESERVED_HEADERS.includes(" " + name + " ")) return true;
   for (let i = 0; i < RESERVED_PREFIXES.length; i++) if (name.startsWith(RESERVED_PREFIXES[i])) return true;
   return false;
 }

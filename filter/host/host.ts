@@ -4,6 +4,7 @@
 // report failure as a value instead.
 import * as imports from "@solo-io/proxy-runtime/assembly/imports";
 import { endLoan, forgetAllocation, lend, REFUSED, releaseAllocation, TAKEN_MANAGED, takeAllocation } from "./host-memory";
+import { sameBytes } from "../bytes";
 
 // @ts-ignore: decorator
 @external("wasi_snapshot_preview1", "random_get")
@@ -336,7 +337,7 @@ export function readEnv(name: string): ArrayBuffer | null {
     const k = key.byteLength;
     for (let i: u32 = 0; i < count && found === null; i++) {
       const entry = load<usize>(changetype<usize>(pointers) + (<usize>i << 2));
-      if (entry < base || entry + <usize>k > base + size || memory.compare(entry, changetype<usize>(key), k) != 0) continue;
+      if (entry < base || entry + <usize>k > base + size || !sameBytes(entry, changetype<usize>(key), k)) continue;
       let end = entry + k;
       while (end < base + size && load<u8>(end) != 0) end++;
       const value = new ArrayBuffer(<i32>(end - entry - k));

@@ -133,14 +133,14 @@ export function keyOf(p: usize, n: i32): Key {
 }
 
 // Keys of 8 bytes or more, as one list (a single literal costs less module than one string each),
-// ordered by length; LONG_KEY_IDS gives each one's Key, in the same order.
-const LONG_KEYS =
-  "messages response max_tokens dimensions parameters text_input model_name temperature stop_reason text_output " +
-  "input_tokens input_length instructions finish_reason include_usage prompt_tokens output_tokens cached_tokens " +
-  "stream_options max_new_tokens generated_text encoding_format response_format thinking_tokens presence_penalty " +
-  "reasoning_tokens generated_tokens num_input_tokens completion_tokens frequency_penalty max_output_tokens " +
-  "num_output_tokens incomplete_details input_tokens_details max_completion_tokens prompt_tokens_details " +
-  "output_tokens_details cache_read_input_tokens completion_tokens_details cache_creation_input_tokens";
+// ordered by length; LONG_KEY_IDS gives each one's Key, in the same order. Lines end in a backslash,
+// which continues the literal (a + would concatenate at start-up).
+const LONG_KEYS = "messages response max_tokens dimensions parameters text_input model_name temperature stop_reason text_output \
+input_tokens input_length instructions finish_reason include_usage prompt_tokens output_tokens cached_tokens \
+stream_options max_new_tokens generated_text encoding_format response_format thinking_tokens presence_penalty \
+reasoning_tokens generated_tokens num_input_tokens completion_tokens frequency_penalty max_output_tokens \
+num_output_tokens incomplete_details input_tokens_details max_completion_tokens prompt_tokens_details \
+output_tokens_details cache_read_input_tokens completion_tokens_details cache_creation_input_tokens";
 const LONG_KEY_IDS: StaticArray<u8> = [
   <u8>Key.Messages, <u8>Key.Response, <u8>Key.MaxTokens, <u8>Key.Dimensions, <u8>Key.Parameters, <u8>Key.TextInput, <u8>Key.ModelName, <u8>Key.Temperature, <u8>Key.StopReason, <u8>Key.TextOutput,
   <u8>Key.PromptTokens, <u8>Key.PromptTokens, <u8>Key.Instructions, <u8>Key.FinishReason, <u8>Key.IncludeUsage, <u8>Key.PromptTokens, <u8>Key.CompletionTokens, <u8>Key.CachedTokens,

@@ -10,6 +10,7 @@ import { Stats } from "./stats";
 import { errorTypeIndex, errorTypeName } from "./metrics";
 import { AUTHORITY, CONTENT_TYPE, JSON_TYPE, METHOD, PATH, POST, STATUS } from "../host/names";
 import { ByteWriter } from "../content/byte-writer";
+import { sameBytes } from "../bytes";
 
 /** What a span says about one LLM request; prompt and completion text only when it captures content (redacted). */
 export class SpanRecord {
@@ -97,7 +98,7 @@ export function operationOf(protocol: Protocol, path: usize, length: i32): Opera
 
 function endsWith(p: usize, n: i32, suffix: ArrayBuffer): bool {
   const k = suffix.byteLength;
-  return n >= k && memory.compare(p + n - k, changetype<usize>(suffix), k) == 0;
+  return n >= k && sameBytes(p + n - k, changetype<usize>(suffix), k);
 }
 
 function operationName(op: Operation): string {

@@ -2,6 +2,7 @@
 // the header may arrive as several field lines, which form one list; the grammar and the limits
 // (32 list-members, keys and values of at most 256 characters) apply to that combination. Pure
 // logic: no host calls. Lines are spans of bytes that stay where they lie for one callback.
+import { sameBytes } from "../bytes";
 
 const MAX_MEMBERS: i32 = 32;
 const MAX_KEY: i32 = 256;
@@ -126,7 +127,7 @@ const KEY_LENGTHS: usize = memory.data(4 * MAX_MEMBERS);
 function keyIsListed(key: usize, length: i32, listed: i32): bool {
   for (let k = 0; k < listed; k++) {
     if (load<i32>(KEY_LENGTHS + (<usize>k << 2)) != length) continue;
-    if (memory.compare(load<usize>(KEY_PTRS + <usize>k * sizeof<usize>()), key, length) == 0) return true;
+    if (sameBytes(load<usize>(KEY_PTRS + <usize>k * sizeof<usize>()), key, length)) return true;
   }
   return false;
 }
