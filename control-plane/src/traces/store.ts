@@ -122,7 +122,8 @@ interface Entry {
   call: LlmCall;
   bytes: number;
   source: Source;
-  evicted: boolean;
+  /** Its index in the arrival order (so eviction can empty that slot). */
+  slot: number;
 }
 
 interface Source {
@@ -147,8 +148,11 @@ const decrement = (map: Map<string, number>, key: string): void => {
 
 /** Bounded store of recent spans (bytes and count), shared fairly between sources. */
 export class TraceStore {
-  /** Every held entry in arrival order (evicted ones are skipped and compacted away). */
-  private order: Entry[] = [];
+  /**
+   * Every held entry in arrival order. An evicted entry's slot is emptied at once (a slot kept until
+   * the next compaction would keep its span, past maxBytes), and empty slots are compacted away.
+   */
+  private order: (Entry | undefined)[] = [];
   private evictedInOrder = 0;
   private readonly sources = new Map<string, Source>();
   private readonly byTraceId = new Map<string, Set<Entry>>();
@@ -214,7 +218,7 @@ export class TraceStore {
         this.sources.set(source, owner);
         this.heldBytes += sourceBytes;
       }
-      const entry: Entry = { call, bytes: callBytes, source: owner, evicted: false };
+      const entry: Entry = { call, bytes: callBytes, source: owner, slot: this.order.length };
       owner.queue.push(entry);
       owner.bytes += entry.bytes;
       this.heldBytes += entry.bytes;
@@ -254,7 +258,7 @@ export class TraceStore {
     if (entry === undefined) return;
     source.queue[source.head] = undefined as unknown as Entry;
     source.head += 1;
-    entry.evicted = true;
+    this.order[entry.slot] = undefined;
     source.bytes -= entry.bytes;
     this.heldBytes -= entry.bytes;
     this.held -= 1;
@@ -269,7 +273,9 @@ export class TraceStore {
     }
     this.evictedInOrder += 1;
     if (this.evictedInOrder > 1024 && this.evictedInOrder * 2 > this.order.length) {
-      this.order = this.order.filter((e) => !e.evicted);
+      const held = this.order.filter((e): e is Entry => e !== undefined);
+      for (let i = 0; i < held.length; i++) held[i]!.slot = i;
+      this.order = held;
       this.evictedInOrder = 0;
     }
   }
@@ -308,8 +314,8 @@ export class TraceStore {
   recent(opts: { route?: string | undefined; limit: number; errorsOnly?: boolean; minDurationMs?: number; minTtftMs?: number; fromMs?: number; toMs?: number }): LlmCall[] {
     const out: LlmCall[] = [];
     for (let k = this.order.length - 1; k >= 0 && out.length < opts.limit; k--) {
-      const entry = this.order[k] as Entry;
-      if (entry.evicted) continue;
+      const entry = this.order[k];
+      if (entry === undefined) continue;
       const c = entry.call;
       if (c.operation === "") continue;
       if (opts.route !== undefined && c.route !== opts.route) continue;
