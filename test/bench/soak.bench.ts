@@ -45,7 +45,7 @@ export async function run(): Promise<BenchRow[]> {
   // Each part within its own budget at the end, by its own count.
   const over = start.budgets.filter((b) => (end.held[b.part] ?? 0) > b.bytes).map((b) => `${b.part} ${end.held[b.part]} > ${b.bytes}`);
   const heap = (s: { heapUsedBytes: number }): number => Number((s.heapUsedBytes / MiB).toFixed(1));
-  const what = `the demo's stack at ${end.requests.sent / (MINUTES * 60)} rps, simulated`;
+  const what = `the demo's stack at ${(end.requests.sent / (MINUTES * 60)).toFixed(1)} rps, simulated`;
   return [
     {
       figure: `soak: heap after GC at ${MINUTES} min beside ${MINUTES / 2} min (${what})`,
