@@ -11,6 +11,7 @@
 // `avg by (model, cache_source)` for the labelled ones).
 import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
+import { ownCopy } from "../scrape/name-pool.js";
 import {
   MODEL_EXTERNAL_PREFIX_CACHE_HIT_RATIO,
   MODEL_GPU_UTILIZATION,
@@ -139,9 +140,6 @@ export interface EngineSignalLimits {
 export const pointBytes = (values: number): number => 40 + 32 + 8 * values + 72;
 /** The estimated heap bytes of a point without labelled values. */
 export const POINT_BYTES = pointBytes(ENGINE_COLUMNS.length);
-
-// A label value is a slice of the scrape's text: kept as is, it would keep that whole text alive.
-const ownCopy = (s: string): string => Buffer.from(s, "utf8").toString("utf8");
 
 /** Pod names kept per model before the intern table starts again (pods come and go). */
 const MAX_POD_NAMES = 256;

@@ -9,6 +9,7 @@ import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import * as C from "../join/catalogue.js";
 import { labelNoteMessage, type ExporterLabelNote } from "../join/gpu-index.js";
+import { ownCopy } from "../scrape/name-pool.js";
 
 /**
  * The thresholds of the GPU alerts (tokentrace:gpu_threshold:parameter in
@@ -120,9 +121,6 @@ export function podPointBytes(gpus: number, shared: boolean): number {
 }
 
 const pointBytes = (p: PodPoint | GpuPoint): number => ("bytes" in p ? p.bytes : GPU_POINT_BYTES);
-
-// Label values are slices of the scraped text: kept as they are, they would keep the whole text alive.
-const ownCopy = (s: string): string => Buffer.from(s, "utf8").toString("utf8");
 
 /** A pod with GPU data, with what its figures were measured on. */
 export interface GpuPodKey {

@@ -9,6 +9,7 @@ import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
 import { MODEL_LORA_ADAPTER_RUNNING, MODEL_LORA_ADAPTER_WAITING } from "../join/catalogue.js";
 import { MAX_ADAPTERS_PER_POD } from "../engine/lora-info.js";
+import { ownCopy } from "../scrape/name-pool.js";
 
 /** One adapter of one base model now: the pods it has running (waiting) requests on, and every pod that reports it. */
 export interface AdapterRow {
@@ -44,8 +45,6 @@ interface PodState {
   waiting: boolean;
 }
 
-/** A copy of a label value: a kept slice would hold the whole scraped text. */
-const copy = (s: string): string => Buffer.from(s, "utf8").toString("utf8");
 const keyOf = (namespace: string, base: string): string => `${namespace}\u0000${base}`;
 const byName = <T>([a]: [string, T], [b]: [string, T]): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -96,19 +95,19 @@ export class LoraAdapterStates {
     let adapters = this.byModel.get(key);
     if (!adapters) {
       if (this.byModel.size >= this.limits.maxModels) return undefined;
-      const kept = keyOf(copy(namespace), copy(base));
+      const kept = keyOf(ownCopy(namespace), ownCopy(base));
       this.byModel.set(kept, (adapters = new Map()));
       this.heldBytes += MODEL_BYTES + stringBytes(kept);
     }
     let pods = adapters.get(adapter);
     if (!pods) {
       if (adapters.size >= MAX_ADAPTERS_PER_POD) return undefined;
-      adapters.set(copy(adapter), (pods = new Map()));
+      adapters.set(ownCopy(adapter), (pods = new Map()));
       this.heldBytes += ADAPTER_BYTES + stringBytes(adapter);
     }
     let state = pods.get(pod);
     if (!state) {
-      pods.set(copy(pod), (state = { tMs, running: false, waiting: false }));
+      pods.set(ownCopy(pod), (state = { tMs, running: false, waiting: false }));
       this.heldBytes += POD_STATE_BYTES + stringBytes(pod);
     } else if (state.tMs !== tMs) {
       state.tMs = tMs;

@@ -5,7 +5,7 @@
 // `sum(increase(x[w]))` and `histogram_quantile(q, sum by (le) (increase(x_bucket[w])))` would.
 import type { WriteSeries } from "../remote-write/series.js";
 import { labelValue } from "../scrape/sample.js";
-import { NamePool } from "../scrape/name-pool.js";
+import { NamePool, ownCopy } from "../scrape/name-pool.js";
 import { POD_GPU_POWER, POD_GPU_UTILIZATION } from "../join/catalogue.js";
 import { counterDelta } from "../join/joiner.js";
 import { LoraAdapterStates } from "./lora-adapters.js";
@@ -236,7 +236,7 @@ class NamesPool {
     const known = this.pool.get(key);
     if (known) return known;
     // Label values are slices of the scraped text: a kept one would hold the whole text.
-    const copied = names.map((t) => Buffer.from(t, "utf8").toString("utf8"));
+    const copied = names.map(ownCopy);
     // Past `max` distinct lists (names changing every scrape) lists are not shared.
     if (this.pool.size < this.max) this.pool.set(key, copied);
     return copied;
