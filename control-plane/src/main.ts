@@ -19,7 +19,7 @@ import { enabledPipelineConfig, startPipelinePart } from "./compose/pipeline.js"
 import { runtimeOf, stdoutLog, type ControlPlaneOptions } from "./compose/runtime.js";
 import { startFilterListener } from "./compose/filters.js";
 import { tracesPart, tracesStatus } from "./compose/traces.js";
-import { cgroupMemoryLimit } from "./traces/memory-budget.js";
+import { processMemoryLimit } from "./traces/memory-budget.js";
 import { loadConfig, type Config } from "./config.js";
 import type { KubernetesSync } from "./k8s/sync.js";
 import type { PolicyHistory } from "./k8s/history.js";
@@ -145,7 +145,7 @@ export async function startControlPlane(config: Config, options: ControlPlaneOpt
   // What every part may hold over time (the dashboard is fed only by the pipeline).
   const budgets = memoryBudgets({ ...(pipelineConfig === undefined ? {} : { pipeline: pipelineConfig, dashboard }), ...(traces === undefined ? {} : { traces: traces.api.store }) });
   log(memoryBudgetLine(budgets));
-  const overLimit = memoryLimitWarning(budgets, cgroupMemoryLimit());
+  const overLimit = memoryLimitWarning(budgets, processMemoryLimit());
   if (overLimit !== undefined) log(overLimit);
 
   const running = control;

@@ -115,15 +115,16 @@ export function memoryBudgets(parts: BudgetedParts): MemoryBudget[] {
 }
 
 /**
- * A warning when the budgets together exceed the container's memory limit (cgroup; undefined: none
- * known): the process could be killed for memory before any part reaches its bound. The heap the
- * process starts with (about 50 MiB) comes on top.
+ * A warning when the budgets together exceed what the process may use (the container's memory limit
+ * or V8's heap limit, the smaller; undefined: none known): it could be killed for memory, or run out
+ * of heap, before any part reaches its bound. The heap the process starts with (about 50 MiB) comes
+ * on top.
  */
 export function memoryLimitWarning(budgets: readonly MemoryBudget[], limitBytes: number | undefined): object | undefined {
   const totalBytes = budgets.reduce((n, b) => n + b.bytes, 0);
   if (limitBytes === undefined || totalBytes <= limitBytes) return undefined;
   const largest = [...budgets].sort((a, b) => b.bytes - a.bytes).slice(0, 3).map((b) => `${b.part} ${formatBytes(b.bytes)} (${b.from})`);
-  return { level: "warn", msg: `memory budgets total ${formatBytes(totalBytes)}, over the container's memory limit of ${formatBytes(limitBytes)}: lower the largest or raise the limit`, totalBytes, limitBytes, largest };
+  return { level: "warn", msg: `memory budgets total ${formatBytes(totalBytes)}, over the ${formatBytes(limitBytes)} the process may use (the container's memory limit or V8's heap limit, the smaller): lower the largest or raise the limit`, totalBytes, limitBytes, largest };
 }
 
 /** The start-up log record: the total, each part's budget and what it comes from, and what is not budgeted. */

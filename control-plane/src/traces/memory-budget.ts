@@ -26,8 +26,12 @@ export function cgroupMemoryLimit(files: readonly string[] = cgroupLimitFiles): 
   return undefined;
 }
 
+/** What the process may use: min(cgroup limit, V8 heap limit) (see the file comment). */
+export function processMemoryLimit(cgroupLimit: number | undefined = cgroupMemoryLimit(), heapLimit: number = getHeapStatistics().heap_size_limit): number {
+  return cgroupLimit === undefined ? heapLimit : Math.min(cgroupLimit, heapLimit);
+}
+
 /** The budget for `maxBytes: 0`: `fraction` of min(cgroup limit, V8 heap limit), at least 1 MiB. */
 export function defaultBudgetBytes(fraction: number, cgroupLimit: number | undefined = cgroupMemoryLimit(), heapLimit: number = getHeapStatistics().heap_size_limit): number {
-  const limit = cgroupLimit === undefined ? heapLimit : Math.min(cgroupLimit, heapLimit);
-  return Math.max(1 << 20, Math.floor(limit * fraction));
+  return Math.max(1 << 20, Math.floor(processMemoryLimit(cgroupLimit, heapLimit) * fraction));
 }

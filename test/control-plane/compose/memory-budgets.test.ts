@@ -110,7 +110,7 @@ test("bytes read as people read them", () => {
   assert.deepEqual([formatBytes(640), formatBytes(1536), formatBytes(64 << 20), formatBytes(1_910_653_184)], ["640 B", "1.5 KiB", "64 MiB", "1822.1 MiB"]);
 });
 
-test("a warning when the budgets together exceed the container's memory limit, naming the largest; none under it or without a limit", () => {
+test("a warning when the budgets together exceed what the process may use, naming the largest; none under it or without a limit", () => {
   const budgets = [
     { part: "a", bytes: 300 << 20, from: "a's setting" },
     { part: "b", bytes: 200 << 20, from: "b's setting" },
@@ -120,7 +120,7 @@ test("a warning when the budgets together exceed the container's memory limit, n
   const warning = memoryLimitWarning(budgets, 512 << 20) as { level: string; msg: string; totalBytes: number; limitBytes: number; largest: string[] };
   assert.equal(warning.level, "warn");
   assert.equal(warning.totalBytes, 521 << 20);
-  assert.match(warning.msg, /memory budgets total 521 MiB, over the container's memory limit of 512 MiB/);
+  assert.match(warning.msg, /memory budgets total 521 MiB, over the 512 MiB the process may use/);
   assert.deepEqual(warning.largest, ["a 300 MiB (a's setting)", "b 200 MiB (b's setting)", "c 20 MiB (c's setting)"]);
   assert.equal(memoryLimitWarning(budgets, 521 << 20), undefined, "at the limit: no warning");
   assert.equal(memoryLimitWarning(budgets, undefined), undefined, "no limit known");
