@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
 import { freePort } from "../support/prometheus.js";
 import { startFleet, type Fleet } from "./support/synthetic-fleet.js";
 import { startSink } from "./support/remote-write-sink.js";
@@ -24,6 +25,20 @@ const INTERVAL_MS = 5000;
 const WARMUP_MS = 20_000;
 const WINDOW_MS = 40_000;
 const SHAPE = { nodes: 6, podsPerNode: 6, routes: 4, models: 2, gpusPerNode: 8 };
+
+/**
+ * The node options the shipped control plane runs with (istio/base/configmap.yaml's env ConfigMap,
+ * NODE_OPTIONS: its heap limit), so the pipeline is measured as it ships, as the agent is.
+ */
+function shippedNodeOptions(): string[] {
+  const file = fileURLToPath(new URL("../../istio/base/configmap.yaml", import.meta.url));
+  for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
+    const value = (doc.toJS() as { data?: Record<string, string> } | null)?.data?.NODE_OPTIONS;
+    if (value !== undefined) return value.split(" ").filter((o) => o !== "");
+  }
+  throw new Error(`${file}: no NODE_OPTIONS`);
+}
+const NODE_OPTIONS = shippedNodeOptions();
 
 const clockTicks = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
 
@@ -75,7 +90,7 @@ interface Round { oursCpuPerM: number; promCpuPerM: number; oursRss: number; pro
 /** Heap of the same process with no target at all (modules, registries): what does not grow with series. */
 async function idleHeapBytes(childScript: string, dir: string): Promise<number> {
   const config = { targets: [], sinkUrl: "http://127.0.0.1:9/", queueDir: join(dir, "idle-queue"), intervalMs: INTERVAL_MS };
-  const child = spawn(process.execPath, ["--import", "tsx", childScript, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", childScript, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
   child.on("message", (m) => messages.push(m));
   try {
@@ -107,7 +122,7 @@ async function round(): Promise<Round> {
     queueDir: join(dir, "queue"),
     intervalMs: INTERVAL_MS,
   };
-  const ours = spawn(process.execPath, ["--import", "tsx", childScript, JSON.stringify(childConfig)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const ours = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", childScript, JSON.stringify(childConfig)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
   ours.on("message", (m) => messages.push(m));
   try {
@@ -151,7 +166,7 @@ export async function run(): Promise<BenchRow[]> {
   const m = (f: (r: Round) => number): number => median(rounds.map(f));
   const cpuRatio = m((r) => r.oursCpuPerM / r.promCpuPerM);
   const rssRatio = m((r) => r.oursRss / r.promRss);
-  const what = `${REPEATS} rounds of ${WINDOW_MS / 1000} s, ${INTERVAL_MS / 1000} s interval, ~55k series`;
+  const what = `${REPEATS} rounds of ${WINDOW_MS / 1000} s, ${INTERVAL_MS / 1000} s interval, ~55k series; the pipeline with the shipped ${NODE_OPTIONS.join(" ")}`;
   return [
     {
       figure: `pipeline CPU-seconds per 1M samples shipped, beside Prometheus 2.42 agent on the same fleet and sink (${what})`,
