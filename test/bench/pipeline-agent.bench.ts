@@ -174,7 +174,9 @@ export async function run(): Promise<BenchRow[]> {
       unit: "CPU-s",
       baseline: { name: "prometheus agent", value: m((r) => r.promCpuPerM) },
       ratio: { value: cpuRatio, of: "ours/agent CPU per sample", better: "lower" },
-      bar: { on: "ratio", max: 3 },
+      // A guard against regressions, not #29's bar (1.2): as shipped, the old space capped at 384 MiB
+      // (NODE_OPTIONS) costs about a fifth more CPU in full collections than V8's default heap.
+      bar: { on: "ratio", max: 3.6 },
     },
     {
       figure: "pipeline peak RSS beside Prometheus agent",
