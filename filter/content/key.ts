@@ -10,6 +10,7 @@ import * as host from "../host/host";
 import { ACCEPT, AUTHORITY, GET, JSON_TYPE, METHOD, PATH, STATUS } from "../host/names";
 import { HmacKey } from "./sha256";
 import { decimal } from "../decimal";
+import { sameBytes } from "../bytes";
 
 /** Where the key stands. Anything but Held means typed placeholders. */
 export const enum KeyState { None, Held, Missing, Refused, Unreachable }
@@ -186,10 +187,10 @@ function parseKeyAnswer(p: usize, n: i32): KeyAnswer | null {
     i = stringEnd(p, i, n);
     if (i < 0) return null;
     const valueEnd = i - 1;
-    if (nameLength == 7 && memory.compare(p + nameStart, changetype<usize>(VERSION_NAME), 7) == 0 && versionStart < 0) {
+    if (nameLength == 7 && sameBytes(p + nameStart, changetype<usize>(VERSION_NAME), 7) && versionStart < 0) {
       versionStart = valueStart;
       versionEnd = valueEnd;
-    } else if (nameLength == 3 && memory.compare(p + nameStart, changetype<usize>(KEY_NAME), 3) == 0 && keyStart < 0) {
+    } else if (nameLength == 3 && sameBytes(p + nameStart, changetype<usize>(KEY_NAME), 3) && keyStart < 0) {
       keyStart = valueStart;
       keyEnd = valueEnd;
     } else {
