@@ -96,7 +96,7 @@ export class FakeClock implements Clock {
     timer.resolve();
   }
 
-  /** Number of sleeps not yet fired. */
+  /** Number of timers not yet fired: sleeps, and callback timers when any are set. */
   get pending(): number {
     return this.timers.length;
   }
