@@ -9,6 +9,7 @@
 import { extrapolatedRate } from "../promql/rate.js";
 import type { WindowSeries } from "../promql/series-window.js";
 import { seriesOrderKey } from "../promql/series-order.js";
+import type { NamePool } from "../scrape/name-pool.js";
 import type { Labels, ParsedSample } from "../scrape/sample.js";
 import { quantilesOf, sumByLe, type ModelSignals } from "./signals.js";
 
@@ -24,6 +25,11 @@ export interface SidecarInfo {
   route: string;
   model: string;
   le: string;
+}
+
+/** What a window keeps of a sidecar series' info (SeriesWindow's `keep`): its label values as pooled copies, not views of the scrape. */
+export function keepSidecarInfo(names: NamePool): (info: SidecarInfo) => SidecarInfo {
+  return (info) => ({ phase: info.phase, route: names.of(info.route), model: names.of(info.model), le: names.of(info.le) });
 }
 
 /** Route-level phases, seconds per quantile. */

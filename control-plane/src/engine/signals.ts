@@ -10,6 +10,7 @@ import { avgOf, sumOf } from "../promql/aggregate.js";
 import { histogramQuantile } from "../promql/quantile.js";
 import { avgOverTime, extrapolatedRate, maxOverTime } from "../promql/rate.js";
 import { instantValue, type WindowSeries } from "../promql/series-window.js";
+import type { NamePool } from "../scrape/name-pool.js";
 import type { Labels, ParsedSample } from "../scrape/sample.js";
 import { ENGINE_SERIES, type EngineCounter, type EngineGauge, type EngineMetric, type EnginePhase } from "./catalogue.js";
 
@@ -113,6 +114,16 @@ export function engineEntries(targetId: string, samples: readonly ParsedSample[]
     out.push({ key: `${identity}\xff${s.name}\xff${le ?? ""}`, info, value: s.value });
   }
   return out;
+}
+
+/** What a window keeps of an engine series' info (SeriesWindow's `keep`): its label values as pooled copies, not views of the scrape. */
+export function keepEngineInfo(names: NamePool): (info: EngineInfo) => EngineInfo {
+  return (info) => {
+    const kept: EngineInfo = { metric: info.metric, model: names.of(info.model), identity: info.identity };
+    if (info.le !== undefined) kept.le = names.of(info.le);
+    if (info.group !== undefined) kept.group = names.of(info.group);
+    return kept;
+  };
 }
 
 /**

@@ -21,8 +21,8 @@ export interface WindowSeries<I> {
 
 // What V8 (Node 20, x64, pointer compression) takes for a window's series, rounded up from a heap
 // measurement (test/control-plane/join/window-memory.test.ts checks the estimate stays above what
-// the heap grows by): the series' object, its map slots, its info and what the info's label values
-// (slices of the scraped text) keep of it; its key twice over (the key and the info's identity,
+// the heap grows by): the series' object, its map slots, its info (its label values copied once, see
+// `keep`); its key twice over (the key and the info's identity,
 // one byte a character or two past Latin-1); each point (time and value in a growing array of
 // doubles, with its spare capacity); each staleness marker.
 const WINDOW_SERIES_BYTES = 300;
@@ -44,8 +44,12 @@ export class SeriesWindow<I> {
   private readonly series = new Map<string, WindowSeries<I>>();
   private readonly byTarget = new Map<string, Set<string>>();
 
-  /** `tally`: where what this window holds is added up (with the other windows sharing it). */
-  constructor(private readonly retainMs: number, private readonly tally: WindowTally = { bytes: 0 }) {}
+  /**
+   * `tally`: where what this window holds is added up (with the other windows sharing it). `keep`:
+   * what a new series keeps of its first entry's info, applied once per series; label values parsed
+   * from a scrape are views of its whole text, which a series held for the window must not keep.
+   */
+  constructor(private readonly retainMs: number, private readonly tally: WindowTally = { bytes: 0 }, private readonly keep: (info: I) => I = (info) => info) {}
 
   /**
    * Records one successful scrape of `targetId` at `ts`: a point for every entry (keys must be
@@ -60,7 +64,7 @@ export class SeriesWindow<I> {
       seen.add(e.key);
       let s = this.series.get(e.key);
       if (!s) {
-        this.series.set(e.key, (s = { info: e.info, targetId, points: [], staleAt: [] }));
+        this.series.set(e.key, (s = { info: this.keep(e.info), targetId, points: [], staleAt: [] }));
         keys.add(e.key);
         this.tally.bytes += windowSeriesBytes(stringBytes(e.key), 0);
       }

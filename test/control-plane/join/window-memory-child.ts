@@ -4,8 +4,9 @@
 // `models` models of `buckets` buckets, model names padded by `pad` characters. Prints, as JSON, what
 // the heap and the array buffers grew by per window series beside the windows' estimate (their
 // budget's tally) per series.
-import { sidecarEntries } from "../../../control-plane/src/engine/attribution.js";
-import { engineEntries } from "../../../control-plane/src/engine/signals.js";
+import { keepSidecarInfo, sidecarEntries } from "../../../control-plane/src/engine/attribution.js";
+import { engineEntries, keepEngineInfo } from "../../../control-plane/src/engine/signals.js";
+import { NamePool } from "../../../control-plane/src/scrape/name-pool.js";
 import { PodWindows, WindowBudget } from "../../../control-plane/src/join/derivations/derivation.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import { heldBytes } from "../heap.js";
@@ -30,7 +31,9 @@ function text(k: number): string {
 }
 
 const budget = new WindowBudget();
-const windows = new PodWindows<unknown>(rateWindowMs, budget);
+// What each series keeps of its info, as the join's derivations keep it.
+const keep = kind === "envoy" ? keepSidecarInfo(new NamePool()) : keepEngineInfo(new NamePool());
+const windows = new PodWindows<unknown>(rateWindowMs, budget, keep as (info: unknown) => unknown);
 function scrape(pod: number, k: number): void {
   const id = `${kind}|http://10.1.${pod % 250}.${pod % 100}:${kind === "envoy" ? 15020 : 8000}/metrics|llm-serving/chat-7d9f8b6c5-${pod}`;
   const samples = parseText(text(k)).samples;

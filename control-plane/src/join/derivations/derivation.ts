@@ -97,7 +97,8 @@ export function windowPoints(rateWindowMs: number, intervalMs: number): number {
 export class PodWindows<I> {
   private readonly windows = new Map<string, SeriesWindow<I>>();
 
-  constructor(private readonly rateWindowMs: number, private readonly budget: WindowBudget = new WindowBudget()) {}
+  /** `keep`: what a new series keeps of its info (see SeriesWindow). */
+  constructor(private readonly rateWindowMs: number, private readonly budget: WindowBudget = new WindowBudget(), private readonly keep?: (info: I) => I) {}
 
   get(podKey: string): SeriesWindow<I> | undefined {
     return this.windows.get(podKey);
@@ -110,7 +111,7 @@ export class PodWindows<I> {
   /** The pod's window, created on first use (no budget check: see `observe`). */
   of(podKey: string): SeriesWindow<I> {
     let w = this.windows.get(podKey);
-    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(Math.max(this.rateWindowMs, LOOKBACK_MS), this.budget.tally)));
+    if (!w) this.windows.set(podKey, (w = new SeriesWindow<I>(Math.max(this.rateWindowMs, LOOKBACK_MS), this.budget.tally, this.keep)));
     return w;
   }
 

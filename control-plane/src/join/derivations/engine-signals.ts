@@ -4,7 +4,8 @@ import type { Labels } from "../../scrape/sample.js";
 import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
-import { engineEntries, modelSignals, type EngineInfo, type ModelSignals } from "../../engine/signals.js";
+import { engineEntries, keepEngineInfo, modelSignals, type EngineInfo, type ModelSignals } from "../../engine/signals.js";
+import { NamePool } from "../../scrape/name-pool.js";
 import * as C from "../catalogue.js";
 import { podKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
 import { meanUtilizationOf, PodWindows, WindowBudget, type Derivation } from "./derivation.js";
@@ -14,7 +15,7 @@ export class EngineSignals implements Derivation {
   private readonly windows: PodWindows<EngineInfo>;
 
   constructor(private readonly identities: IdentityView, private readonly rateWindowMs: number, budget: WindowBudget = new WindowBudget()) {
-    this.windows = new PodWindows(rateWindowMs, budget);
+    this.windows = new PodWindows(rateWindowMs, budget, keepEngineInfo(new NamePool()));
   }
 
   /** The signals of every model the pod's engines report, at `ts` over the rate window (empty before any engine scrape). */

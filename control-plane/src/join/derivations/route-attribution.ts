@@ -5,7 +5,8 @@ import type { ScrapeResult } from "../../scrape/scraper.js";
 import type { Labels } from "../../scrape/sample.js";
 import type { ScrapeTarget } from "../../scrape/targets.js";
 import type { WriteSeries } from "../../remote-write/series.js";
-import { routePhases, sidecarEntries, type SidecarInfo } from "../../engine/attribution.js";
+import { keepSidecarInfo, routePhases, sidecarEntries, type SidecarInfo } from "../../engine/attribution.js";
+import { NamePool } from "../../scrape/name-pool.js";
 import * as C from "../catalogue.js";
 import { podKeyOf, podLabelsOf, sourceKeyOf, type PodIdentity } from "../identity.js";
 import { PodWindows, WindowBudget, type Derivation } from "./derivation.js";
@@ -16,7 +17,7 @@ export class RouteAttribution implements Derivation {
   private readonly windows: PodWindows<SidecarInfo>;
 
   constructor(private readonly engine: EngineSignals, private readonly rateWindowMs: number, budget: WindowBudget = new WindowBudget()) {
-    this.windows = new PodWindows(rateWindowMs, budget);
+    this.windows = new PodWindows(rateWindowMs, budget, keepSidecarInfo(new NamePool()));
   }
 
   observe(r: ScrapeResult): void {
