@@ -72,7 +72,7 @@ export function routePhases(all: readonly WindowSeries<SidecarInfo>[], engine: R
   for (const [k, series] of groups) {
     const [route, model, phase] = k.split("\xff") as [string, string, "ttft" | "decode"];
     const rates = series
-      .map((s) => ({ info: s.info, value: extrapolatedRate(s.points, t, windowMs) }))
+      .map((s) => ({ info: s.info, value: extrapolatedRate(s, t, windowMs) }))
       .filter((x): x is { info: SidecarInfo; value: number } => x.value !== undefined);
     const q = quantilesOf(sumByLe(rates), 1000);
     if (q.size === 0) continue;

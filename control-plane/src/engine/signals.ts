@@ -180,7 +180,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
   for (const [model, series] of byModel) {
     const of = (kind: EngineMetric["kind"], signal: EngineGauge | EngineCounter | EnginePhase): WindowSeries<EngineInfo>[] => series.filter((s) => s.info.metric.kind === kind && s.info.metric.signal === signal);
     const instant = (signal: EngineGauge): number[] => newestGeneration(of("gauge", signal), (s) => instantValue(s, t)).map((x) => x.value);
-    const rate = (signal: EngineCounter): number | undefined => sumOf(newestGeneration(of("counter", signal), (s) => extrapolatedRate(s.points, t, windowMs)).map((x) => x.value));
+    const rate = (signal: EngineCounter): number | undefined => sumOf(newestGeneration(of("counter", signal), (s) => extrapolatedRate(s, t, windowMs)).map((x) => x.value));
     const ratio = (num: number | undefined, den: number | undefined): number | undefined => (num === undefined || den === undefined || !(den > 0) ? undefined : num / den);
     const m: ModelSignals = { phases: new Map(), waitingByReason: new Map(), prefixCacheHitRatioBySource: new Map(), requestTpot: new Map() };
     const set = <K extends keyof ModelSignals>(key: K, v: ModelSignals[K] | undefined): void => {
@@ -194,7 +194,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     set("externalPrefixCacheHitRatio", ratio(rate("external_prefix_cache_hits"), rate("external_prefix_cache_queries")));
     set("prefillKvComputedTokensMean", ratio(rate("prefill_kv_computed_tokens"), rate("prefill_kv_computed_requests")));
     set("requestPreemptionsMean", ratio(rate("request_preemptions"), rate("request_preemptions_requests")));
-    m.requestTpot = quantilesOf(sumByLe(newestGeneration(of("histogram", "request_tpot"), (s) => extrapolatedRate(s.points, t, windowMs))));
+    m.requestTpot = quantilesOf(sumByLe(newestGeneration(of("histogram", "request_tpot"), (s) => extrapolatedRate(s, t, windowMs))));
     // sum by (..., reason): per value of the grouping label, the series in slot order.
     const byGroup = <T extends { info: EngineInfo; value: number }>(xs: T[]): Map<string, number[]> => {
       const groups = new Map<string, number[]>();
@@ -209,7 +209,7 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     };
     for (const [reason, vs] of byGroup(newestGeneration(of("gauge", "waiting_by_reason"), (s) => instantValue(s, t)))) m.waitingByReason.set(reason, sumOf(vs)!);
     const prompts = rate("prefix_cache_queries");
-    const sglHits = newestGeneration(of("counter", "prefix_cache_hits").filter((s) => s.info.metric.groupBy !== undefined), (s) => extrapolatedRate(s.points, t, windowMs));
+    const sglHits = newestGeneration(of("counter", "prefix_cache_hits").filter((s) => s.info.metric.groupBy !== undefined), (s) => extrapolatedRate(s, t, windowMs));
     for (const [source, vs] of byGroup(sglHits)) {
       const r = ratio(sumOf(vs), prompts);
       if (r !== undefined) m.prefixCacheHitRatioBySource.set(source, r);
@@ -218,17 +218,17 @@ export function modelSignals(all: readonly WindowSeries<EngineInfo>[], t: number
     // interval (0 when speculative decoding is off, so it counts only where the accepted length is above 0).
     let spec = ratio(rate("spec_accepted_tokens"), rate("spec_draft_tokens"));
     if (spec === undefined) {
-      const lengths = new Map(of("gauge", "spec_accept_length").map((s) => [s.info.identity, maxOverTime(s.points, t, windowMs)]));
+      const lengths = new Map(of("gauge", "spec_accept_length").map((s) => [s.info.identity, maxOverTime(s, t, windowMs)]));
       const rates = of("gauge", "spec_accept_rate")
         .filter((s) => (lengths.get(s.info.identity) ?? 0) > 0)
         .sort((a, b) => (a.info.identity < b.info.identity ? -1 : 1))
-        .map((s) => avgOverTime(s.points, t, windowMs))
+        .map((s) => avgOverTime(s, t, windowMs))
         .filter((v): v is number => v !== undefined);
       spec = avgOf(rates);
     }
     set("specDecodeAcceptance", spec);
     for (const phase of ["queue", "prefill", "decode", "inter_token"] as const) {
-      const rates = newestGeneration(of("histogram", phase), (s) => extrapolatedRate(s.points, t, windowMs));
+      const rates = newestGeneration(of("histogram", phase), (s) => extrapolatedRate(s, t, windowMs));
       const q = quantilesOf(sumByLe(rates));
       if (q.size > 0) m.phases.set(phase, q);
     }

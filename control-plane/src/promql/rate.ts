@@ -8,19 +8,23 @@
 import { avgOf } from "./aggregate.js";
 
 /**
- * A time-sorted series packed as [t0, v0, t1, v1, ...] (ms since the epoch, value): one array of
- * doubles rather than an object per sample, since a window holds minutes of samples per series.
+ * A time-sorted series read by index: sample i at time(i) (ms since the epoch) with value(i). No
+ * object per sample, since a window holds minutes of samples per series (see series-window.ts).
  */
-export type PackedPoints = readonly number[];
+export interface Samples {
+  readonly count: number;
+  time(i: number): number;
+  value(i: number): number;
+}
 
-/** The sample indexes [lo, hi) of a packed series inside (endMs - rangeMs, endMs]. */
-export function rangeOf(points: PackedPoints, endMs: number, rangeMs: number): [number, number] {
+/** The sample indexes [lo, hi) of a series inside (endMs - rangeMs, endMs]. */
+export function rangeOf(points: Samples, endMs: number, rangeMs: number): [number, number] {
   const start = endMs - rangeMs;
-  const n = points.length / 2;
+  const n = points.count;
   let lo = 0;
-  while (lo < n && points[2 * lo]! <= start) lo++;
+  while (lo < n && points.time(lo) <= start) lo++;
   let hi = lo;
-  while (hi < n && points[2 * hi]! <= endMs) hi++;
+  while (hi < n && points.time(hi) <= endMs) hi++;
   return [lo, hi];
 }
 
@@ -30,16 +34,17 @@ export function rangeOf(points: PackedPoints, endMs: number, rangeMs: number): [
  * the value before the drop; the result is extrapolated towards the range's ends by up to half an
  * average sample gap, and towards the start no further than where the counter would reach zero.
  */
-export function extrapolatedRate(points: PackedPoints, endMs: number, rangeMs: number, isRate = true): number | undefined {
+export function extrapolatedRate(points: Samples, endMs: number, rangeMs: number, isRate = true): number | undefined {
   const [lo, hi] = rangeOf(points, endMs, rangeMs);
   if (hi - lo < 2) return undefined;
   const rangeStart = endMs - rangeMs;
   const numSamplesMinusOne = hi - lo - 1;
-  const first = { t: points[2 * lo]!, v: points[2 * lo + 1]! };
-  const last = { t: points[2 * (hi - 1)]!, v: points[2 * (hi - 1) + 1]! };
+  const first = { t: points.time(lo), v: points.value(lo) };
+  const last = { t: points.time(hi - 1), v: points.value(hi - 1) };
   let resultFloat = last.v - first.v;
   for (let i = lo + 1; i < hi; i++) {
-    if (points[2 * i + 1]! < points[2 * i - 1]!) resultFloat += points[2 * i - 1]!;
+    const before = points.value(i - 1);
+    if (points.value(i) < before) resultFloat += before;
   }
   let durationToStart = (first.t - rangeStart) / 1000;
   let durationToEnd = (endMs - last.t) / 1000;
@@ -62,12 +67,12 @@ export function extrapolatedRate(points: PackedPoints, endMs: number, rangeMs: n
  * avg_over_time(x[range]) at `endMs`; undefined for no points. funcAvgOverTime's float path is
  * avg()'s (a compensated sum over the count, a running mean past overflow).
  */
-export function avgOverTime(points: PackedPoints, endMs: number, rangeMs: number): number | undefined {
+export function avgOverTime(points: Samples, endMs: number, rangeMs: number): number | undefined {
   return avgOf(valuesIn(points, endMs, rangeMs));
 }
 
 /** max_over_time(x[range]) at `endMs` (NaN loses to any number, as funcMaxOverTime); undefined for no points. */
-export function maxOverTime(points: PackedPoints, endMs: number, rangeMs: number): number | undefined {
+export function maxOverTime(points: Samples, endMs: number, rangeMs: number): number | undefined {
   const values = valuesIn(points, endMs, rangeMs);
   if (values.length === 0) return undefined;
   let max = values[0]!;
@@ -75,10 +80,10 @@ export function maxOverTime(points: PackedPoints, endMs: number, rangeMs: number
   return max;
 }
 
-function valuesIn(points: PackedPoints, endMs: number, rangeMs: number): number[] {
+function valuesIn(points: Samples, endMs: number, rangeMs: number): number[] {
   const [lo, hi] = rangeOf(points, endMs, rangeMs);
   const values: number[] = [];
-  for (let i = lo; i < hi; i++) values.push(points[2 * i + 1]!);
+  for (let i = lo; i < hi; i++) values.push(points.value(i));
   return values;
 }
 

@@ -5,28 +5,21 @@
 // (scrape/scrape.go, scrapeLoop); an instant selector looks back at most `LOOKBACK_MS` for the
 // newest point (promql/engine.go, defaultLookbackDelta) and sees nothing past a staleness marker.
 import { stringBytes } from "../scrape/name-pool.js";
+import type { Samples } from "./rate.js";
 
 /** Prometheus's default lookback delta for instant selectors (5 minutes). */
 export const LOOKBACK_MS = 300_000;
 
-/** One series: what the caller knows of it, its points in time order, and when it went stale. */
-export interface WindowSeries<I> {
-  info: I;
-  targetId: string;
-  /** Packed [t0, v0, t1, v1, ...]: see PackedPoints. */
-  points: number[];
-  /** Times of staleness markers, ascending. */
-  staleAt: number[];
-}
-
 // What V8 (Node 20, x64, pointer compression) takes for a window's series, rounded up from a heap
 // measurement (test/control-plane/join/window-memory.test.ts checks the estimate stays above what
 // the heap grows by): the series' object, its map slots, its info (its label values copied once, see
-// `keep`); its key twice over (the key and the info's identity,
-// one byte a character or two past Latin-1); each point (time and value in a growing array of
-// doubles, with its spare capacity); each staleness marker.
-const WINDOW_SERIES_BYTES = 300;
-const POINT_BYTES = 28;
+// `keep`); its key twice over (the key and the info's identity, one byte a character or two past
+// Latin-1); each point's value (a double in a growing array, with its spare capacity: its time is
+// its target's scrape time, held once for all the target's series); a point's own time where the
+// series holds one (see WindowSeries.ownTimes); each staleness marker.
+const WINDOW_SERIES_BYTES = 460;
+const POINT_BYTES = 12;
+const OWN_TIME_BYTES = 12;
 const STALE_BYTES = 16;
 
 /** The estimated heap bytes of a window series whose key V8 stores in `keyBytes`, holding `points` points. */
@@ -39,10 +32,103 @@ export interface WindowTally {
   bytes: number;
 }
 
+/** The times of a target's scrapes that its series' points may still be at, numbered from `base`. */
+class TargetScrapes {
+  /** Ascending; times[i] is the time of scrape base + i. Never empty once scraped: the newest stays. */
+  readonly times: number[] = [];
+  base = 0;
+  readonly keys = new Set<string>();
+
+  get newest(): number {
+    return this.times.length > 0 ? this.times[this.times.length - 1]! : -Infinity;
+  }
+
+  /** The number of the newest scrape. */
+  get newestSeq(): number {
+    return this.base + this.times.length - 1;
+  }
+}
+
+/**
+ * One series: what the caller knows of it, its points in time order (read by index, as rate.ts
+ * reads Samples), and when it went stale. A series found in every scrape of its target since its
+ * first holds values only, the times being its target's; one that missed a scrape and came back, or
+ * took a point out of its target's order, holds its own times from then on (ownTimes).
+ */
+export class WindowSeries<I> implements Samples {
+  private readonly values: number[] = [];
+  /** Aligned: the number of the target scrape values[0] is from. */
+  private first = 0;
+  private ownTimes: number[] | undefined;
+  /** Times of staleness markers, ascending (none: undefined). */
+  staleAt: number[] | undefined;
+
+  constructor(readonly info: I, readonly targetId: string, private readonly scrapes: TargetScrapes) {}
+
+  get count(): number {
+    return this.values.length;
+  }
+
+  time(i: number): number {
+    return this.ownTimes !== undefined ? this.ownTimes[i]! : this.scrapes.times[this.first - this.scrapes.base + i]!;
+  }
+
+  value(i: number): number {
+    return this.values[i]!;
+  }
+
+  /** Time of the newest point, or -Infinity. */
+  get newestTime(): number {
+    return this.values.length === 0 ? -Infinity : this.time(this.values.length - 1);
+  }
+
+  /** The target scrape number the oldest point is from, for an aligned series holding any. */
+  get firstScrape(): number | undefined {
+    return this.ownTimes === undefined && this.values.length > 0 ? this.first : undefined;
+  }
+
+  /** Appends a point at `ts`, scrape number `seq` of its target (-1: not its target's newest scrape); the bytes the series grew by. */
+  append(ts: number, seq: number, value: number): number {
+    const n = this.values.length;
+    if (this.ownTimes === undefined) {
+      if (seq >= 0 && (n === 0 || this.first + n === seq)) {
+        if (n === 0) this.first = seq;
+        this.values.push(value);
+        return POINT_BYTES;
+      }
+      const own: number[] = [];
+      for (let i = 0; i < n; i++) own.push(this.time(i));
+      this.ownTimes = own;
+      this.ownTimes.push(ts);
+      this.values.push(value);
+      return (n + 1) * OWN_TIME_BYTES + POINT_BYTES;
+    }
+    this.ownTimes.push(ts);
+    this.values.push(value);
+    return OWN_TIME_BYTES + POINT_BYTES;
+  }
+
+  /** Drops the oldest `n` points; the bytes given back. */
+  drop(n: number): number {
+    this.values.splice(0, n);
+    if (this.ownTimes === undefined) {
+      this.first += n;
+      return n * POINT_BYTES;
+    }
+    this.ownTimes.splice(0, n);
+    return n * (POINT_BYTES + OWN_TIME_BYTES);
+  }
+
+  /** The bytes its points and markers are estimated at (the series itself apart). */
+  get heldBytes(): number {
+    return this.values.length * (POINT_BYTES + (this.ownTimes === undefined ? 0 : OWN_TIME_BYTES)) + STALE_BYTES * (this.staleAt?.length ?? 0);
+  }
+}
+
 /** The series of several targets over the last `retainMs`. */
 export class SeriesWindow<I> {
   private readonly series = new Map<string, WindowSeries<I>>();
-  private readonly byTarget = new Map<string, Set<string>>();
+  private readonly byTarget = new Map<string, TargetScrapes>();
 
   /**
    * `tally`: where what this window holds is added up (with the other windows sharing it). `keep`:
@@ -58,32 +144,32 @@ export class SeriesWindow<I> {
    */
   observe(targetId: string, ts: number, entries: Iterable<{ key: string; info: I; value: number }>): void {
     const seen = new Set<string>();
-    let keys = this.byTarget.get(targetId);
-    if (!keys) this.byTarget.set(targetId, (keys = new Set()));
+    let scrapes = this.byTarget.get(targetId);
+    if (!scrapes) this.byTarget.set(targetId, (scrapes = new TargetScrapes()));
+    const seq = ts > scrapes.newest ? scrapes.times.push(ts) - 1 + scrapes.base : -1;
     for (const e of entries) {
       seen.add(e.key);
       let s = this.series.get(e.key);
       if (!s) {
-        this.series.set(e.key, (s = { info: this.keep(e.info), targetId, points: [], staleAt: [] }));
-        keys.add(e.key);
+        this.series.set(e.key, (s = new WindowSeries(this.keep(e.info), targetId, scrapes)));
+        scrapes.keys.add(e.key);
         this.tally.bytes += windowSeriesBytes(stringBytes(e.key), 0);
       }
-      if (s.points.length > 0 && s.points[s.points.length - 2]! >= ts) continue;
-      s.points.push(ts, e.value);
-      this.tally.bytes += POINT_BYTES;
+      if (s.newestTime >= ts) continue;
+      this.tally.bytes += s.append(ts, seq, e.value);
     }
-    for (const key of keys) if (!seen.has(key)) this.markStale(key, ts);
+    for (const key of scrapes.keys) if (!seen.has(key)) this.markStale(key, ts);
     this.prune(ts);
   }
 
   /** A failed scrape of `targetId` at `ts`: all its series go stale. */
   failed(targetId: string, ts: number): void {
-    for (const key of this.byTarget.get(targetId) ?? []) this.markStale(key, ts);
+    for (const key of this.byTarget.get(targetId)?.keys ?? []) this.markStale(key, ts);
   }
 
   /** Forgets a target that went away. */
   remove(targetId: string): void {
-    for (const key of this.byTarget.get(targetId) ?? []) this.forget(key);
+    for (const key of this.byTarget.get(targetId)?.keys ?? []) this.forget(key);
     this.byTarget.delete(targetId);
   }
 
@@ -97,7 +183,7 @@ export class SeriesWindow<I> {
     const s = this.series.get(key);
     if (!s) return;
     this.series.delete(key);
-    this.tally.bytes -= windowSeriesBytes(stringBytes(key), s.points.length / 2) + STALE_BYTES * s.staleAt.length;
+    this.tally.bytes -= windowSeriesBytes(stringBytes(key), 0) + s.heldBytes;
   }
 
   /** Whether any series is held. */
@@ -118,10 +204,9 @@ export class SeriesWindow<I> {
   private markStale(key: string, ts: number): void {
     const s = this.series.get(key);
     if (!s) return;
-    const lastPoint = s.points[s.points.length - 2] ?? -Infinity;
-    const lastStale = s.staleAt[s.staleAt.length - 1] ?? -Infinity;
-    if (lastStale < lastPoint) {
-      s.staleAt.push(ts);
+    const lastStale = s.staleAt?.[s.staleAt.length - 1] ?? -Infinity;
+    if (lastStale < s.newestTime) {
+      (s.staleAt ??= []).push(ts);
       this.tally.bytes += STALE_BYTES;
     }
   }
@@ -131,20 +216,36 @@ export class SeriesWindow<I> {
     for (const [key, s] of this.series) {
       let drop = 0;
       // Keep the newest point before the horizon too: an instant selector may still need it.
-      const n = s.points.length / 2;
-      while (drop < n - 1 && s.points[2 * (drop + 1)]! <= horizon) drop++;
-      if (drop > 0) {
-        s.points.splice(0, 2 * drop);
-        this.tally.bytes -= POINT_BYTES * drop;
+      const n = s.count;
+      while (drop < n - 1 && s.time(drop + 1) <= horizon) drop++;
+      if (drop > 0) this.tally.bytes -= s.drop(drop);
+      const stale = s.staleAt;
+      if (stale !== undefined) {
+        let gone = 0;
+        while (stale.length - gone > 1 && stale[gone + 1]! <= horizon) gone++;
+        if (gone > 0) {
+          stale.splice(0, gone);
+          this.tally.bytes -= STALE_BYTES * gone;
+        }
       }
-      while (s.staleAt.length > 1 && s.staleAt[1]! <= horizon) {
-        s.staleAt.shift();
-        this.tally.bytes -= STALE_BYTES;
-      }
-      const newest = Math.max(s.points[s.points.length - 2] ?? -Infinity, s.staleAt[s.staleAt.length - 1] ?? -Infinity);
+      const newest = Math.max(s.newestTime, stale?.[stale.length - 1] ?? -Infinity);
       if (newest <= horizon) {
         this.forget(key);
-        this.byTarget.get(s.targetId)?.delete(key);
+        this.byTarget.get(s.targetId)?.keys.delete(key);
+      }
+    }
+    // A target's scrape times go once no series it holds is at them (the newest always stays).
+    const oldest = new Map<string, number>();
+    for (const s of this.series.values()) {
+      const first = s.firstScrape;
+      if (first !== undefined && first < (oldest.get(s.targetId) ?? Infinity)) oldest.set(s.targetId, first);
+    }
+    for (const [targetId, scrapes] of this.byTarget) {
+      const keepFrom = Math.min(oldest.get(targetId) ?? Infinity, scrapes.newestSeq);
+      const gone = keepFrom - scrapes.base;
+      if (gone > 0) {
+        scrapes.times.splice(0, gone);
+        scrapes.base += gone;
       }
     }
   }
@@ -152,11 +253,11 @@ export class SeriesWindow<I> {
 
 /** The instant value of a series at `t`: its newest point within the lookback, unless a staleness marker follows it. */
 export function instantValue(s: WindowSeries<unknown>, t: number): number | undefined {
-  let i = s.points.length / 2 - 1;
-  while (i >= 0 && s.points[2 * i]! > t) i--;
+  let i = s.count - 1;
+  while (i >= 0 && s.time(i) > t) i--;
   if (i < 0) return undefined;
-  const p = { t: s.points[2 * i]!, v: s.points[2 * i + 1]! };
-  if (p.t <= t - LOOKBACK_MS) return undefined;
-  if (s.staleAt.some((st) => st > p.t && st <= t)) return undefined;
-  return p.v;
+  const pt = s.time(i);
+  if (pt <= t - LOOKBACK_MS) return undefined;
+  if (s.staleAt?.some((st) => st > pt && st <= t)) return undefined;
+  return s.value(i);
 }

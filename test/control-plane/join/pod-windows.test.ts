@@ -11,7 +11,7 @@ function heldPoints(rateWindowMs: number): number {
   const windows = new PodWindows<string>(rateWindowMs);
   const w = windows.of("ns/pod");
   for (let t = 0; t <= 40 * 60_000; t += 15_000) w.observe("target", t, [{ key: "target\xffx", info: "x", value: t }]);
-  return w.all()[0]!.points.length / 2;
+  return w.all()[0]!.count;
 }
 
 test("a pod's window holds max(rate window, lookback) of points plus the newest before it: 21 at 5 min, not the 41 of their sum", () => {

@@ -49,5 +49,5 @@ for (let k = 0; k < scrapes; k++) for (let p = 0; p < pods; p++) scrape(p, k);
 const after = heldBytes();
 let series = 0;
 for (let p = 0; p < pods; p++) series += windows.get(`llm-serving/chat-7d9f8b6c5-${p}`)!.size;
-const points = windows.get("llm-serving/chat-7d9f8b6c5-0")!.all()[0]!.points.length / 2;
+const points = windows.get("llm-serving/chat-7d9f8b6c5-0")!.all()[0]!.count;
 process.stdout.write(JSON.stringify({ series, points, measuredPerSeries: (after - before) / series, estimatedPerSeries: (budget.bytes - estimatedBefore) / series }));

@@ -61,7 +61,7 @@ test("the tally follows the points a window keeps: added as they come, given bac
   const windows = new PodWindows<number>(300_000, budget);
   for (let k = 0; k <= 40; k++) windows.observe("ns/a", "ta", k * 15_000, entries("ta", 5, k));
   // 300 s at 15 s: 21 points each (the newest before the horizon included).
-  assert.equal(windows.get("ns/a")!.all()[0]!.points.length / 2, 21);
+  assert.equal(windows.get("ns/a")!.all()[0]!.count, 21);
   assert.equal(budget.bytes, 5 * windowSeriesBytes("ta\xffs0".length, 21));
   // A scrape without them marks them stale (a marker each), and past the horizon they go.
   windows.observe("ns/a", "ta", 41 * 15_000, []);

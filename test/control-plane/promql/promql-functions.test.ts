@@ -10,19 +10,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { avgOf, sumOf } from "../../../control-plane/src/promql/aggregate.js";
-import { avgOverTime, extrapolatedRate, maxOverTime, rangeOf } from "../../../control-plane/src/promql/rate.js";
+import { avgOverTime, extrapolatedRate, maxOverTime, rangeOf, type Samples } from "../../../control-plane/src/promql/rate.js";
 import { instantValue, SeriesWindow } from "../../../control-plane/src/promql/series-window.js";
 import { mulberry32 } from "../../support/mulberry32.js";
+import { heldPoints } from "./samples.js";
 
 interface Point {
   t: number;
   v: number;
 }
 
-/** The packed [t, v, ...] form the window keeps (PackedPoints). */
-function pack(points: readonly Point[]): number[] {
-  return points.flatMap((p) => [p.t, p.v]);
+/** Points as the rate functions read them. */
+function pack(points: readonly Point[]): Samples {
+  return { count: points.length, time: (i) => points[i]!.t, value: (i) => points[i]!.v };
 }
+
 
 test("rate(x[5m]) equals Prometheus's for 40 random counters with resets, gaps and irregular scrapes (promtool, exact)", () => {
   const r = mulberry32(7);
@@ -102,5 +104,5 @@ test("instant values: the newest point within 5 min, none after a staleness mark
   w.observe("t", 45_000, [{ key: "a", info: "a", value: 4 }]);
   assert.equal(instantValue(a!, 45_000), 4);
   assert.equal(instantValue(a!, 45_000 + 300_000), undefined, "past the lookback");
-  assert.deepEqual(a!.points, [0, 1, 15_000, 3, 45_000, 4], "ranges keep the points before the failure");
+  assert.deepEqual(heldPoints(a!), [0, 1, 15_000, 3, 45_000, 4], "ranges keep the points before the failure");
 });
