@@ -6,7 +6,8 @@
 // cannot decode, a bug) is logged and counted, the queue is reopened from disk (recovery makes it
 // consistent again) and sending resumes after a backoff.
 import { DiskQueue, type QueueRecord } from "./disk-queue.js";
-import { decodeWriteRequestV1, encodeRequestV2, ProtoWriter, writeSampleV1 } from "./protobuf.js";
+import { decodeWriteRequestV1, encodeRequestV2, ProtoWriter } from "./protobuf.js";
+import { RefLabels } from "./ref-labels.js";
 import { backoffMs, sendWithRetry, type Clock } from "./retry.js";
 import { snappyCompress } from "./snappy.js";
 import { sendSplitting } from "./split.js";
@@ -74,7 +75,7 @@ export class TargetQueue {
   private definedIn = new Int32Array(1024).fill(-1);
   private readonly recordScratch = new ProtoWriter(64 * 1024);
   /** Sender side: encoded labels per ref, from the series definitions read so far. */
-  private readonly labelsOf = new Map<number, Uint8Array>();
+  private readonly labelsOf = new RefLabels();
   private readonly shardBatches: ShardBatch[];
 
   constructor(readonly config: RemoteWriteTargetConfig, private readonly deps: TargetDeps) {
@@ -328,18 +329,16 @@ export class TargetQueue {
     if (payload[0] !== COMPACT_RECORD) return;
     const shards = this.shardBatches;
     decodeRecord(payload, {
-      // A copy: a view would keep the whole decompressed record (allocated outside V8's heap) alive
-      // until the ref is defined again, and an ended series' ref may wait long for that.
-      define: (id, labels) => this.labelsOf.set(id, new Uint8Array(labels)),
+      // Copied: a view would keep the whole decompressed record (allocated outside V8's heap) alive.
+      define: (id, labels) => this.labelsOf.set(id, labels),
       sample: (id, ts, value, stale) => {
         if (!route) return;
-        const labels = this.labelsOf.get(id);
-        if (labels === undefined) {
+        if (!this.labelsOf.has(id)) {
           this.deps.metrics.samplesDropped.inc({ target: this.config.name, reason: "unknown_series" });
           return;
         }
         const b = shards[id % shards.length]!;
-        writeSampleV1(b.w, labels, ts, value, stale);
+        this.labelsOf.writeSample(b.w, id, ts, value, stale);
         b.samples++;
       },
     });

@@ -37,10 +37,11 @@ export function encodedLabels(entry: SeriesEntry): Uint8Array {
 // what the heap and array buffers grow by): its entry and map slot, its place in its source's
 // staleness set and in the gate's record of that source's last report, the key's header; then its
 // key, one byte a character (two when a character is past Latin-1). Each remote-write queue keeps
-// its own record of the series (the ref's segment, and the sender's copy of its encoded labels:
-// a typed array with its own buffer, about the key's UTF-8 bytes).
+// its own record of the series (the ref's segment, and the sender's copy of its encoded labels in
+// RefLabels' chunks: about the key's UTF-8 bytes, a quarter more for replaced copies not yet
+// compacted away and the labels' field headers).
 const SERIES_BYTES = 240;
-const QUEUE_SERIES_BYTES = 320;
+const QUEUE_SERIES_BYTES = 96;
 // An encoded copy, held only for a key that cannot be split back: a typed array's header and backing store.
 const ENCODED_BYTES = 200;
 
@@ -49,7 +50,7 @@ export const NOMINAL_KEY_CHARS = 400;
 
 /** The estimated heap bytes of one live series whose key V8 stores in `keyBytes` and UTF-8 in `utf8Bytes`, behind `queues` remote-write queues. */
 export function seriesBytes(keyBytes: number, utf8Bytes: number, queues: number): number {
-  return SERIES_BYTES + keyBytes + queues * (QUEUE_SERIES_BYTES + utf8Bytes);
+  return SERIES_BYTES + keyBytes + queues * (QUEUE_SERIES_BYTES + Math.ceil(1.25 * utf8Bytes));
 }
 
 function entryBytes(entry: SeriesEntry, queues: number): number {

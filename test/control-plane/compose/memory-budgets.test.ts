@@ -51,7 +51,7 @@ test("with the pipeline, the dashboard and the span receiver: every part, each f
     // Two remote-write queues each keep their own record of every series.
     assert.equal(parts.get("pipeline.series")!.bytes, 20_000 * seriesBytes(NOMINAL_KEY_CHARS, NOMINAL_KEY_CHARS, 2));
     assert.equal(parts.get("pipeline.series")!.bytes, pipeline.gate.maxBytes, "what the cardinality cap enforces");
-    assert.match(parts.get("pipeline.series")!.from, /^join\.maxSeries 20,000 x 2,080 B \(400 characters of labels, 2 remote-write queues\)$/);
+    assert.match(parts.get("pipeline.series")!.from, /^join\.maxSeries 20,000 x 1,832 B \(400 characters of labels, 2 remote-write queues\)$/);
     // The static target's 5 s interval is the shortest: 600 s of it, plus the newest before the horizon and the one arriving.
     assert.equal(windowPoints(600_000, 5_000), 122);
     assert.equal(parts.get("pipeline.joinWindows")!.bytes, 20_000 * windowSeriesBytes(NOMINAL_KEY_CHARS, 122));

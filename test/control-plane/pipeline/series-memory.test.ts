@@ -63,9 +63,11 @@ test("a series' cost follows the registry: added when admitted, given back when 
   gate.pass("t", [series(1, "a"), series(2, "é")], 1);
   const key = (i: number, v: string): string => ["__name__", "m", "i", String(i), "v", v].join("\xff");
   assert.equal(registry.bytes, registry.costOf(key(1, "a")) + registry.costOf(key(2, "é")));
-  // é is Latin-1 (one byte in V8, two in UTF-8); € is not (two bytes a character in V8).
-  assert.equal(registry.costOf(key(2, "é")) - registry.costOf(key(1, "a")), 2 * 1);
-  assert.equal(registry.costOf(key(3, "€")) - registry.costOf(key(3, "a")), key(3, "€").length + 2 * 2);
+  // é is Latin-1 (one byte in V8, two in UTF-8); € is not (two bytes a character in V8, three in UTF-8).
+  const e = key(2, "é");
+  assert.equal(registry.costOf(e), seriesBytes(e.length, Buffer.byteLength(e), 2));
+  const euro = key(3, "€");
+  assert.equal(registry.costOf(euro), seriesBytes(2 * euro.length, Buffer.byteLength(euro), 2));
   gate.removeSource("t", 2);
   assert.equal(registry.bytes, 0);
 });
