@@ -14,13 +14,15 @@ export const LOOKBACK_MS = 300_000;
 // measurement (test/control-plane/join/window-memory.test.ts checks the estimate stays above what
 // the heap grows by): the series' object, its map slots, its info (its label values copied once, see
 // `keep`); its key twice over (the key and the info's identity, one byte a character or two past
-// Latin-1); each point's value (a double in a growing array, with its spare capacity: its time is
-// its target's scrape time, held once for all the target's series); a point's own time where the
-// series holds one (see WindowSeries.ownTimes); each staleness marker.
-const WINDOW_SERIES_BYTES = 460;
-const POINT_BYTES = 12;
+// Latin-1); each point's value (a double in a ring sized RING_SLACK past the most the series held:
+// its time is its target's scrape time, held once for all the target's series); a point's own time
+// where the series holds one (see WindowSeries.ownTimes); each staleness marker.
+const WINDOW_SERIES_BYTES = 400;
+const POINT_BYTES = 9;
 const OWN_TIME_BYTES = 12;
 const STALE_BYTES = 16;
+/** Values a series' ring is grown by when full. */
+const RING_SLACK = 8;
 
 /** The estimated heap bytes of a window series whose key V8 stores in `keyBytes`, holding `points` points. */
 export function windowSeriesBytes(keyBytes: number, points: number): number {
@@ -56,8 +58,14 @@ class TargetScrapes {
  * took a point out of its target's order, holds its own times from then on (ownTimes).
  */
 export class WindowSeries<I> implements Samples {
-  private readonly values: number[] = [];
-  /** Aligned: the number of the target scrape values[0] is from. */
+  /**
+   * Its values as a ring: the oldest at `head`, `n` of them. The array is sized here, RING_SLACK
+   * past the most the series has held, where pushing would leave V8's growth (half again, plus 16).
+   */
+  private ring: number[] = [];
+  private head = 0;
+  private n = 0;
+  /** Aligned: the number of the target scrape the oldest value is from. */
   private first = 0;
   private ownTimes: number[] | undefined;
   /** Times of staleness markers, ascending (none: undefined). */
@@ -66,7 +74,7 @@ export class WindowSeries<I> implements Samples {
   constructor(readonly info: I, readonly targetId: string, private readonly scrapes: TargetScrapes) {}
 
   get count(): number {
-    return this.values.length;
+    return this.n;
   }
 
   time(i: number): number {
@@ -74,54 +82,70 @@ export class WindowSeries<I> implements Samples {
   }
 
   value(i: number): number {
-    return this.values[i]!;
+    const j = this.head + i;
+    const cap = this.ring.length;
+    return this.ring[j >= cap ? j - cap : j]!;
   }
 
   /** Time of the newest point, or -Infinity. */
   get newestTime(): number {
-    return this.values.length === 0 ? -Infinity : this.time(this.values.length - 1);
+    return this.n === 0 ? -Infinity : this.time(this.n - 1);
   }
 
   /** The target scrape number the oldest point is from, for an aligned series holding any. */
   get firstScrape(): number | undefined {
-    return this.ownTimes === undefined && this.values.length > 0 ? this.first : undefined;
+    return this.ownTimes === undefined && this.n > 0 ? this.first : undefined;
   }
 
   /** Appends a point at `ts`, scrape number `seq` of its target (-1: not its target's newest scrape); the bytes the series grew by. */
   append(ts: number, seq: number, value: number): number {
-    const n = this.values.length;
+    const n = this.n;
+    this.push(value);
     if (this.ownTimes === undefined) {
       if (seq >= 0 && (n === 0 || this.first + n === seq)) {
         if (n === 0) this.first = seq;
-        this.values.push(value);
         return POINT_BYTES;
       }
       const own: number[] = [];
       for (let i = 0; i < n; i++) own.push(this.time(i));
+      own.push(ts);
       this.ownTimes = own;
-      this.ownTimes.push(ts);
-      this.values.push(value);
       return (n + 1) * OWN_TIME_BYTES + POINT_BYTES;
     }
     this.ownTimes.push(ts);
-    this.values.push(value);
     return OWN_TIME_BYTES + POINT_BYTES;
   }
 
-  /** Drops the oldest `n` points; the bytes given back. */
-  drop(n: number): number {
-    this.values.splice(0, n);
+  /** Drops the oldest `k` points; the bytes given back. */
+  drop(k: number): number {
+    this.head = (this.head + k) % this.ring.length;
+    this.n -= k;
     if (this.ownTimes === undefined) {
-      this.first += n;
-      return n * POINT_BYTES;
+      this.first += k;
+      return k * POINT_BYTES;
     }
-    this.ownTimes.splice(0, n);
-    return n * (POINT_BYTES + OWN_TIME_BYTES);
+    this.ownTimes.splice(0, k);
+    return k * (POINT_BYTES + OWN_TIME_BYTES);
   }
 
   /** The bytes its points and markers are estimated at (the series itself apart). */
   get heldBytes(): number {
-    return this.values.length * (POINT_BYTES + (this.ownTimes === undefined ? 0 : OWN_TIME_BYTES)) + STALE_BYTES * (this.staleAt?.length ?? 0);
+    return this.n * (POINT_BYTES + (this.ownTimes === undefined ? 0 : OWN_TIME_BYTES)) + STALE_BYTES * (this.staleAt?.length ?? 0);
+  }
+
+  private push(value: number): void {
+    const cap = this.ring.length;
+    if (this.n === cap) {
+      // Full: a new ring, the values in order from its start.
+      const next = new Array<number>(cap + RING_SLACK);
+      for (let i = 0; i < this.n; i++) next[i] = this.value(i);
+      this.ring = next;
+      this.head = 0;
+    }
+    const j = this.head + this.n;
+    const size = this.ring.length;
+    this.ring[j >= size ? j - size : j] = value;
+    this.n++;
   }
 }
 
