@@ -106,7 +106,7 @@ function fleetTargets(fleet: Fleet): ChildConfig["targets"] {
 }
 
 /** Heap of the same process with no target at all (modules, registries): what does not grow with series. */
-async function idleHeapBytes(dir: string): Promise<number> {
+async function idleHeapBytes(dir: string): Promise<ChildReport> {
   const config = { targets: [], sinkUrl: "http://127.0.0.1:9/", queueDir: join(dir, "idle-queue"), intervalMs: INTERVAL_MS, observers: false };
   const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
@@ -115,7 +115,7 @@ async function idleHeapBytes(dir: string): Promise<number> {
     await until(() => messages.includes("started"), "the idle pipeline to start", 60_000);
     child.send("report");
     await until(() => messages.length > 1, "the idle pipeline's report", 30_000);
-    return (messages[messages.length - 1] as ChildReport).heapUsedBytes;
+    return messages[messages.length - 1] as ChildReport;
   } finally {
     child.kill("SIGKILL");
     await exited(child);
@@ -167,7 +167,7 @@ async function round(shape: FleetShape): Promise<Round> {
 }
 
 /** The pipeline's heap in steady state, from the simulated full-window run. */
-interface SteadyHeap { growthPerSeries: number; heapPerSeries: number; activeSeries: number; windowShare: number }
+interface SteadyHeap { growthPerSeries: number; withBuffersPerSeries: number; heapPerSeries: number; activeSeries: number; windowShare: number }
 
 /**
  * The pipeline alone (no dashboard, no sampler) on a simulated clock, FULL_WINDOW_INTERVALS scrapes
@@ -177,7 +177,7 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
   const fleet = await startFleet(shape);
   const sink = await startSink();
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-agent-bench-"));
-  const idleHeap = await idleHeapBytes(dir);
+  const idle = await idleHeapBytes(dir);
   const config: ChildConfig = { targets: fleetTargets(fleet), sinkUrl: `${sink.url}/tokentrace`, queueDir: join(dir, "queue"), intervalMs: INTERVAL_MS, simulated: true, observers: false };
   const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
@@ -190,10 +190,11 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
     await until(() => messages.some((m) => typeof m === "object" && m !== null && "heapUsedBytes" in m), "the pipeline's report", 30_000);
     const report = messages.find((m) => typeof m === "object" && m !== null && "heapUsedBytes" in m) as ChildReport;
     return {
-      growthPerSeries: (report.heapUsedBytes - idleHeap) / report.activeSeries,
+      growthPerSeries: (report.heapUsedBytes - idle.heapUsedBytes) / report.activeSeries,
+      withBuffersPerSeries: (report.heapUsedBytes + report.arrayBuffersBytes - idle.heapUsedBytes - idle.arrayBuffersBytes) / report.activeSeries,
       heapPerSeries: report.heapUsedBytes / report.activeSeries,
       activeSeries: report.activeSeries,
-      windowShare: report.windowBytes / (report.heapUsedBytes - idleHeap),
+      windowShare: report.windowBytes / (report.heapUsedBytes - idle.heapUsedBytes),
     };
   } finally {
     child.kill("SIGKILL");
@@ -239,8 +240,10 @@ async function shapeRows(name: string, shape: FleetShape): Promise<BenchRow[]> {
       figure: `pipeline heap per active series, steady state (${name}, the pipeline alone after ${FULL_WINDOW_INTERVALS} simulated 5 s scrapes, every rate window full; heap after GC less an idle pipeline's, / admitted series; the windows' estimate ${(100 * steady.windowShare).toFixed(0)}% of it)`,
       value: Math.round(steady.growthPerSeries),
       unit: "bytes",
-      ...(fleet ? { bar: { on: "value" as const, max: 2560 } } : {}),
+      bar: { on: "value" as const, max: 1024 },
     },
+    // The sender's copies of the labels and the queue's buffers are array buffers, outside V8's heap.
+    { figure: `pipeline heap and array buffers per active series, steady state (${name}, less an idle pipeline's)`, value: Math.round(steady.withBuffersPerSeries), unit: "bytes" },
     { figure: `pipeline whole heap per active series, steady state (${name}, modules included)`, value: Math.round(steady.heapPerSeries), unit: "bytes" },
     { figure: `pipeline disk queue bytes per sample appended (${name})`, value: Number(m((r) => r.queueBytesPerSample).toFixed(1)), unit: "bytes", ...(fleet ? { bar: { on: "value" as const, max: 40 } } : {}) },
     { figure: `samples per second shipped in the window (pipeline, ${name})`, value: Math.round(m((r) => r.oursRate)), unit: "samples/s", baseline: { name: "prometheus agent", value: Math.round(m((r) => r.promRate)) } },

@@ -25,7 +25,7 @@ export interface ChildConfig {
 }
 
 /** What the child reports. */
-export interface ChildReport { heapUsedBytes: number; activeSeries: number; queueAppendedBytes: number; queueAppendedSamples: number; windowBytes: number }
+export interface ChildReport { heapUsedBytes: number; arrayBuffersBytes: number; activeSeries: number; queueAppendedBytes: number; queueAppendedSamples: number; windowBytes: number }
 
 const cfg = JSON.parse(process.argv[2]!) as ChildConfig;
 // Whole seconds, as a scrape loop on a real clock would start.
@@ -73,8 +73,10 @@ process.on("message", (msg) => {
   if (msg !== "report") return;
   gc();
   const q = pipeline.writer.targets[0]!.queue;
+  const memory = process.memoryUsage();
   const report: ChildReport = {
-    heapUsedBytes: process.memoryUsage().heapUsed,
+    heapUsedBytes: memory.heapUsed,
+    arrayBuffersBytes: memory.arrayBuffers,
     activeSeries: pipeline.gate.activeSeries,
     queueAppendedBytes: q.appendedBytes,
     queueAppendedSamples: q.appendedSamples,
