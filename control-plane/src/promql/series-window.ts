@@ -153,6 +153,8 @@ export class WindowSeries<I> implements Samples {
 export class SeriesWindow<I> {
   private readonly series = new Map<string, WindowSeries<I>>();
   private readonly byTarget = new Map<string, TargetScrapes>();
+  /** The series in key order, until one comes or goes. */
+  private sorted: WindowSeries<I>[] | undefined;
 
   /**
    * `tally`: where what this window holds is added up (with the other windows sharing it). `keep`:
@@ -176,6 +178,7 @@ export class SeriesWindow<I> {
       let s = this.series.get(e.key);
       if (!s) {
         this.series.set(e.key, (s = new WindowSeries(this.keep(e.info), targetId, scrapes)));
+        this.sorted = undefined;
         scrapes.keys.add(e.key);
         this.tally.bytes += windowSeriesBytes(stringBytes(e.key), 0);
       }
@@ -207,6 +210,7 @@ export class SeriesWindow<I> {
     const s = this.series.get(key);
     if (!s) return;
     this.series.delete(key);
+    this.sorted = undefined;
     this.tally.bytes -= windowSeriesBytes(stringBytes(key), 0) + s.heldBytes;
   }
 
@@ -221,8 +225,10 @@ export class SeriesWindow<I> {
   }
 
   /** Every series held, in key order (the order Prometheus's storage returns series in). */
-  all(): WindowSeries<I>[] {
-    return [...this.series.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, s]) => s);
+  all(): readonly WindowSeries<I>[] {
+    // Sorted again only when the series held change: every scrape of the pod reads them in order.
+    this.sorted ??= [...this.series.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, s]) => s);
+    return this.sorted;
   }
 
   private markStale(key: string, ts: number): void {
