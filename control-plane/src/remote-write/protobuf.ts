@@ -84,13 +84,11 @@ export class ProtoWriter {
     this.pos += b.length;
   }
 
-  /** Bytes [start, end) of `b`, copied without a view of them. */
+  /** Bytes [start, end) of `b` (a view to copy from costs less than copying byte by byte in JS). */
   bytesOf(b: Uint8Array, start: number, end: number): void {
     this.ensure(end - start);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = start; i < end; i++) buf[p++] = b[i]!;
-    this.pos = p;
+    this.buf.set(b.subarray(start, end), this.pos);
+    this.pos += end - start;
   }
 
   /** A length-delimited UTF-8 string (ASCII written inline; anything else through TextEncoder). */

@@ -71,8 +71,7 @@ export class RefLabels {
       last++;
       this.tail = 0;
     }
-    const chunk = this.chunks[last]!;
-    for (let i = start, p = this.tail; i < end; i++, p++) chunk[p] = from[i]!;
+    this.chunks[last]!.set(from.subarray(start, end), this.tail);
     this.chunkOf[ref] = last;
     this.offsetOf[ref] = this.tail;
     this.lengthOf[ref] = n;
@@ -98,10 +97,8 @@ export class RefLabels {
   private sameAs(ref: number, labels: Uint8Array): boolean {
     const n = this.lengthOf[ref]!;
     if (n !== labels.length) return false;
-    const chunk = this.chunks[this.chunkOf[ref]!]!;
     const at = this.offsetOf[ref]!;
-    for (let i = 0; i < n; i++) if (chunk[at + i] !== labels[i]) return false;
-    return true;
+    return Buffer.compare(this.chunks[this.chunkOf[ref]!]!.subarray(at, at + n), labels) === 0;
   }
 
   private growRefs(ref: number): void {
