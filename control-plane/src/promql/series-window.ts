@@ -60,7 +60,7 @@ class TargetScrapes {
 export class WindowSeries<I> implements Samples {
   /**
    * Its values as a ring: the oldest at `head`, `n` of them. The array is sized here, RING_SLACK
-   * past the most the series has held, where pushing would leave V8's growth (half again, plus 16).
+   * past the most the series has held, rather than grown by push (V8 adds half again, plus 16).
    */
   private ring: number[] = [];
   private head = 0;
