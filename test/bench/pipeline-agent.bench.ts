@@ -105,8 +105,8 @@ function fleetTargets(fleet: Fleet): ChildConfig["targets"] {
   return fleet.endpoints.map((e) => ({ url: fleet.base + e.path, kind: e.kind, ...(e.kind === "dcgm" ? {} : { namespace: e.namespace, pod: e.pod }), node: e.node }));
 }
 
-/** Heap of the same process with no target at all (modules, registries): what does not grow with series. */
-async function idleHeapBytes(dir: string): Promise<ChildReport> {
+/** The report of the same process with no target at all (modules, registries): what does not grow with series. */
+async function idleReport(dir: string): Promise<ChildReport> {
   const config = { targets: [], sinkUrl: "http://127.0.0.1:9/", queueDir: join(dir, "idle-queue"), intervalMs: INTERVAL_MS, observers: false };
   const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
@@ -177,7 +177,7 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
   const fleet = await startFleet(shape);
   const sink = await startSink();
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-agent-bench-"));
-  const idle = await idleHeapBytes(dir);
+  const idle = await idleReport(dir);
   const config: ChildConfig = { targets: fleetTargets(fleet), sinkUrl: `${sink.url}/tokentrace`, queueDir: join(dir, "queue"), intervalMs: INTERVAL_MS, simulated: true, observers: false };
   const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
@@ -185,7 +185,11 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
   try {
     await until(() => messages.includes("started"), "the pipeline to start", 60_000);
     child.send({ advance: FULL_WINDOW_INTERVALS });
-    await until(() => messages.some((m) => typeof m === "object" && m !== null && "advanced" in m), "a full window of simulated scrapes", 30 * 60_000);
+    const advanced = (): boolean => {
+      if (child.exitCode !== null) throw new Error(`the pipeline exited (${child.exitCode}) before a full window of simulated scrapes`);
+      return messages.some((m) => typeof m === "object" && m !== null && "advanced" in m);
+    };
+    await until(advanced, "a full window of simulated scrapes", 30 * 60_000);
     child.send("report");
     await until(() => messages.some((m) => typeof m === "object" && m !== null && "heapUsedBytes" in m), "the pipeline's report", 30_000);
     const report = messages.find((m) => typeof m === "object" && m !== null && "heapUsedBytes" in m) as ChildReport;

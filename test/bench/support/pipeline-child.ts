@@ -67,7 +67,13 @@ process.on("message", (msg) => {
   if (msg === "exit") process.exit(0);
   if (typeof msg === "object" && msg !== null && "advance" in msg) {
     const n = (msg as { advance: number }).advance;
-    void advance(n).then(() => process.send!({ advanced: n }));
+    advance(n).then(
+      () => process.send!({ advanced: n }),
+      (error: unknown) => {
+        console.error(`pipeline-child: ${String(error)}`);
+        process.exit(1);
+      },
+    );
     return;
   }
   if (msg !== "report") return;
