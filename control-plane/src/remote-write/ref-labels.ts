@@ -1,7 +1,7 @@
 // The sender's encoded labels for each ref it has read a definition of, packed into fixed-size
 // chunks, each ref's place held in typed arrays indexed by ref (refs are small integers, reused;
 // see series-registry.ts). A typed array per ref cost two objects and a backing store of its own,
-// about 100 B past the label bytes, for every live series behind every remote-write target. New
+// about 200 B past the label bytes, for every live series behind every remote-write target. New
 // chunks are added, never grown by copying, so what is held past the live bytes is the unused end
 // of each chunk and the definitions replaced since the last compaction (at most a quarter).
 import { writeSampleV1, type ProtoWriter } from "./protobuf.js";
