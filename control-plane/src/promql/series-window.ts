@@ -243,6 +243,8 @@ export class SeriesWindow<I> {
 
   private prune(nowMs: number): void {
     const horizon = nowMs - this.retainMs;
+    // Per target, the oldest scrape a series it still holds is at: its times before that can go.
+    const oldest = new Map<string, number>();
     for (const [key, s] of this.series) {
       let drop = 0;
       // Keep the newest point before the horizon too: an instant selector may still need it.
@@ -262,14 +264,12 @@ export class SeriesWindow<I> {
       if (newest <= horizon) {
         this.forget(key);
         this.byTarget.get(s.targetId)?.keys.delete(key);
+        continue;
       }
-    }
-    // A target's scrape times go once no series it holds is at them (the newest always stays).
-    const oldest = new Map<string, number>();
-    for (const s of this.series.values()) {
       const first = s.firstScrape;
       if (first !== undefined && first < (oldest.get(s.targetId) ?? Infinity)) oldest.set(s.targetId, first);
     }
+    // The newest scrape time always stays.
     for (const [targetId, scrapes] of this.byTarget) {
       const keepFrom = Math.min(oldest.get(targetId) ?? Infinity, scrapes.newestSeq);
       const gone = keepFrom - scrapes.base;
