@@ -17,7 +17,7 @@ export const LOOKBACK_MS = 300_000;
 // Latin-1); each point's value (a double in a ring sized RING_SLACK past the most the series held:
 // its time is its target's scrape time, held once for all the target's series); a point's own time
 // where the series holds one (see WindowSeries.ownTimes); each staleness marker.
-const WINDOW_SERIES_BYTES = 400;
+const WINDOW_SERIES_BYTES = 540;
 const POINT_BYTES = 9;
 const OWN_TIME_BYTES = 12;
 const STALE_BYTES = 16;
