@@ -1,11 +1,12 @@
 # tokentrace: `make help` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps build typecheck lint test-deps test bench power-loss demo demo-pages screenshot run manifests oci clean leak-corpus leak-corpus-mutant
+.PHONY: help deps build dist typecheck lint test-deps test bench power-loss demo demo-pages screenshot run manifests oci clean leak-corpus leak-corpus-mutant
 
 BIN := node_modules/.bin
 ASC := $(BIN)/asc
 FILTER_SRC := $(wildcard filter/*.ts filter/*/*.ts filter/transform/*.mjs) asconfig.json
+CONTROL_PLANE_SRC := $(shell find control-plane/src -type f)
 TESTS = $(shell find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 
 help: ## list the targets
@@ -20,6 +21,16 @@ node_modules/.installed: package.json package-lock.json $(wildcard patches/*.pat
 	@touch $@
 
 deps: node_modules/.installed ## install the pinned npm dependencies and patch the SDK
+
+# The control plane as the image runs it: tsc's JavaScript beside its sources' package.json, so
+# control-plane/node_modules (its own ajv) and the files it reads relative to itself resolve as from src/.
+control-plane/dist/main.js: $(CONTROL_PLANE_SRC) control-plane/tsconfig.build.json tsconfig.json node_modules/.installed
+	@echo "==> compiling the control plane: control-plane/dist/"
+	@rm -rf control-plane/dist
+	@$(BIN)/tsc -p control-plane/tsconfig.build.json
+	@cp -R control-plane/src/dashboard/static control-plane/dist/dashboard/static
+
+dist: control-plane/dist/main.js ## compile the control plane to JavaScript in control-plane/dist/ (what its image runs: node control-plane/dist/main.js)
 
 # Binaryen's optimizer prints "Last converge was suboptimal." on success; that one line is dropped.
 ASC_QUIET = 2> >(grep -v '^Last converge was suboptimal\.$$' >&2)
@@ -61,7 +72,7 @@ test-deps: ## install the Debian packages the tests run (prometheus, chromium, j
 	@echo "==> checking the Debian packages the tests run (prometheus, chromium, jq)"
 	@bash test/support/install-system-deps.sh
 
-test: build build/oci/index.json build/oci-content/index.json build/mutant/filter-content-margin0.wasm typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
+test: build control-plane/dist/main.js build/oci/index.json build/oci-content/index.json build/mutant/filter-content-margin0.wasm typecheck lint test-deps ## build, type-check, lint and run every test (what CI runs)
 	@echo "==> running every test"
 	@# Two files at a time: a third of the suite's time is demo stacks and Prometheus waiting on real timers.
 	node --import tsx --test --test-concurrency=2 --test-timeout=300000 --test-reporter=spec $(TESTS)
@@ -123,4 +134,4 @@ build/oci-content/index.json: build/filter-content.wasm scripts/oci.ts | node_mo
 oci: build/oci/index.json build/oci-content/index.json ## package build/filter.wasm and build/filter-content.wasm as OCI image layouts in build/oci/ and build/oci-content/ for oci:// URLs
 
 clean: ## remove build outputs
-	rm -rf build
+	rm -rf build control-plane/dist

@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "build/", "filter/", "test/bench/noop-filter/", "test/bench/redaction-module/", ".tmp/", "test-results/"] },
+  { ignores: ["node_modules/", "build/", "control-plane/dist/", "filter/", "test/bench/noop-filter/", "test/bench/redaction-module/", ".tmp/", "test-results/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,5 +1,6 @@
-// The control plane as a child process (`node --import tsx control-plane/src/main.ts`): its
-// stdout JSON lines collected as they arrive, stderr, and its exit.
+// The control plane as a child process (`node --import tsx control-plane/src/main.ts`, or compiled:
+// `node control-plane/dist/main.js`, as its image runs it): its stdout JSON lines collected as they
+// arrive, stderr, and its exit.
 import { spawn, type ChildProcess } from "node:child_process";
 import assert from "node:assert/strict";
 import { after } from "node:test";
@@ -25,9 +26,11 @@ after(() => {
 /**
  * Starts the control plane with only `env` (and PATH, HOME) in its environment, the filter-facing
  * listener on a free port unless `env` names one; killed at the latest when the test file ends.
+ * `compiled`: the JavaScript `make dist` built, under plain node.
  */
-export function spawnControlPlane(env: Record<string, string>, args: string[] = []): Proc {
-  const child = spawn(process.execPath, ["--import", "tsx", "control-plane/src/main.ts", ...args], {
+export function spawnControlPlane(env: Record<string, string>, args: string[] = [], { compiled = false } = {}): Proc {
+  const main = compiled ? ["control-plane/dist/main.js"] : ["--import", "tsx", "control-plane/src/main.ts"];
+  const child = spawn(process.execPath, [...main, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TOKENTRACE_FILTERS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -60,7 +63,10 @@ export async function waitForLine(proc: Proc, match: (record: Record<string, unk
       const record = JSON.parse(line) as Record<string, unknown>;
       if (match(record)) return record;
     }
-    if (Date.now() > deadline) assert.fail(`no matching log line; stdout: ${proc.lines.join("\n")} stderr: ${proc.stderr.join("")}`);
+    // Once its stdout has ended (every line read) nothing more can match: fail now, not at the
+    // deadline (a crash at start-up).
+    const ended = proc.child.stdout?.readableEnded === true;
+    if (Date.now() > deadline || ended) assert.fail(`no matching log line${ended ? ` (stdout ended; exit code ${proc.child.exitCode})` : ""}; stdout: ${proc.lines.join("\n")} stderr: ${proc.stderr.join("")}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
