@@ -4,7 +4,9 @@
 // sink, at the same time, for the same window. Per process: CPU-seconds (utime + stime from
 // /proc/<pid>/stat) per 1M samples the sink received in the window, and peak RSS (VmHWM). For the
 // pipeline also its disk queue's bytes per sample. The window starts after both have shipped for a
-// while, so start-up (and tsx's transpiling) is not counted. Two shapes: the fleet (many small
+// while, so start-up is not counted. The pipeline runs compiled, as the image runs the control plane
+// (`make dist`: tsc's JavaScript under plain node; under tsx, its loader thread and transpiling
+// raised the fleet's peak RSS from about 300 to 365 MiB). Two shapes: the fleet (many small
 // targets) and one large target (one sidecar of ~50k series). Each repeats REPEATS times internally
 // and reports the median, so `runs` is 1.
 // Heap per series is measured apart, in steady state: the pipeline alone on a simulated clock
@@ -27,9 +29,12 @@ import type { BenchRow } from "./table.js";
 
 export const runs = 1;
 const REPEATS = Number(process.env.PIPELINE_AGENT_REPEATS ?? "3");
+/** One shape only, by name (e.g. PIPELINE_AGENT_SHAPE=fleet); both when unset. */
+const ONLY_SHAPE = process.env.PIPELINE_AGENT_SHAPE;
 const INTERVAL_MS = 5000;
 const WARMUP_MS = 20_000;
-const WINDOW_MS = 40_000;
+/** PIPELINE_AGENT_WINDOW_S=330: rounds long enough for the rate windows to fill (peak RSS at full windows). */
+const WINDOW_MS = Number(process.env.PIPELINE_AGENT_WINDOW_S ?? "40") * 1000;
 const SHAPES: { name: string; shape: FleetShape }[] = [
   { name: "fleet", shape: { nodes: 6, podsPerNode: 6, routes: 4, models: 2, gpusPerNode: 8 } },
   // One sidecar of 170 routes x 2 models (~50k series) beside its pod's vLLM and its node's dcgm-exporter.
@@ -99,7 +104,23 @@ function exited(p: ChildProcess): Promise<void> {
 
 interface Round { oursCpuPerM: number; promCpuPerM: number; oursRss: number; promRss: number; queueBytesPerSample: number; oursRate: number; promRate: number }
 
-const CHILD_SCRIPT = fileURLToPath(new URL("./support/pipeline-child.ts", import.meta.url));
+/**
+ * pipeline-child.ts and the control-plane modules it imports, compiled by tsc with the options
+ * control-plane/tsconfig.build.json builds the shipped control plane with (both extend tsconfig.json).
+ */
+function compiledChild(): string {
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  execFileSync(join(root, "node_modules/.bin/tsc"), ["-p", join(root, "test/bench/support/tsconfig.pipeline-child.json")], { stdio: "inherit" });
+  // ES modules, as control-plane/package.json and test/package.json declare their sources.
+  writeFileSync(join(root, "build/bench-js/package.json"), `${JSON.stringify({ type: "module" })}\n`);
+  return join(root, "build/bench-js/test/bench/support/pipeline-child.js");
+}
+let childScript: string | undefined;
+/** The node arguments that start the pipeline child with `config`, compiled on first use. */
+function childArgs(config: ChildConfig): string[] {
+  childScript ??= compiledChild();
+  return [...NODE_OPTIONS, childScript, JSON.stringify(config)];
+}
 
 function fleetTargets(fleet: Fleet): ChildConfig["targets"] {
   return fleet.endpoints.map((e) => ({ url: fleet.base + e.path, kind: e.kind, ...(e.kind === "dcgm" ? {} : { namespace: e.namespace, pod: e.pod }), node: e.node }));
@@ -108,7 +129,7 @@ function fleetTargets(fleet: Fleet): ChildConfig["targets"] {
 /** The report of the same process with no target at all (modules, registries): what does not grow with series. */
 async function idleReport(dir: string): Promise<ChildReport> {
   const config = { targets: [], sinkUrl: "http://127.0.0.1:9/", queueDir: join(dir, "idle-queue"), intervalMs: INTERVAL_MS, observers: false };
-  const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = spawn(process.execPath, childArgs(config), { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
   child.on("message", (m) => messages.push(m));
   try {
@@ -133,7 +154,7 @@ async function round(shape: FleetShape): Promise<Round> {
     `--web.listen-address=127.0.0.1:${promPort}`, "--log.level=warn",
   ], { stdio: ["ignore", "ignore", "inherit"] });
   const childConfig = { targets: fleetTargets(fleet), sinkUrl: `${sink.url}/tokentrace`, queueDir: join(dir, "queue"), intervalMs: INTERVAL_MS };
-  const ours = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(childConfig)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const ours = spawn(process.execPath, childArgs(childConfig), { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
   ours.on("message", (m) => messages.push(m));
   try {
@@ -167,7 +188,7 @@ async function round(shape: FleetShape): Promise<Round> {
 }
 
 /** The pipeline's heap in steady state, from the simulated full-window run. */
-interface SteadyHeap { growthPerSeries: number; withBuffersPerSeries: number; heapPerSeries: number; activeSeries: number; windowShare: number }
+interface SteadyHeap { growthPerSeries: number; withBuffersPerSeries: number; heapPerSeries: number; activeSeries: number; windowShare: number; peakRss: number }
 
 /**
  * The pipeline alone (no dashboard, no sampler) on a simulated clock, FULL_WINDOW_INTERVALS scrapes
@@ -179,7 +200,7 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-agent-bench-"));
   const idle = await idleReport(dir);
   const config: ChildConfig = { targets: fleetTargets(fleet), sinkUrl: `${sink.url}/tokentrace`, queueDir: join(dir, "queue"), intervalMs: INTERVAL_MS, simulated: true, observers: false };
-  const child = spawn(process.execPath, [...NODE_OPTIONS, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = spawn(process.execPath, childArgs(config), { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const messages: unknown[] = [];
   child.on("message", (m) => messages.push(m));
   try {
@@ -199,6 +220,7 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
       heapPerSeries: report.heapUsedBytes / report.activeSeries,
       activeSeries: report.activeSeries,
       windowShare: report.windowBytes / (report.heapUsedBytes - idle.heapUsedBytes),
+      peakRss: peakRssBytes(child.pid!),
     };
   } finally {
     child.kill("SIGKILL");
@@ -232,7 +254,9 @@ async function shapeRows(name: string, shape: FleetShape): Promise<BenchRow[]> {
       ...(fleet ? { bar: { on: "ratio" as const, max: 3.6 } } : {}),
     },
     {
-      figure: `pipeline peak RSS beside Prometheus agent (${name})`,
+      // A minute in, each rate window holds a fifth of its points: PIPELINE_AGENT_WINDOW_S=330 runs
+      // rounds that fill them (a fleet round of 6 minutes).
+      figure: `pipeline peak RSS beside Prometheus agent (${name}, ${Math.round((WARMUP_MS + WINDOW_MS) / 1000)} s after both shipped)`,
       value: Math.round(m((r) => r.oursRss) / 1024 / 1024),
       unit: "MiB",
       baseline: { name: "prometheus agent", value: Math.round(m((r) => r.promRss) / 1024 / 1024) },
@@ -249,6 +273,9 @@ async function shapeRows(name: string, shape: FleetShape): Promise<BenchRow[]> {
     // The sender's copies of the labels and the queue's buffers are array buffers, outside V8's heap.
     { figure: `pipeline heap and array buffers per active series, steady state (${name}, less an idle pipeline's)`, value: Math.round(steady.withBuffersPerSeries), unit: "bytes" },
     { figure: `pipeline whole heap per active series, steady state (${name}, modules included)`, value: Math.round(steady.heapPerSeries), unit: "bytes" },
+    // The rounds' peak comes a minute in, with a fifth of each window held; this one holds them full.
+    // Its scrapes run back to back on the simulated clock, and it has no dashboard or sampler.
+    { figure: `pipeline peak RSS through the full-window run (${name}, the pipeline alone, simulated clock)`, value: Math.round(steady.peakRss / 1024 / 1024), unit: "MiB" },
     { figure: `pipeline disk queue bytes per sample appended (${name})`, value: Number(m((r) => r.queueBytesPerSample).toFixed(1)), unit: "bytes", ...(fleet ? { bar: { on: "value" as const, max: 40 } } : {}) },
     { figure: `samples per second shipped in the window (pipeline, ${name})`, value: Math.round(m((r) => r.oursRate)), unit: "samples/s", baseline: { name: "prometheus agent", value: Math.round(m((r) => r.promRate)) } },
   ];
@@ -256,6 +283,8 @@ async function shapeRows(name: string, shape: FleetShape): Promise<BenchRow[]> {
 
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  for (const { name, shape } of SHAPES) rows.push(...(await shapeRows(name, shape)));
+  const shapes = SHAPES.filter((s) => ONLY_SHAPE === undefined || s.name === ONLY_SHAPE);
+  if (shapes.length === 0) throw new Error(`PIPELINE_AGENT_SHAPE=${ONLY_SHAPE}: no such shape (${SHAPES.map((s) => s.name).join(", ")})`);
+  for (const { name, shape } of shapes) rows.push(...(await shapeRows(name, shape)));
   return rows;
 }
