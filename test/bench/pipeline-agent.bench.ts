@@ -44,18 +44,22 @@ const SHAPES: { name: string; shape: FleetShape }[] = [
 const FULL_WINDOW_INTERVALS = Math.ceil(Math.max(withDefaults({}).join.rateWindowMs, LOOKBACK_MS) / INTERVAL_MS) + 4;
 
 /**
- * The node options the shipped control plane runs with (istio/base/configmap.yaml's env ConfigMap,
- * NODE_OPTIONS: its heap limit), so the pipeline is measured as it ships, as the agent is.
+ * What the shipped control plane's runtime reads from istio/base/configmap.yaml's env ConfigMap:
+ * node's NODE_OPTIONS (heap limits) and glibc's MALLOC_ARENA_MAX, so the pipeline is measured as it
+ * ships, as the agent is.
  */
-function shippedNodeOptions(): string[] {
+function shippedRuntime(): { nodeOptions: string[]; env: Record<string, string> } {
   const file = fileURLToPath(new URL("../../istio/base/configmap.yaml", import.meta.url));
   for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
-    const value = (doc.toJS() as { data?: Record<string, string> } | null)?.data?.NODE_OPTIONS;
-    if (value !== undefined) return value.split(" ").filter((o) => o !== "");
+    const data = (doc.toJS() as { data?: Record<string, string> } | null)?.data;
+    if (data?.NODE_OPTIONS === undefined) continue;
+    const env: Record<string, string> = data.MALLOC_ARENA_MAX === undefined ? {} : { MALLOC_ARENA_MAX: data.MALLOC_ARENA_MAX };
+    return { nodeOptions: data.NODE_OPTIONS.split(" ").filter((o) => o !== ""), env };
   }
   throw new Error(`${file}: no NODE_OPTIONS`);
 }
-const NODE_OPTIONS = shippedNodeOptions();
+const SHIPPED = shippedRuntime();
+const NODE_OPTIONS = SHIPPED.nodeOptions;
 
 const clockTicks = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
 
@@ -116,10 +120,10 @@ function compiledChild(): string {
   return join(root, "build/bench-js/test/bench/support/pipeline-child.js");
 }
 let childScript: string | undefined;
-/** The node arguments that start the pipeline child with `config`, compiled on first use. */
-function childArgs(config: ChildConfig): string[] {
+/** The pipeline child with `config` (compiled on first use), its runtime as shipped. */
+function spawnPipeline(config: ChildConfig): ChildProcess {
   childScript ??= compiledChild();
-  return [...NODE_OPTIONS, childScript, JSON.stringify(config)];
+  return spawn(process.execPath, [...NODE_OPTIONS, childScript, JSON.stringify(config)], { env: { ...process.env, ...SHIPPED.env }, stdio: ["ignore", "ignore", "inherit", "ipc"] });
 }
 
 function fleetTargets(fleet: Fleet): ChildConfig["targets"] {
@@ -129,7 +133,7 @@ function fleetTargets(fleet: Fleet): ChildConfig["targets"] {
 /** The report of the same process with no target at all (modules, registries): what does not grow with series. */
 async function idleReport(dir: string): Promise<ChildReport> {
   const config = { targets: [], sinkUrl: "http://127.0.0.1:9/", queueDir: join(dir, "idle-queue"), intervalMs: INTERVAL_MS, observers: false };
-  const child = spawn(process.execPath, childArgs(config), { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = spawnPipeline(config);
   const messages: unknown[] = [];
   child.on("message", (m) => messages.push(m));
   try {
@@ -154,7 +158,7 @@ async function round(shape: FleetShape): Promise<Round> {
     `--web.listen-address=127.0.0.1:${promPort}`, "--log.level=warn",
   ], { stdio: ["ignore", "ignore", "inherit"] });
   const childConfig = { targets: fleetTargets(fleet), sinkUrl: `${sink.url}/tokentrace`, queueDir: join(dir, "queue"), intervalMs: INTERVAL_MS };
-  const ours = spawn(process.execPath, childArgs(childConfig), { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const ours = spawnPipeline(childConfig);
   const messages: unknown[] = [];
   ours.on("message", (m) => messages.push(m));
   try {
@@ -200,7 +204,7 @@ async function steadyHeap(shape: FleetShape): Promise<SteadyHeap> {
   const dir = mkdtempSync(join(tmpdir(), "tokentrace-agent-bench-"));
   const idle = await idleReport(dir);
   const config: ChildConfig = { targets: fleetTargets(fleet), sinkUrl: `${sink.url}/tokentrace`, queueDir: join(dir, "queue"), intervalMs: INTERVAL_MS, simulated: true, observers: false };
-  const child = spawn(process.execPath, childArgs(config), { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = spawnPipeline(config);
   const messages: unknown[] = [];
   child.on("message", (m) => messages.push(m));
   try {
@@ -241,7 +245,7 @@ async function shapeRows(name: string, shape: FleetShape): Promise<BenchRow[]> {
   console.error(`  pipeline-agent ${name} full window: ${JSON.stringify(steady)}`);
   const m = (f: (r: Round) => number): number => median(rounds.map(f));
   const fleet = name === "fleet";
-  const what = `${name}, ${REPEATS} rounds of ${WINDOW_MS / 1000} s, ${INTERVAL_MS / 1000} s interval, ~${Math.round(steady.activeSeries / 1000)}k series shipped; the pipeline with the shipped ${NODE_OPTIONS.join(" ")}`;
+  const what = `${name}, ${REPEATS} rounds of ${WINDOW_MS / 1000} s, ${INTERVAL_MS / 1000} s interval, ~${Math.round(steady.activeSeries / 1000)}k series shipped; the pipeline with the shipped ${[...Object.entries(SHIPPED.env).map(([k, v]) => `${k}=${v}`), ...NODE_OPTIONS].join(" ")}`;
   return [
     {
       figure: `pipeline CPU-seconds per 1M samples shipped, beside Prometheus 2.42 agent on the same targets and sink (${what})`,

@@ -471,8 +471,10 @@ describe("control plane StatefulSet, Service, RBAC and config", () => {
 
   it("every environment variable is one the loader reads; the token comes from a Secret, never a literal", () => {
     const names = [...Object.keys(envConfigMap.data), ...(container.env as Array<{ name: string }>).map((e) => e.name)];
-    // NODE_OPTIONS is node's own (the heap limit), read before the control plane starts.
-    for (const n of names) assert.ok(n in envOverrides || n === "NODE_OPTIONS", `${n} is not read by control-plane/src/config.ts`);
+    // The runtime's own, read before the control plane starts: node's NODE_OPTIONS (heap limits) and
+    // glibc's MALLOC_ARENA_MAX.
+    const runtime = new Set(["NODE_OPTIONS", "MALLOC_ARENA_MAX"]);
+    for (const n of names) assert.ok(n in envOverrides || runtime.has(n), `${n} is not read by control-plane/src/config.ts`);
     assert.deepEqual(container.envFrom, [{ configMapRef: { name: envConfigMap.metadata.name } }]);
     const token = (container.env as Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>).find((e) => e.name === "TOKENTRACE_API_TOKENS");
     for (const e of container.env as Array<{ name: string; value?: string }>) assert.equal(e.value, undefined, `${e.name} comes from a reference, not a literal`);
