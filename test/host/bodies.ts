@@ -23,12 +23,19 @@ export interface BufferSources {
   httpCallBody(): Buffer | undefined;
 }
 
-/** One direction's body as Context::getBuffer sees it: the decoding/encoding buffer while buffering, else the current chunk. */
+/** One direction's body bytes as Context::getBuffer sees them: the decoding/encoding buffer while buffering, else the current chunk. */
+function bodyBytes(s: StreamState | undefined, request: boolean): Buffer {
+  if (s === undefined) return EMPTY; // no stream: request_body_buffer_ is null, an empty buffer
+  if (request ? s.bufferingRequest : s.bufferingResponse) return (request ? s.requestBuffered : s.responseBuffered) ?? EMPTY;
+  return (request ? s.requestBody : s.responseBody) ?? EMPTY;
+}
+
+/** One direction's body (bodyBytes), with how set_buffer_bytes changes it. */
 function bodyView(s: StreamState | undefined, request: boolean): BufferView {
-  if (s === undefined) return EMPTY_VIEW; // no stream: request_body_buffer_ is null, an empty buffer
+  if (s === undefined) return EMPTY_VIEW;
   if (request ? s.bufferingRequest : s.bufferingResponse) {
     return {
-      bytes: (request ? s.requestBuffered : s.responseBuffered) ?? EMPTY,
+      bytes: bodyBytes(s, request),
       write: (next) => {
         if (request) s.requestBuffered = next;
         else s.responseBuffered = next;
@@ -44,6 +51,15 @@ function bodyView(s: StreamState | undefined, request: boolean): BufferView {
       else s.responseBody = next;
     },
   };
+}
+
+/**
+ * The bytes of Context::getBuffer alone, or undefined for NotFound: what a read needs. A body is
+ * read once per chunk, so it is answered without building the writer a view carries.
+ */
+function bufferBytes(core: HostCore, sources: BufferSources, type: number): Buffer | undefined {
+  if (type === BufferType.HttpRequestBody || type === BufferType.HttpResponseBody) return bodyBytes(core.stream(), type === BufferType.HttpRequestBody);
+  return getBuffer(core, sources, type)?.bytes;
 }
 
 /** Context::getBuffer, or undefined for NotFound. */
@@ -78,9 +94,9 @@ export function bufferImports(core: HostCore, sources: BufferSources): Record<st
     // get_buffer_bytes: clipped to the buffer; nothing to copy gives pointer 0 and size 0.
     proxy_get_buffer_bytes: (type: number, start: number, length: number, ptrPtr: number, sizePtr: number): number => {
       if (u(type) > BUFFER_TYPE_MAX) return WasmResult.BadArgument;
-      const buf = getBuffer(core, sources, u(type));
-      if (buf === undefined) return WasmResult.NotFound;
-      const size = buf.bytes.length;
+      const bytes = bufferBytes(core, sources, u(type));
+      if (bytes === undefined) return WasmResult.NotFound;
+      const size = bytes.length;
       const st = u(start);
       let len = u(length);
       if (st > size) len = 0;
@@ -90,14 +106,14 @@ export function bufferImports(core: HostCore, sources: BufferSources): Record<st
         core.mem.u32(u(sizePtr), 0, "proxy_get_buffer_bytes");
         return WasmResult.Ok;
       }
-      return core.copyOut(buf.bytes.subarray(st, st + len), u(ptrPtr), u(sizePtr), "proxy_get_buffer_bytes");
+      return core.copyOut(bytes.subarray(st, st + len), u(ptrPtr), u(sizePtr), "proxy_get_buffer_bytes");
     },
     // get_buffer_status: the size, flags always 0.
     proxy_get_buffer_status: (type: number, lengthPtr: number, flagsPtr: number): number => {
       if (u(type) > BUFFER_TYPE_MAX) return WasmResult.BadArgument;
-      const buf = getBuffer(core, sources, u(type));
-      if (buf === undefined) return WasmResult.NotFound;
-      core.mem.u32(u(lengthPtr), buf.bytes.length, "proxy_get_buffer_status length");
+      const bytes = bufferBytes(core, sources, u(type));
+      if (bytes === undefined) return WasmResult.NotFound;
+      core.mem.u32(u(lengthPtr), bytes.length, "proxy_get_buffer_status length");
       core.mem.u32(u(flagsPtr), 0, "proxy_get_buffer_status flags");
       return WasmResult.Ok;
     },
