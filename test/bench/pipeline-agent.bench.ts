@@ -267,7 +267,7 @@ async function shapeRows(name: string, shape: FleetShape): Promise<BenchRow[]> {
       ratio: { value: m((r) => r.oursRss / r.promRss), of: "ours/agent peak RSS", better: "lower" },
     },
     // What grows with the series once every window is full: the heap after GC less the same
-    // process's heap with no target (modules and registries, ~40 MB, do not grow with series).
+    // process's heap with no target (modules and registries, about 33 MB compiled, do not grow with series).
     {
       figure: `pipeline heap per active series, steady state (${name}, the pipeline alone after ${FULL_WINDOW_INTERVALS} simulated 5 s scrapes, every rate window full; heap after GC less an idle pipeline's, / admitted series; the windows' estimate ${(100 * steady.windowShare).toFixed(0)}% of it)`,
       value: Math.round(steady.growthPerSeries),
