@@ -84,13 +84,6 @@ export class ProtoWriter {
     this.pos += b.length;
   }
 
-  /** Bytes [start, end) of `b` (a view to copy from costs less than copying byte by byte in JS). */
-  bytesOf(b: Uint8Array, start: number, end: number): void {
-    this.ensure(end - start);
-    this.buf.set(b.subarray(start, end), this.pos);
-    this.pos += end - start;
-  }
-
   /** A length-delimited UTF-8 string (ASCII written inline; anything else through TextEncoder). */
   string(s: string): void {
     const len = s.length;
@@ -430,13 +423,13 @@ export function encodeLabelsV1(labels: Labels, w = new ProtoWriter(256)): Uint8A
   return w.finish().slice();
 }
 
-/** Appends one 1.0 TimeSeries of one sample from already encoded labels (see encodeLabelsV1): bytes [start, end) of `labels`. */
-export function writeSampleV1(w: ProtoWriter, labels: Uint8Array, timestampMs: number, value: number, stale: boolean, start = 0, end = labels.length): void {
+/** Appends one 1.0 TimeSeries of one sample from already encoded labels (see encodeLabelsV1). */
+export function writeSampleV1(w: ProtoWriter, labels: Uint8Array, timestampMs: number, value: number, stale: boolean): void {
   const sampleBody = 9 + (timestampMs === 0 ? 0 : 1 + (timestampMs < 0 ? 10 : varintSize(timestampMs)));
-  const len = end - start + 1 + varintSize(sampleBody) + sampleBody;
+  const len = labels.length + 1 + varintSize(sampleBody) + sampleBody;
   w.varint(V1_TIMESERIES);
   w.varint(len);
-  w.bytesOf(labels, start, end);
+  w.bytes(labels);
   w.varint(V1_SAMPLES);
   w.varint(sampleBody);
   w.varint(SAMPLE_VALUE);

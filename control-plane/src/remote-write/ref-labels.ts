@@ -42,7 +42,7 @@ export class RefLabels {
   /** Appends one 1.0 TimeSeries of one sample of `ref` (it must be defined) to `w`. */
   writeSample(w: ProtoWriter, ref: number, timestampMs: number, value: number, stale: boolean): void {
     const at = this.offsetOf[ref]!;
-    writeSampleV1(w, this.chunks[this.chunkOf[ref]!]!, timestampMs, value, stale, at, at + this.lengthOf[ref]!);
+    writeSampleV1(w, this.chunks[this.chunkOf[ref]!]!.subarray(at, at + this.lengthOf[ref]!), timestampMs, value, stale);
   }
 
   /** Forgets every definition. */
