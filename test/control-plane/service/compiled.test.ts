@@ -56,5 +56,6 @@ describe("compiled control plane (make dist)", () => {
 
     proc.child.kill("SIGTERM");
     assert.equal(await proc.exited, 0);
+    assert.ok(![...proc.lines, ...proc.stderr].join("\n").includes(token), "the API token is in no log line");
   });
 });
