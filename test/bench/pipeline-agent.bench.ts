@@ -16,13 +16,12 @@ import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parseAllDocuments } from "yaml";
 import { freePort } from "../support/prometheus.js";
 import { startFleet, type Fleet, type FleetShape } from "./support/synthetic-fleet.js";
 import { LOOKBACK_MS } from "../../control-plane/src/promql/series-window.js";
 import { withDefaults } from "../../control-plane/src/pipeline/index.js";
 import { startSink } from "./support/remote-write-sink.js";
+import { compiledPipelineChild, shippedRuntime } from "./support/shipped-child.js";
 import type { ChildConfig, ChildReport } from "./support/pipeline-child.js";
 import { median } from "./measure.js";
 import type { BenchRow } from "./table.js";
@@ -43,21 +42,6 @@ const SHAPES: { name: string; shape: FleetShape }[] = [
 /** Scrape intervals until every rate window is full and has turned over once. */
 const FULL_WINDOW_INTERVALS = Math.ceil(Math.max(withDefaults({}).join.rateWindowMs, LOOKBACK_MS) / INTERVAL_MS) + 4;
 
-/**
- * What the shipped control plane's runtime reads from istio/base/configmap.yaml's env ConfigMap:
- * node's NODE_OPTIONS (heap limits) and glibc's MALLOC_ARENA_MAX, so the pipeline is measured as it
- * ships, as the agent is.
- */
-function shippedRuntime(): { nodeOptions: string[]; env: Record<string, string> } {
-  const file = fileURLToPath(new URL("../../istio/base/configmap.yaml", import.meta.url));
-  for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
-    const data = (doc.toJS() as { data?: Record<string, string> } | null)?.data;
-    if (data?.NODE_OPTIONS === undefined) continue;
-    const env: Record<string, string> = data.MALLOC_ARENA_MAX === undefined ? {} : { MALLOC_ARENA_MAX: data.MALLOC_ARENA_MAX };
-    return { nodeOptions: data.NODE_OPTIONS.split(" ").filter((o) => o !== ""), env };
-  }
-  throw new Error(`${file}: no NODE_OPTIONS`);
-}
 const SHIPPED = shippedRuntime();
 const NODE_OPTIONS = SHIPPED.nodeOptions;
 
@@ -108,21 +92,10 @@ function exited(p: ChildProcess): Promise<void> {
 
 interface Round { oursCpuPerM: number; promCpuPerM: number; oursRss: number; promRss: number; queueBytesPerSample: number; oursRate: number; promRate: number }
 
-/**
- * pipeline-child.ts and the control-plane modules it imports, compiled by tsc with the options
- * control-plane/tsconfig.build.json builds the shipped control plane with (both extend tsconfig.json).
- */
-function compiledChild(): string {
-  const root = fileURLToPath(new URL("../../", import.meta.url));
-  execFileSync(join(root, "node_modules/.bin/tsc"), ["-p", join(root, "test/bench/support/tsconfig.pipeline-child.json")], { stdio: "inherit" });
-  // ES modules, as control-plane/package.json and test/package.json declare their sources.
-  writeFileSync(join(root, "build/bench-js/package.json"), `${JSON.stringify({ type: "module" })}\n`);
-  return join(root, "build/bench-js/test/bench/support/pipeline-child.js");
-}
 let childScript: string | undefined;
 /** The pipeline child with `config` (compiled on first use), its runtime as shipped. */
 function spawnPipeline(config: ChildConfig): ChildProcess {
-  childScript ??= compiledChild();
+  childScript ??= compiledPipelineChild();
   return spawn(process.execPath, [...NODE_OPTIONS, childScript, JSON.stringify(config)], { env: { ...process.env, ...SHIPPED.env }, stdio: ["ignore", "ignore", "inherit", "ipc"] });
 }
 

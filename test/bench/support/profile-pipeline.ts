@@ -1,5 +1,6 @@
-// Where the pipeline's time goes: runs it (pipeline-child.ts) against the synthetic fleet with
-// `node --cpu-prof` for a while and prints the functions with the most self time.
+// Where the pipeline's time goes: runs it (pipeline-child.ts, compiled and with the runtime settings
+// it ships with, as the agent bench runs it) against the synthetic fleet with `node --cpu-prof` for a
+// while and prints the functions with the most self time, then the self time by source folder.
 //   node --import tsx test/bench/support/profile-pipeline.ts [seconds] [intervalMs]
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
@@ -7,8 +8,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startFleet } from "./synthetic-fleet.js";
+import { compiledPipelineChild, shippedRuntime } from "./shipped-child.js";
 
 const seconds = Number(process.argv[2] ?? "40");
 const intervalMs = Number(process.argv[3] ?? "5000");
@@ -25,7 +26,9 @@ const config = {
   queueDir: join(dir, "queue"),
   intervalMs,
 };
-const child = spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--import", "tsx", fileURLToPath(new URL("./pipeline-child.ts", import.meta.url)), JSON.stringify(config)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+const script = compiledPipelineChild();
+const runtime = shippedRuntime();
+const child = spawn(process.execPath, [...runtime.nodeOptions, "--cpu-prof", `--cpu-prof-dir=${dir}`, script, JSON.stringify(config)], { env: { ...process.env, ...runtime.env }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
 await new Promise((r) => setTimeout(r, seconds * 1000));
 child.send("exit");
 await new Promise((r) => child.once("exit", r));
@@ -36,10 +39,22 @@ interface Node { id: number; callFrame: { functionName: string; url: string; lin
 const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"))!;
 const profile = JSON.parse(readFileSync(join(dir, file), "utf8")) as { nodes: Node[]; samples: number[] };
 const self = new Map<string, number>();
+const byFolder = new Map<string, number>();
+let idle = 0;
 for (const n of profile.nodes) {
-  const where = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.replace(/^.*\/(control-plane|node_modules|test)\//, "$1/")}:${n.callFrame.lineNumber + 1}`;
+  const { functionName, url, lineNumber } = n.callFrame;
+  if (functionName === "(idle)") {
+    idle += n.hitCount;
+    continue;
+  }
+  const where = `${functionName || "(anonymous)"} ${url.replace(/^.*\/(control-plane|node_modules|test)\//, "$1/")}:${lineNumber + 1}`;
   self.set(where, (self.get(where) ?? 0) + n.hitCount);
+  // control-plane/src/<folder>/..., a package, node's own modules, or V8 and native code.
+  const folder = /\/control-plane\/src\/([^/]+)\//.exec(url)?.[1] ?? /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.startsWith("node:") ? "node:*" : url === "" ? functionName.startsWith("(") ? functionName : "native" : "other");
+  byFolder.set(folder, (byFolder.get(folder) ?? 0) + n.hitCount);
 }
-const total = [...self.values()].reduce((a, b) => a + b, 0);
-for (const [where, hits] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 40)) console.log(`${((100 * hits) / total).toFixed(1).padStart(5)}%  ${where}`);
+const busy = [...self.values()].reduce((a, b) => a + b, 0);
+console.log(`busy ${((100 * busy) / (busy + idle)).toFixed(1)}% of the run; shares below are of the busy time`);
+for (const [where, hits] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 40)) console.log(`${((100 * hits) / busy).toFixed(1).padStart(5)}%  ${where}`);
+for (const [folder, hits] of [...byFolder].sort((a, b) => b[1] - a[1]).filter(([, hits]) => hits >= busy / 1000)) console.log(`${((100 * hits) / busy).toFixed(1).padStart(5)}%  ${folder}/`);
 console.log(`profile: ${join(dir, file)}`);
