@@ -6,7 +6,8 @@
 // few long prompts and its P99 of a slow engine are the same number; per class they are not.
 import { histogramQuantile } from "../promql/quantile.js";
 import { compareLengthClasses } from "./length-classes.js";
-import type { Buckets, ClassDeltas, ModelCounts, RouteInterval } from "./series.js";
+import { addDeltas, type Buckets } from "./bucket-deltas.js";
+import type { ClassDeltas, ModelCounts, RouteInterval } from "./series.js";
 
 /** One class of one histogram over the range. */
 export interface LengthClassRow {
@@ -42,8 +43,7 @@ function addClasses(into: Map<string, Buckets>, from: ClassDeltas | null): void 
   from.classes.forEach((cls, k) => {
     let b = into.get(cls);
     if (!b) into.set(cls, (b = new Map()));
-    const d = from.deltas[k]!;
-    for (let i = 0; i < d.bounds.length; i++) b.set(d.bounds[i]!, (b.get(d.bounds[i]!) ?? 0) + d.counts[i]!);
+    addDeltas(b, from.deltas[k]!);
   });
 }
 

@@ -9,7 +9,8 @@
 // Computed on read: nothing is kept beyond the intervals series.ts holds within its byte budget.
 import { histogramQuantile } from "../promql/quantile.js";
 import type { AdapterRow } from "./lora-adapters.js";
-import type { BucketDeltas, Buckets, DashboardSource } from "./series.js";
+import { addDeltas, type Buckets } from "./bucket-deltas.js";
+import type { DashboardSource } from "./series.js";
 
 /** The window of the figures: the recording rules' 5 minutes (the page's shortest range). */
 export const ADAPTER_FIGURES_WINDOW_MS = 300_000;
@@ -46,10 +47,6 @@ interface Sum {
   duration: Buckets;
 }
 
-function addBuckets(into: Buckets, from: BucketDeltas): void {
-  for (let i = 0; i < from.bounds.length; i++) into.set(from.bounds[i]!, (into.get(from.bounds[i]!) ?? 0) + from.counts[i]!);
-}
-
 /** Each wanted adapter's figures, in the order given, over `windowMs` ending at `nowMs`, from the routes of `namespace`. */
 export function adapterFigures(source: Pick<DashboardSource, "routes" | "intervals">, namespace: string, wanted: readonly AdapterOnPods[], q: { nowMs: number; windowMs: number }): AdapterFigures[] {
   const sums: Sum[] = wanted.map(() => ({ seen: false, requests: 0, input: 0, output: 0, ttft: new Map(), duration: new Map() }));
@@ -84,8 +81,8 @@ export function adapterFigures(source: Pick<DashboardSource, "routes" | "interva
           inc.input += m.inputTokens;
           inc.output += m.outputTokens;
           perPod.set(i.pod, inc);
-          addBuckets(sums[n]!.ttft, m.ttft);
-          addBuckets(sums[n]!.duration, m.duration);
+          addDeltas(sums[n]!.ttft, m.ttft);
+          addDeltas(sums[n]!.duration, m.duration);
         }
       }
     }

@@ -161,7 +161,7 @@ export function dashboardRoutes(deps: DashboardDeps): Router {
     const { routes, key, intervals } = picked;
     const models = [...new Set(intervals.flatMap((i) => [...i.counts.models.keys()]))].sort();
     // Which latency histograms the route's filters export (a filter older than tokentrace_llm_decode_ms has none for decode).
-    const histograms = LATENCY_PHASES.filter((phase) => intervals.some((i) => [...i.counts.models.values()].some((m) => m[phase].counts.length > 0)));
+    const histograms = LATENCY_PHASES.filter((phase) => intervals.some((i) => [...i.counts.models.values()].some((m) => m[phase].bounds.length > 0)));
     const scrapeMs = scrapeIntervalOf(intervals);
     const grid = resolution(rangeSeconds * 1000, scrapeMs);
     const shownModel = model !== undefined && models.includes(model) ? model : undefined;

@@ -12,19 +12,9 @@ import { LoraAdapterStates } from "./lora-adapters.js";
 import { EngineSignals } from "./engine-signals.js";
 import { GpuHealthPanels } from "./gpu-health.js";
 import { compareLengthClasses, isLengthClass, LENGTH_CLASS_LABELS, MAX_LENGTH_CLASSES } from "./length-classes.js";
+import { DeltaPacker, NO_CELLS, type BucketDeltas, type Buckets, type Cells } from "./bucket-deltas.js";
 
-/** Cumulative bucket counts (or their sum over a window) keyed by upper bound; `Infinity` is +Inf. */
-export type Buckets = Map<number, number>;
-
-/**
- * One histogram's increase over one interval: counts by upper bound in two typed arrays, `bounds`
- * shared by every interval with the same bounds. An hour of 2 s intervals holds 1,800 of these per
- * route, model and phase; as a Map of 48 bounds each took about 2 KB, as columns 0.4 KB.
- */
-export interface BucketDeltas {
-  bounds: Float64Array;
-  counts: Float64Array;
-}
+export type { BucketDeltas, Buckets } from "./bucket-deltas.js";
 
 /**
  * One model's failed LLM calls by error_type over one interval: `types` shared by every interval
@@ -43,7 +33,7 @@ export type ErrorsOf<B> = B extends Buckets ? Map<string, number> : ErrorDeltas 
  * One histogram's increase over one interval by the filter's length class: only the classes that
  * grew, `classes` shared by every interval with the same list (NamesPool), `deltas` in their order.
  * When one class alone grew, its deltas are the histogram's own (the same object): the usual
- * interval, every call of a scrape in one class, costs a small object and no second array.
+ * interval, every call of a scrape in one class, costs a small object and no second set of counts.
  */
 export interface ClassDeltas {
   classes: readonly string[];
@@ -144,18 +134,19 @@ export const DEFAULT_LIMITS: SeriesLimits = { retentionMs: 3_600_000, maxInterva
 // What V8 (Node 20, x64, pointer compression) takes for each part of an interval, rounded up from a
 // heap measurement (test/control-plane/dashboard/series-memory.test.ts checks the estimate stays
 // above what the heap grows by): the interval, its counts and their maps; a status class entry; the
-// keep counters; a model's object and map entry; a typed array of n counts (header plus 8 n).
-const INTERVAL_BYTES = 400;
+// keep counters; a model's object and map entry with its three BucketDeltas; the interval's one
+// typed array of packed counts (header and backing store, plus its bytes).
+const INTERVAL_BYTES = 440;
 const STATUS_CLASS_BYTES = 80;
 const KEEPS_BYTES = 120;
-const MODEL_BYTES = 200;
+const MODEL_BYTES = 300;
 const TYPED_ARRAY_BYTES = 240;
 // An interval's failures of one model: the ErrorDeltas object and its counts array (the types are shared).
 const ERRORS_BYTES = 100;
 // One histogram's ClassDeltas: the object and its deltas array (the class names are shared); each
-// delta not shared with the histogram's own adds an object and a typed array.
-const CLASS_DELTAS_BYTES = 100;
-const CLASS_DELTA_BYTES = 60;
+// delta not shared with the histogram's own adds a BucketDeltas (its counts are in the interval's cells).
+const CLASS_DELTAS_BYTES = 120;
+const CLASS_DELTA_BYTES = 80;
 
 /** Error types kept per (route, model), as the filter labels them (8, then _OTHER). */
 export const MAX_ERROR_TYPES = 8;
@@ -164,16 +155,24 @@ export const OTHER_ERROR_TYPE = "_OTHER";
 /** Longest error_type kept (the filter's longest is reset_before_response, 21). */
 export const MAX_ERROR_TYPE_CHARS = 32;
 
+/** The cells an interval's histograms are packed in (every BucketDeltas of the interval shares them). */
+function cellsOf(i: RouteInterval): Cells {
+  for (const m of i.counts.models.values()) return m.ttft.cells;
+  return NO_CELLS;
+}
+
 /** The estimated heap bytes of one interval (bounds are shared and not counted). */
 export function intervalBytes(i: RouteInterval): number {
   let bytes = INTERVAL_BYTES + STATUS_CLASS_BYTES * i.counts.byStatusClass.size + (i.counts.keeps === null ? 0 : KEEPS_BYTES);
+  const cells = cellsOf(i);
+  if (cells !== NO_CELLS) bytes += TYPED_ARRAY_BYTES + cells.byteLength;
   for (const m of i.counts.models.values()) {
-    bytes += MODEL_BYTES + 3 * TYPED_ARRAY_BYTES + 8 * (m.ttft.counts.length + m.decode.counts.length + m.duration.counts.length);
+    bytes += MODEL_BYTES;
     if (m.errors !== null) bytes += ERRORS_BYTES + 8 * m.errors.counts.length;
     for (const [own, byClass] of [[m.ttft, m.ttftByClass], [m.decode, m.decodeByClass], [m.duration, m.durationByClass]] as const) {
       if (byClass === null) continue;
       bytes += CLASS_DELTAS_BYTES + 8 * byClass.deltas.length;
-      for (const d of byClass.deltas) if (d !== own) bytes += CLASS_DELTA_BYTES + TYPED_ARRAY_BYTES + 8 * d.counts.length;
+      for (const d of byClass.deltas) if (d !== own) bytes += CLASS_DELTA_BYTES;
     }
   }
   return bytes;
@@ -251,11 +250,18 @@ function errorTypeOf(errors: Map<string, number>, errorType: string): string {
   return named < MAX_ERROR_TYPES ? errorType : OTHER_ERROR_TYPE;
 }
 
-/** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero). */
+/** One histogram's increase per bound, before it is packed. */
+interface Increase {
+  bounds: Float64Array;
+  counts: number[];
+}
+
+/** The increase of every leaf counter from `before` to `now` (a reset counts as a restart from zero), its histograms packed in one typed array. */
 function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | undefined, pool: BoundsPool, namesPool: NamesPool, keptNames: NamePool): RouteCounts {
-  const buckets = (cur: Buckets, prev: Buckets | undefined): BucketDeltas => {
+  const packer = new DeltaPacker();
+  const increase = (cur: Buckets, prev: Buckets | undefined): Increase => {
     const bounds = pool.of(cur);
-    const counts = new Float64Array(bounds.length);
+    const counts = new Array<number>(bounds.length);
     for (let i = 0; i < bounds.length; i++) counts[i] = counterDelta(prev?.get(bounds[i]!) ?? 0, cur.get(bounds[i]!)!);
     return { bounds, counts };
   };
@@ -264,12 +270,12 @@ function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | un
     // map() allocates exactly its length; push() would leave room for 17 numbers.
     return failed.length === 0 ? null : { types: namesPool.of(failed.map((f) => f.t)), counts: failed.map((f) => f.v) };
   };
-  const byClass = (cur: Map<string, Buckets>, prev: Map<string, Buckets> | undefined, own: BucketDeltas): ClassDeltas | null => {
-    const grown = [...cur.keys()].sort(compareLengthClasses).map((c) => ({ c, d: buckets(cur.get(c)!, prev?.get(c)) })).filter((g) => g.d.counts.some((v) => v > 0));
+  const byClass = (cur: Map<string, Buckets>, prev: Map<string, Buckets> | undefined, own: Increase, ownDeltas: BucketDeltas): ClassDeltas | null => {
+    const grown = [...cur.keys()].sort(compareLengthClasses).map((c) => ({ c, d: increase(cur.get(c)!, prev?.get(c)) })).filter((g) => g.d.counts.some((v) => v > 0));
     if (grown.length === 0) return null;
     const only = grown.length === 1 ? grown[0]! : undefined;
-    if (only && only.d.bounds === own.bounds && only.d.counts.every((v, i) => v === own.counts[i])) only.d = own;
-    return { classes: namesPool.of(grown.map((g) => g.c)), deltas: grown.map((g) => g.d) };
+    const sharesOwn = only !== undefined && only.d.bounds === own.bounds && only.d.counts.every((v, i) => v === own.counts[i]);
+    return { classes: namesPool.of(grown.map((g) => g.c)), deltas: sharesOwn ? [ownDeltas] : grown.map((g) => packer.add(g.d.bounds, g.d.counts)) };
   };
   const out: RouteCounts = { byStatusClass: new Map(), sampled: 0, keeps: null, models: new Map() };
   for (const [cls, v] of now.byStatusClass) out.byStatusClass.set(cls, counterDelta(before?.byStatusClass.get(cls) ?? 0, v));
@@ -277,23 +283,27 @@ function routeDelta(now: RouteCounts<Buckets>, before: RouteCounts<Buckets> | un
   if (now.keeps !== null) out.keeps = now.keeps.map((v, i) => counterDelta(before?.keeps?.[i] ?? 0, v));
   for (const [model, m] of now.models) {
     const p = before?.models.get(model);
-    const ttft = buckets(m.ttft, p?.ttft);
-    const decode = buckets(m.decode, p?.decode);
-    const duration = buckets(m.duration, p?.duration);
+    const ttft = increase(m.ttft, p?.ttft);
+    const decode = increase(m.decode, p?.decode);
+    const duration = increase(m.duration, p?.duration);
+    const ttftDeltas = packer.add(ttft.bounds, ttft.counts);
+    const decodeDeltas = packer.add(decode.bounds, decode.counts);
+    const durationDeltas = packer.add(duration.bounds, duration.counts);
     // The name is a slice of the scrape: an interval keeps a copy (pooled), not the scrape.
     out.models.set(keptNames.of(model), {
       llmRequests: counterDelta(p?.llmRequests ?? 0, m.llmRequests),
       errors: errors(m.errors, p?.errors),
       inputTokens: counterDelta(p?.inputTokens ?? 0, m.inputTokens),
       outputTokens: counterDelta(p?.outputTokens ?? 0, m.outputTokens),
-      ttft,
-      decode,
-      duration,
-      ttftByClass: byClass(m.ttftByClass, p?.ttftByClass, ttft),
-      decodeByClass: byClass(m.decodeByClass, p?.decodeByClass, decode),
-      durationByClass: byClass(m.durationByClass, p?.durationByClass, duration),
+      ttft: ttftDeltas,
+      decode: decodeDeltas,
+      duration: durationDeltas,
+      ttftByClass: byClass(m.ttftByClass, p?.ttftByClass, ttft, ttftDeltas),
+      decodeByClass: byClass(m.decodeByClass, p?.decodeByClass, decode, decodeDeltas),
+      durationByClass: byClass(m.durationByClass, p?.durationByClass, duration, durationDeltas),
     });
   }
+  packer.pack();
   return out;
 }
 

@@ -5,7 +5,8 @@
 // written series would show. Sampled traces per second use a longer window of their own, because at
 // 1% sampling a short window shows isolated spikes.
 import { histogramQuantile } from "../promql/quantile.js";
-import type { BucketDeltas, Buckets, ModelCounts, RouteInterval } from "./series.js";
+import { addDeltas, type Buckets } from "./bucket-deltas.js";
+import type { ModelCounts, RouteInterval } from "./series.js";
 
 /** Quantiles the page shows, in this order. */
 export const QUANTILES = [0.5, 0.95, 0.99] as const;
@@ -65,10 +66,6 @@ interface Sum {
   gpu: { util: number[]; power: number[] };
 }
 
-function addBuckets(into: Buckets, from: BucketDeltas): void {
-  for (let i = 0; i < from.bounds.length; i++) into.set(from.bounds[i]!, (into.get(from.bounds[i]!) ?? 0) + from.counts[i]!);
-}
-
 /** Columns for uPlot: `t` in seconds, then one array per figure, null where nothing was observed. */
 export function windowColumns(source: readonly RouteInterval[], q: WindowQuery): Columns {
   const intervals = [...source].sort((a, b) => a.endMs - b.endMs);
@@ -113,9 +110,9 @@ export function windowColumns(source: readonly RouteInterval[], q: WindowQuery):
         s.llmRequests += m.llmRequests;
         s.inputTokens += m.inputTokens;
         s.outputTokens += m.outputTokens;
-        addBuckets(histograms.ttft, m.ttft);
-        addBuckets(histograms.decode, m.decode);
-        addBuckets(histograms.duration, m.duration);
+        addDeltas(histograms.ttft, m.ttft);
+        addDeltas(histograms.decode, m.decode);
+        addDeltas(histograms.duration, m.duration);
       }
       if (i.gpuUtilizationPercent !== null) s.gpu.util.push(i.gpuUtilizationPercent);
       if (i.gpuPowerWatts !== null) s.gpu.power.push(i.gpuPowerWatts);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import express from "express";
 import { compareLengthClasses, isLengthClass, MAX_LENGTH_CLASSES } from "../../../control-plane/src/dashboard/length-classes.js";
 import { lengthClassFigures, type LengthClassFigures } from "../../../control-plane/src/dashboard/length-classes-window.js";
+import { countsOf } from "../../../control-plane/src/dashboard/bucket-deltas.js";
 import { DashboardSeries, intervalBytes } from "../../../control-plane/src/dashboard/series.js";
 import { windowColumns } from "../../../control-plane/src/dashboard/window.js";
 import { dashboardRoutes } from "../../../control-plane/src/dashboard/routes.js";
@@ -119,7 +120,7 @@ test("lengthClassFigures: per class over the range, buckets added across pods be
   assert.deepEqual(lengthClassFigures(d.intervals(KEY), { ...LAST_5_MIN, model: "nope" }), { ttft: [], decode: [], duration: [] });
 });
 
-test("each interval keeps only the classes that grew: one alone shares the histogram's own counts (no second array), two have their own, and intervalBytes counts them", () => {
+test("each interval keeps only the classes that grew: one alone shares the histogram's own counts (no second set), two have their own in the interval's cells, and intervalBytes counts them", () => {
   const d = new DashboardSeries();
   const hist = (le512: number, gt8192: number): Hist => ({ ttft: { le512: [le512, le512, le512, le512, le512, le512], gt8192: [0, 0, 0, 0, gt8192, gt8192] }, decode: {}, duration: {} });
   for (const [k, h] of [hist(0, 0), hist(3, 0), hist(5, 2), hist(5, 2)].entries()) d.observe(sidecarBatch(lengthClassText("chat", "a", h), T0 + 2000 * k), { target: demoTarget("p0"), timestampMs: T0 + 2000 * k });
@@ -127,12 +128,13 @@ test("each interval keeps only the classes that grew: one alone shares the histo
   assert.deepEqual(one!.ttftByClass?.classes, ["le512"]);
   assert.equal(one!.ttftByClass!.deltas[0], one!.ttft, "the one class's deltas are the histogram's");
   assert.deepEqual(two!.ttftByClass?.classes, ["le512", "gt8192"]);
-  assert.deepEqual(two!.ttftByClass!.deltas.map((x) => [...x.counts]), [[2, 2, 2, 2, 2, 2], [0, 0, 0, 0, 2, 2]]);
+  assert.deepEqual(two!.ttftByClass!.deltas.map(countsOf), [[2, 2, 2, 2, 2, 2], [0, 0, 0, 0, 2, 2]]);
+  assert.ok(two!.ttftByClass!.deltas.every((x) => x.cells === two!.ttft.cells), "packed with the histogram's own counts");
   assert.ok(two!.ttftByClass!.deltas.every((x) => x !== two!.ttft));
   assert.equal(none!.ttftByClass, null, "nothing grew");
   const [b1, b2, b0] = d.intervals(KEY).map(intervalBytes);
   assert.ok(b1! > b0! && b1! - b0! < 200, `one class: a small object (${b1! - b0!} bytes)`);
-  assert.ok(b2! - b1! >= 2 * (240 + 8 * 6), `two classes: two arrays more (${b2! - b1!} bytes)`);
+  assert.ok(b2! - b1! >= 2 * (80 + 6), `two classes: two deltas and their 12 counts more (${b2! - b1!} bytes)`);
   assert.equal(d.bytes, b0! + b1! + b2!);
 });
 
@@ -144,7 +146,7 @@ test("a sidecar cannot grow what an interval holds: class values not of the filt
   for (const [k, n] of [0, 1].entries()) d.observe(sidecarBatch(lengthClassText("chat", "a", { ttft: ttft(n), decode: {}, duration: {} }), T0 + 2000 * k), { target: demoTarget("p0"), timestampMs: T0 + 2000 * k });
   const m = d.intervals(KEY)[0]!.counts.models.get("a")!;
   assert.deepEqual(m.ttftByClass?.classes, many.slice(0, MAX_LENGTH_CLASSES));
-  assert.equal(m.ttft.counts.at(-1), bogus.length + many.length, "the route's own TTFT counts every call");
+  assert.equal(countsOf(m.ttft).at(-1), bogus.length + many.length, "the route's own TTFT counts every call");
 });
 
 test("GET /v1/dashboard/series: lengthClasses over the range for the route and the model picked, a few hundred bytes", async () => {

@@ -4,13 +4,14 @@
 // calls of `errorTypes` error types per model, and each histogram split into `classes` length
 // classes that all grow every interval (1: the class shares the histogram's counts); with
 // `longNames` 1, model names as long as real ones (a label value of 13 characters or more is a view
-// of the scraped text, which an interval must not keep).
+// of the scraped text, which an interval must not keep); with `step`, every bucket grows by that
+// much more per interval (past 255, 65,535 or 2^32 - 1 the interval's counts take 2, 4 or 8 bytes).
 import { DashboardSeries, DEFAULT_LIMITS } from "../../../control-plane/src/dashboard/series.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import { heldBytes } from "../heap.js";
 
-const [intervals, models, buckets, keeps, errorTypes = 0, classes = 0, longNames = 0] = process.argv.slice(2).map(Number) as [number, number, number, number, number?, number?, number?];
+const [intervals, models, buckets, keeps, errorTypes = 0, classes = 0, longNames = 0, step = 1] = process.argv.slice(2).map(Number) as [number, number, number, number, number?, number?, number?, number?];
 const modelName = (m: number): string => (longNames === 1 ? `meta-llama/Llama-3.1-8B-Instruct-${m}` : `m${m}`);
 const bounds = [...Array.from({ length: buckets - 1 }, (_, i) => String(5 * (i + 1))), "+Inf"];
 
@@ -22,7 +23,7 @@ function text(k: number): string {
     for (const h of ["ttft", "decode", "duration"]) {
       const tag = h === "ttft" ? "input_length" : "output_length";
       const split = classes === 0 ? [""] : Array.from({ length: classes }, (_, c) => `,${tag}="le${64 << c}"`);
-      for (const cls of split) bounds.forEach((le, i) => lines.push(`tokentrace_llm_${h}_ms_bucket{route="chat",model="${modelName(m)}",le="${le}"${cls}} ${k * (i + 1)}`));
+      for (const cls of split) bounds.forEach((le, i) => lines.push(`tokentrace_llm_${h}_ms_bucket{route="chat",model="${modelName(m)}",le="${le}"${cls}} ${k * step * (i + 1)}`));
     }
     lines.push(`tokentrace_llm_requests_total{route="chat",model="${modelName(m)}"} ${k * buckets}`);
     // Failed calls of every error type in every interval: an interval holds the most it can for them.

@@ -10,17 +10,21 @@ import { measureInChild } from "../heap.js";
 
 const child = new URL("./series-memory-child.ts", import.meta.url);
 
-for (const [models, buckets, keeps, errorTypes, classes, longNames] of [
-  [2, 48, 0, 0, 0, 0],
-  [1, 12, 1, 0, 0, 0],
-  [8, 24, 1, 0, 0, 0],
-  [8, 12, 0, 9, 0, 0],
-  [2, 48, 0, 0, 1, 0],
-  [2, 48, 0, 0, 3, 0],
-  [2, 48, 0, 0, 0, 1],
+// The last column: what each bucket grows by per interval, at most (1, 1,000 and 2^32 x 48: counts of
+// one, two and eight bytes).
+for (const [models, buckets, keeps, errorTypes, classes, longNames, step] of [
+  [2, 48, 0, 0, 0, 0, 1],
+  [1, 12, 1, 0, 0, 0, 1],
+  [8, 24, 1, 0, 0, 0, 1],
+  [8, 12, 0, 9, 0, 0, 1],
+  [2, 48, 0, 0, 1, 0, 1],
+  [2, 48, 0, 0, 3, 0, 1],
+  [2, 48, 0, 0, 0, 1, 1],
+  [2, 48, 0, 0, 0, 0, 1000],
+  [2, 48, 0, 0, 3, 0, 2 ** 32],
 ] as const) {
-  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models${longNames === 1 ? " with names as long as real ones" : ""}, ${buckets} buckets, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing, ${classes} length classes growing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
-    const r = measureInChild<{ held: number; measuredPerInterval: number; estimatedPerInterval: number }>(child, [3000, models, buckets, keeps, errorTypes, classes, longNames]);
+  test(`intervalBytes is at least what one interval costs V8 and at most 1.5 times it (${models} models${longNames === 1 ? " with names as long as real ones" : ""}, ${buckets} buckets growing by up to ${step * buckets} an interval, keep counters ${keeps === 1 ? "on" : "off"}, ${errorTypes} error types failing, ${classes} length classes growing; measured with --expose-gc)`, { timeout: 120_000 }, (t) => {
+    const r = measureInChild<{ held: number; measuredPerInterval: number; estimatedPerInterval: number }>(child, [3000, models, buckets, keeps, errorTypes, classes, longNames, step]);
     t.diagnostic(`measured ${r.measuredPerInterval.toFixed(0)} B, estimated ${r.estimatedPerInterval.toFixed(0)} B per interval`);
     assert.equal(r.held, 3000);
     assert.ok(r.estimatedPerInterval >= r.measuredPerInterval, `estimate ${r.estimatedPerInterval} below the measured ${r.measuredPerInterval}`);
