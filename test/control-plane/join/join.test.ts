@@ -195,6 +195,13 @@ describe("join", () => {
     assert.equal(sanitizeLabelName("9lives"), "_lives");
     assert.deepEqual(cleanLabels(["a", "", "b-c", "x", "Hostname", "h", "b_c", "dup"]), ["b_c", "x", "hostname", "h"]);
     assert.equal(cleanLabels(["v", "z".repeat(1000)])[1]!.length, MAX_LABEL_VALUE_LENGTH);
+    assert.equal(sanitizeLabelName("gpu_9"), "gpu_9");
+    assert.equal(sanitizeLabelName("a.b-c"), "a_b_c");
+    assert.equal(sanitizeLabelName(""), "_");
+    // Past 32 names the repeat check takes a Set: the same answer.
+    const many = Array.from({ length: 40 }, (_, i) => [`l_${i}`, "v"]).flat();
+    assert.deepEqual(cleanLabels([...many, "l-3", "again", "l.39", "again"]), many);
+    assert.deepEqual(cleanLabels(["l-3", "first", ...many]), ["l_3", "first", ...many.slice(0, 6), ...many.slice(8)]);
   });
 
   it("emits up=0 and nothing else for a failed scrape", () => {
