@@ -4,7 +4,7 @@
 // registry (key, ref); the cap counts registry entries and the staleness tracker
 // holds them, so no per-series state is kept twice. The gate remembers each source's last report by
 // position (two references per series; label layouts shared), to know a label set it saw last time
-// without normalising it again.
+// without normalising it again; its array of entries is also what the staleness tracker compares.
 import { StalenessTracker } from "../remote-write/staleness.js";
 import { NOMINAL_KEY_CHARS, seriesBytes, type SeriesEntry, type SeriesRegistry } from "../remote-write/series-registry.js";
 import { normalizeLabels, SERIES_KEY_SEPARATOR, seriesKey, type WriteSeries } from "../remote-write/series.js";
@@ -75,7 +75,6 @@ export class SeriesGate {
   /** The series of one report of `source` at `ts` to write: admitted ones plus stale markers. */
   pass(source: string, series: WriteSeries[], ts: number): GatedSeries[] {
     const out: GatedSeries[] = [];
-    const current = new Set<SeriesEntry>();
     const before = this.lastReport.get(source);
     const report: Report = { entries: new Array(series.length), orders: new Array(series.length) };
     let lastOrder: readonly number[] = [];
@@ -96,11 +95,10 @@ export class SeriesGate {
       }
       report.entries[i] = entry;
       report.orders[i] = order;
-      current.add(entry);
       out.push({ entry, samples: s.samples });
     }
     this.lastReport.set(source, report);
-    for (const gone of this.staleness.update(source, current)) out.push(this.stale(gone, ts));
+    for (const gone of this.staleness.update(source, report.entries)) out.push(this.stale(gone, ts));
     return out;
   }
 
@@ -158,7 +156,7 @@ export class SeriesGate {
       if (raw[i] === "") return false; // normalizeLabels refuses an empty name, whatever its value
       if (raw[i + 1] !== "") nonEmpty++;
     }
-    return nonEmpty === order.length && this.registry.get(key) === entry;
+    return nonEmpty === order.length && entry.live;
   }
 
   /** Stale markers at `ts` for everything `source` reported; forgets it. */

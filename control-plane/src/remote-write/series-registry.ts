@@ -20,6 +20,10 @@ export interface SeriesEntry {
   encoded?: Uint8Array;
   /** Newest timestamp queued, or -Infinity. */
   lastTs: number;
+  /** Scratch for the staleness tracker's comparisons of a source's reports (see staleness.ts). */
+  mark: number;
+  /** Whether the series still lives here (false once released): known without a lookup by its key. */
+  live: boolean;
 }
 
 /**
@@ -34,8 +38,8 @@ export function encodedLabels(entry: SeriesEntry): Uint8Array {
 
 // What one live series costs V8 (Node 20, x64, pointer compression), rounded up from a heap
 // measurement (test/control-plane/pipeline/series-memory.test.ts checks the estimate stays above
-// what the heap and array buffers grow by): its entry and map slot, its place in its source's
-// staleness set and in the gate's record of that source's last report, the key's header; then its
+// what the heap and array buffers grow by): its entry and map slot, its place in the gate's record
+// of its source's last report (which the staleness tracker keeps too, as the same array), the key's header; then its
 // key, one byte a character (two when a character is past Latin-1). Each remote-write queue keeps
 // its own record of the series (the ref's segment, and the sender's copy of its encoded labels in
 // RefLabels' chunks: about the key's UTF-8 bytes, a quarter more for replaced copies not yet
@@ -93,7 +97,7 @@ export class SeriesRegistry {
   /** Adds a series with sorted, valid labels (see normalizeLabels). */
   add(key: string, labels: Labels): SeriesEntry {
     const id = this.free.pop() ?? this.nextId++;
-    const entry: SeriesEntry = { id, key, lastTs: -Infinity };
+    const entry: SeriesEntry = { id, key, lastTs: -Infinity, mark: 0, live: true };
     if (!keySplitsBack(labels)) entry.encoded = encodeLabelsV1(labels, this.scratch);
     this.byKey.set(key, entry);
     this.heldBytes += entryBytes(entry, this.queues);
@@ -102,7 +106,8 @@ export class SeriesRegistry {
 
   /** Ends a series (after its staleness marker); its ref is reused only after `recycle`. */
   release(entry: SeriesEntry): void {
-    if (this.byKey.get(entry.key) !== entry) return;
+    if (!entry.live) return;
+    entry.live = false;
     this.byKey.delete(entry.key);
     this.heldBytes -= entryBytes(entry, this.queues);
     this.released.push(entry.id);

@@ -4,31 +4,52 @@
 // scrapeLoop.updateStaleMarkers and endOfRunStaleness).
 import type { SeriesEntry } from "./series-registry.js";
 
-/** Remembers the series each source reported last, and says which ones disappeared. */
-export class StalenessTracker {
-  private readonly last = new Map<string, Set<SeriesEntry>>();
+/** A source's report: the entry of each series in the order reported (undefined where one was not admitted; an entry may repeat). */
+export type ReportedEntries = ReadonlyArray<SeriesEntry | undefined>;
 
-  /** Records this report of `source` and returns the series that vanished since the last one. */
-  update(source: string, current: Set<SeriesEntry>): SeriesEntry[] {
+/**
+ * Remembers the series each source reported last, and says which ones disappeared. Each report is
+ * kept as the gate's array of entries, not a Set: a comparison marks every entry of the new report
+ * with a number of its own (SeriesEntry.mark) and takes the old report's unmarked entries, so no
+ * Set is built, grown and hashed for every scrape of every target.
+ */
+export class StalenessTracker {
+  private readonly last = new Map<string, ReportedEntries>();
+  /** The last mark handed out; each comparison takes the next, so a mark never matches an earlier one. */
+  private marks = 0;
+
+  /** Records this report of `source` and returns the series that vanished since the last one, each once. */
+  update(source: string, current: ReportedEntries): SeriesEntry[] {
     const before = this.last.get(source);
     this.last.set(source, current);
     if (!before) return [];
-    const gone: SeriesEntry[] = [];
-    for (const e of before) if (!current.has(e)) gone.push(e);
-    return gone;
+    const mark = ++this.marks;
+    for (const e of current) if (e !== undefined) e.mark = mark;
+    return this.unmarked(before, mark);
   }
 
-  /** Forgets `source` and returns everything it had reported (all now stale). */
+  /** Forgets `source` and returns everything it had reported (all now stale), each once. */
   remove(source: string): SeriesEntry[] {
     const before = this.last.get(source);
     this.last.delete(source);
-    return before ? [...before] : [];
+    return before ? this.unmarked(before, ++this.marks) : [];
   }
 
-  /** Number of series currently tracked over all sources. */
+  /** The entries of `report` not marked `mark`, each once (marking them as it goes). */
+  private unmarked(report: ReportedEntries, mark: number): SeriesEntry[] {
+    const out: SeriesEntry[] = [];
+    for (const e of report) {
+      if (e === undefined || e.mark === mark) continue;
+      e.mark = mark;
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Number of distinct series currently tracked per source, summed over the sources. */
   get size(): number {
     let n = 0;
-    for (const m of this.last.values()) n += m.size;
+    for (const report of this.last.values()) n += this.unmarked(report, ++this.marks).length;
     return n;
   }
 }
