@@ -39,8 +39,8 @@ export function encodedLabels(entry: SeriesEntry): Uint8Array {
 // What one live series costs V8 (Node 20, x64, pointer compression), rounded up from a heap
 // measurement (test/control-plane/pipeline/series-memory.test.ts checks the estimate stays above
 // what the heap and array buffers grow by): its entry and map slot, its place in the gate's record
-// of its source's last report (which the staleness tracker keeps too, as the same array), the key's header; then its
-// key, one byte a character (two when a character is past Latin-1). Each remote-write queue keeps
+// of its source's last report (the staleness tracker keeps the same array), the key's header; then
+// its key, one byte a character (two when a character is past Latin-1). Each remote-write queue keeps
 // its own record of the series (the ref's segment, and the sender's copy of its encoded labels in
 // RefLabels' chunks: about the key's UTF-8 bytes, a quarter more for replaced copies not yet
 // compacted away and the labels' field headers).

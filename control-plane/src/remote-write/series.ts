@@ -12,11 +12,6 @@ export interface WriteSample {
 export interface WriteSeries {
   labels: Labels;
   samples: WriteSample[];
-  /**
-   * seriesKey(labels) when the labels are already normalised (see normalizeLabels): the writer then
-   * skips normalising and keeps this very string, so the pipeline holds one key per series.
-   */
-  key?: string;
 }
 
 /** Why a label set cannot be sent as it is. */
