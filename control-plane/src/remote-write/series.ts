@@ -46,16 +46,21 @@ export function normalizeLabels(labels: Labels): Labels | LabelProblem {
 export const SERIES_KEY_SEPARATOR = "\xff";
 
 /**
- * A stable key for a sorted label set. U+00FF is valid in a label value, so a value holding the
- * separator makes the key ambiguous (labelsOfKey cannot take it apart; see keySplitsBack).
+ * A stable key for a sorted label set, one per set: its names and values joined by the separator.
+ * U+00FF is valid in a label value, so a set holding it would join ambiguously (a scraped value
+ * "x\xffb\xffy" of label a, and a="x" with b="y", would be one key, one series, each overwriting
+ * the other's samples); such a set is keyed by the separator and its JSON instead. No joined key
+ * starts with the separator (its first name is not empty, and holds no separator), and JSON is one
+ * text per set, so no two sets share a key.
  */
 export function seriesKey(labels: Labels): string {
-  return labels.join(SERIES_KEY_SEPARATOR);
+  return keySplitsBack(labels) ? labels.join(SERIES_KEY_SEPARATOR) : SERIES_KEY_SEPARATOR + JSON.stringify(labels);
 }
 
-/** Whether labelsOfKey(seriesKey(labels)) gives `labels` back: no name or value holds the separator. */
+/** Whether seriesKey joins `labels` and labelsOfKey gives them back: no name or value holds the separator. */
 export function keySplitsBack(labels: Labels): boolean {
-  return !labels.some((x) => x.includes(SERIES_KEY_SEPARATOR));
+  for (const x of labels) if (x.includes(SERIES_KEY_SEPARATOR)) return false;
+  return true;
 }
 
 /** The labels of a key made by seriesKey from labels for which keySplitsBack holds. */

@@ -82,6 +82,21 @@ describe("series gate (normalise, cap, staleness)", () => {
     );
   });
 
+  it("keeps a series whose value holds the key separator apart from the series its joined text would spell, reported together or in turn at one position", () => {
+    const registry = new SeriesRegistry();
+    const g = new SeriesGate(registry, 100);
+    const real: WriteSeries = { labels: ["__name__", "m", "a", "x", "b", "y"], samples: [{ value: 1, timestampMs: 1 }] };
+    const spoof = (v: number, ts: number): WriteSeries => ({ labels: ["__name__", "m", "a", "x\xffb\xffy"], samples: [{ value: v, timestampMs: ts }] });
+    const both = g.pass("t", [real, spoof(2, 1)], 1);
+    assert.equal(both.length, 2);
+    assert.notEqual(both[0]!.entry, both[1]!.entry);
+    assert.equal(registry.size, 2);
+    // The position that held the real series now holds the spoofing one: it is judged afresh, not taken for the real series.
+    const turn = g.pass("t", [spoof(3, 2)], 2);
+    assert.equal(turn[0]!.entry, both[1]!.entry);
+    assert.deepEqual(turn.slice(1).map((x) => [x.entry, x.samples[0]!.stale]), [[both[0]!.entry, true]], "the real series ends");
+  });
+
   it("never writes an entry another source ended, though this source reports the same labels at the same position", () => {
     const registry = new SeriesRegistry();
     const g = new SeriesGate(registry, 100);

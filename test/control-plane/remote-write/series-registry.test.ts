@@ -33,4 +33,27 @@ describe("series registry (the key alone, labels encoded when a segment defines 
     assert.ok(entry.encoded !== undefined);
     assert.deepEqual(encodedLabels(entry), encodeLabelsV1(ambiguous));
   });
+
+  it("keys two label sets apart whatever their values hold: a scraped value with the separator cannot take over another series", () => {
+    // Joined, {a="x\xffb\xffy"} and {a="x", b="y"} were one text, so one entry, each series' samples written under the other's labels.
+    const spoofing = ["__name__", "m", "a", "x\xffb\xffy"];
+    const real = ["__name__", "m", "a", "x", "b", "y"];
+    assert.notEqual(seriesKey(spoofing), seriesKey(real));
+    const registry = new SeriesRegistry();
+    const realEntry = registry.add(seriesKey(real), real);
+    assert.equal(registry.get(seriesKey(spoofing)), undefined, "the spoofing set does not find the real series");
+    const spoofEntry = registry.add(seriesKey(spoofing), spoofing);
+    assert.deepEqual(encodedLabels(realEntry), encodeLabelsV1(real));
+    assert.deepEqual(encodedLabels(spoofEntry), encodeLabelsV1(spoofing));
+    const text = fc.string({ unit: fc.constantFrom("a", "\xff", "[", "\"", ",", "]"), maxLength: 6 });
+    const name = fc.constantFrom("__name__", "a", "b", "c\xff", "\xffd");
+    const labelSet = fc.uniqueArray(fc.tuple(name, text), { selector: ([n]) => n, maxLength: 4 }).map((pairs) => normalizeLabels(["__name__", "m", ...pairs.filter(([n]) => n !== "__name__").flat()]));
+    fc.assert(
+      fc.property(labelSet, labelSet, (a, b) => {
+        if (typeof a === "string" || typeof b === "string") return;
+        assert.equal(seriesKey(a) === seriesKey(b), JSON.stringify(a) === JSON.stringify(b), `${JSON.stringify(a)} ${JSON.stringify(b)}`);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
