@@ -174,43 +174,40 @@ function takeInto(into: HostValue): bool {
   return true;
 }
 
-/** Reads a property into `into`; false when absent. `path` is the NUL-joined segments, UTF-8. */
-export function readProperty(path: ArrayBuffer, into: HostValue): bool {
+/** Readies a read into `into`: its slot is lent to the host for the one call that follows. */
+function beginRead(into: HostValue): void {
   into.clear();
   resetOut();
   lend(into.base, into.capacity);
-  const status = imports.proxy_get_property(changetype<usize>(path), path.byteLength, OUT_PTR, OUT_SIZE);
+}
+
+/** Settles a read begun with beginRead from the host call's status; false when absent or refused. */
+function endRead(status: u32, into: HostValue): bool {
   endLoan();
   if (status == OK) return takeInto(into);
   releaseAllocation();
   if (status != NOT_FOUND) failedCalls++;
   return false;
+}
+
+/** Reads a property into `into`; false when absent. `path` is the NUL-joined segments, UTF-8. */
+export function readProperty(path: ArrayBuffer, into: HostValue): bool {
+  beginRead(into);
+  return endRead(imports.proxy_get_property(changetype<usize>(path), path.byteLength, OUT_PTR, OUT_SIZE), into);
 }
 
 /** Reads a header into `into`; false when absent. */
 export function readHeader(map: HeaderMap, name: ArrayBuffer, into: HostValue): bool {
-  into.clear();
-  resetOut();
-  lend(into.base, into.capacity);
-  const status = imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE);
-  endLoan();
-  if (status == OK) return takeInto(into);
-  releaseAllocation();
-  if (status != NOT_FOUND) failedCalls++;
-  return false;
+  beginRead(into);
+  return endRead(imports.proxy_get_header_map_value(map, changetype<usize>(name), name.byteLength, OUT_PTR, OUT_SIZE), into);
 }
 
 /** Reads a whole header map, every value of every name, in the pairs format into `into`; false when the host refused. */
 export function readHeaderPairs(map: HeaderMap, into: HostValue): bool {
-  into.clear();
-  resetOut();
-  lend(into.base, into.capacity);
+  beginRead(into);
   const status = imports.proxy_get_header_map_pairs(map, OUT_PTR, OUT_SIZE);
-  endLoan();
-  if (status == OK) return takeInto(into);
-  releaseAllocation();
-  failedCalls++;
-  return false;
+  if (status == NOT_FOUND) failedCalls++; // a header map is never absent
+  return endRead(status, into);
 }
 
 const INT_VALUE = new HostValue(memory.data(8), 8);
@@ -369,6 +366,20 @@ export function getBodyBytes(which: BodyBuffer, length: i32): ArrayBuffer | null
   return takeHostBuffer();
 }
 
+/**
+ * Reads `length` bytes of the body chunk being processed into `into`: in place when they fit its
+ * slot (a streamed response's chunk, one per token, then leaves nothing for the collector); false
+ * when the host has none.
+ */
+export function readBody(which: BodyBuffer, length: i32, into: HostValue): bool {
+  beginRead(into);
+  if (length <= 0) {
+    endLoan();
+    return false;
+  }
+  return endRead(imports.proxy_get_buffer_bytes(which, 0, length, OUT_PTR, OUT_SIZE), into);
+}
+
 /** Header map of an HTTP call's response (readable in proxy_on_http_call_response). */
 export const HTTP_CALL_RESPONSE_HEADERS: i32 = 6;
 
@@ -406,10 +417,8 @@ const OUT_CAS: usize = memory.data(4);
  * `into`; returns its CAS value, 0 when the key is absent, -1 when the host failed.
  */
 export function getSharedData(key: ArrayBuffer, into: HostValue): i64 {
-  into.clear();
-  resetOut();
+  beginRead(into);
   store<u32>(OUT_CAS, 0);
-  lend(into.base, into.capacity);
   const status = imports.proxy_get_shared_data(changetype<usize>(key), key.byteLength, OUT_PTR, OUT_SIZE, OUT_CAS);
   endLoan();
   if (status == OK) return takeInto(into) ? <i64>load<u32>(OUT_CAS) : -1;

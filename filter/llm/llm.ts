@@ -58,6 +58,11 @@ const enum ResponseKind { NotRead, Encoded, Json, EventStream }
 const CONTENT_ENCODING_VALUE = new host.HostValue(memory.data(64), 64);
 const CONTENT_TYPE_VALUE = new host.HostValue(memory.data(128), 128);
 const TOKEN_COUNT_VALUE = new host.HostValue(memory.data(24), 24);
+/**
+ * A response body chunk, read in place: a stream's chunks (one per token) allocate nothing. The
+ * scanners keep no pointer into it (what they keep, they copy). Larger chunks arrive managed.
+ */
+const RESPONSE_CHUNK = new host.HostValue(memory.data(16384), 16384);
 
 /** A header's count (1 to 15 decimal digits: token counts, content-length), else -1. */
 function readCount(map: host.HeaderMap, name: ArrayBuffer): i64 {
@@ -262,19 +267,19 @@ export class LlmExchange {
     if (this.responseKind == ResponseKind.NotRead || this.responseKind == ResponseKind.Encoded) return;
     const sse = this.sse;
     if (length > 0) {
-      const bytes = host.getBodyBytes(host.BodyBuffer.Response, length);
-      if (bytes !== null) {
+      const chunk = RESPONSE_CHUNK;
+      if (host.readBody(host.BodyBuffer.Response, length, chunk)) {
         if (sse !== null) {
           // Time to first chunk is to the first chunk received, whatever it holds (semantic-conventions-genai
           // e8fc5751 model/gen-ai/registry.yaml); TTFT is to the first event carrying content (a role-only
           // first event is no token), the same instant when that chunk had content.
-          const chunk = this.firstChunkNs == 0;
-          if (chunk) this.firstChunkNs = <i64>host.nowNs();
-          sse.feed(changetype<usize>(bytes), bytes.byteLength);
-          if (this.firstContentNs == 0 && sse.contentChunks > 0) this.firstContentNs = chunk ? this.firstChunkNs : <i64>host.nowNs();
+          const first = this.firstChunkNs == 0;
+          if (first) this.firstChunkNs = <i64>host.nowNs();
+          sse.feed(chunk.ptr, chunk.length);
+          if (this.firstContentNs == 0 && sse.contentChunks > 0) this.firstContentNs = first ? this.firstChunkNs : <i64>host.nowNs();
         } else {
           const json = this.json!;
-          if (!json.failed) json.feed(changetype<usize>(bytes), bytes.byteLength);
+          if (!json.failed) json.feed(chunk.ptr, chunk.length);
         }
       }
     }
