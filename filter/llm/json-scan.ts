@@ -5,6 +5,8 @@
 // redacts it before it leaves (content.ts); otherwise only whether it was non-empty. Kept strings
 // are decoded (escapes, \uXXXX with surrogate pairs, into UTF-8) as they are read. Pure logic: no host calls.
 import { CaptureSink, Channel, Dropped } from "../content/sink";
+import { EventTemplate } from "./event-template";
+import { findStringStop } from "./string-stop";
 import { hexValue } from "../config/json";
 import { Field, JsonPath, Key, keyOf, MAX_DEPTH, MAX_KEY, Param } from "../protocols/json-path";
 import { fieldOf, Protocol } from "../protocols";
@@ -28,32 +30,6 @@ const FINAL_EVENTS: StaticArray<string> = ["response.completed", "response.incom
 @inline
 function isSpace(c: u32): bool {
   return c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09;
-}
-
-/**
- * The first index in [i, n) holding a quote or a backslash (or, in line mode, CR or LF), else n.
- * Sixteen bytes at a time with wasm SIMD (V8, Envoy's default runtime, supports it): most strings
- * of a stream end within one vector.
- */
-function findStringStop(p: usize, i: i32, n: i32, lineMode: bool): i32 {
-  const quote = i8x16.splat(0x22);
-  const backslash = i8x16.splat(0x5c);
-  const lf = i8x16.splat(0x0a);
-  const cr = i8x16.splat(0x0d);
-  while (i + 16 <= n) {
-    const v = v128.load(p + i);
-    let hit = v128.or(i8x16.eq(v, quote), i8x16.eq(v, backslash));
-    if (lineMode) hit = v128.or(hit, v128.or(i8x16.eq(v, lf), i8x16.eq(v, cr)));
-    const bits = i8x16.bitmask(hit);
-    if (bits != 0) return i + <i32>ctz(bits);
-    i += 16;
-  }
-  while (i < n) {
-    const c = load<u8>(p + i);
-    if (c == 0x22 || c == 0x5c || (lineMode && (c == 0x0a || c == 0x0d))) return i;
-    i++;
-  }
-  return n;
 }
 
 /** Scans one JSON document; `reset` makes it ready for the next (e.g. the next SSE event). */
@@ -125,6 +101,13 @@ export class JsonScanner extends JsonPath {
    * instead of consuming it, so the event scanner reads each byte once.
    */
   lineMode: bool = false;
+  /**
+   * Where the values a next stream event may change lie (SseScanner keeps the last event's): set by
+   * the event scanner when no content is captured, recorded as one line is scanned in one feed.
+   */
+  template: EventTemplate | null = null;
+  /** Where the value being read started, in the feed that started it. */
+  private valueAt: i32 = 0;
 
   reset(): void {
     this.state = State.Value;
@@ -153,6 +136,8 @@ export class JsonScanner extends JsonPath {
     this.usageInvalid = 0;
     this.bytes = 0;
     this.sinkChannel = -1;
+    const template = this.template;
+    if (template !== null) template.clear();
   }
 
   /** The document is complete and well-formed so far. */
@@ -209,6 +194,8 @@ export class JsonScanner extends JsonPath {
             i++;
             continue;
           }
+          const template = this.template;
+          if (template !== null && this.field == Field.None) template.number(this.valueAt, i);
           this.endNumber();
           continue; // this byte belongs to what follows
         }
@@ -228,6 +215,7 @@ export class JsonScanner extends JsonPath {
             this.close(true);
             break;
           }
+          this.valueAt = i;
           this.value(c);
           break;
         }
@@ -367,6 +355,12 @@ export class JsonScanner extends JsonPath {
       } else {
         if (this.capturing) this.keep(changetype<usize>(this.captureBytes), MAX_CAPTURE, length, p + i, run);
         if (this.sinkChannel >= 0) this.sink!.append(p + i, run);
+        // A whole string with no escape whose text only counts as empty or not: a template slot.
+        const template = this.template;
+        const field = this.field;
+        if (template !== null && length == 0 && j < n && load<u8>(p + j) == 0x22 && !this.capturing && this.sinkChannel < 0 && (field == Field.None || field == Field.Content)) {
+          template.text(i, j, field == Field.Content);
+        }
       }
       length += run;
       i = j;

@@ -1,9 +1,10 @@
 // A Server-Sent Events scanner over raw bytes, fed chunk by chunk as a streamed response passes:
 // events may be split anywhere, including inside a line ending. Each event's `data` is scanned
 // as JSON (the protocol's stream events) and folded into totals; `data: [DONE]` ends the
-// stream. Nothing is buffered beyond the scanner state (and, when the span captures content,
-// the bounded text its sink keeps). Pure logic: no host calls.
+// stream. Nothing is buffered beyond the scanner state, the last event (event-template.ts) and,
+// when the span captures content, the bounded text its sink keeps. Pure logic: no host calls.
 import { CaptureSink } from "../content/sink";
+import { EventTemplate } from "./event-template";
 import { EventKind, JsonScanner } from "./json-scan";
 import { Protocol } from "../protocols";
 
@@ -11,6 +12,8 @@ const enum Line { Start, Field, DataSpace, Data, Skip }
 
 /** "data" as the field-name bytes must read. */
 const DATA: u32 = 0x61746164; // "data" little-endian
+const EVEN: u32 = 0x6e657665; // "even"
+const T_COLON: u16 = 0x3a74; // "t:"
 const DONE_LENGTH: i32 = 6; // "[DONE]"
 
 export class SseScanner {
@@ -22,15 +25,32 @@ export class SseScanner {
   private protocol: Protocol;
   private sink: CaptureSink | null;
 
+  /**
+   * The scanner of the last one-line well-formed event, left as that event left it, with the event
+   * kept (its template): an event that matches it is not scanned again. Null until one came, and
+   * always when content is captured (the sink needs every string's text).
+   */
+  private last: JsonScanner | null = null;
+  /** The event's data line matched `last`: its findings are last's. */
+  private matched: bool = false;
+  private matchedBytes: i32 = 0;
+  private dataLines: i32 = 0;
+  /** `json` was reset for this event (lazily: an event that matches the last one never touches it). */
+  private started: bool = false;
+  /**
+   * What the last event adds to the totals when it found no value (the common token event): a
+   * JSON event, and perhaps a content chunk and a token event. An event that matches it adds the same.
+   */
+  private lastPlain: bool = false;
+  private lastContent: bool = false;
+  private lastTokenEvent: bool = false;
+  /** The stream's model or id is not known yet: events keep them (JsonScanner.captureModel). */
+  private keepsModel: bool = true;
+
   constructor(protocol: Protocol, sink: CaptureSink | null) {
-    const json = new JsonScanner();
-    json.lineMode = true;
-    json.events = true;
-    json.protocol = protocol;
-    json.sink = sink;
-    this.json = json;
     this.protocol = protocol;
     this.sink = sink;
+    this.json = eventScanner(protocol, sink);
   }
   private eventHasData: bool = false;
   /** The first bytes of the event's data, to recognise [DONE]. */
@@ -78,7 +98,22 @@ export class SseScanner {
         i++;
         continue;
       }
-      switch (this.line) {
+      const line = this.line;
+      if (line == Line.Start && n - i >= 6) {
+        // "data:" and "event:" whole at a line's start (nearly every line of a stream), read at once
+        const head = load<u32>(p + i);
+        if (head == DATA && load<u8>(p + i + 4) == 0x3a) {
+          this.line = Line.DataSpace;
+          i += 5;
+          continue;
+        }
+        if (head == EVEN && load<u16>(p + i + 4) == T_COLON) {
+          this.line = Line.Skip;
+          i += 6;
+          continue;
+        }
+      }
+      switch (line) {
         case Line.Start:
         case Line.Field: {
           if (c == 0x3a) {
@@ -104,7 +139,7 @@ export class SseScanner {
           break;
         }
         default:
-          i++; // Skip
+          i = lineEnd(p, i, n); // Skip: other fields (event names, ids) and comments
       }
     }
   }
@@ -118,13 +153,17 @@ export class SseScanner {
   private beginDataLine(): void {
     if (!this.eventHasData) {
       this.eventHasData = true;
-      this.json.reset();
-      this.json.captureModel = this.model.length == 0 || this.id.length == 0;
+      this.matched = false;
+      this.dataLines = 1;
+      this.started = false;
       const sink = this.sink;
       if (sink !== null) sink.mark();
       this.dataPrefix = 0;
       this.dataLength = 0;
     } else {
+      this.dataLines++;
+      // The first line matched the last event: the scan goes on from where that event's ended.
+      if (this.matched) this.takeLast();
       // Several data lines of one event join with a newline (JSON whitespace).
       const nl = memory.data(1);
       store<u8>(nl, 0x0a);
@@ -136,12 +175,54 @@ export class SseScanner {
 
   /** Feeds data bytes up to the end of the line; returns how many were consumed. */
   private data(p: usize, n: i32): i32 {
-    const used = this.json.feed(p, n);
+    const json = this.json;
+    let first = false;
+    if (!this.started) {
+      const captureModel = this.captureModel();
+      const last = this.last;
+      if (this.dataLines == 1 && last !== null && last.captureModel == captureModel) {
+        const matched = last.template!.match(p, n);
+        if (matched >= 0) {
+          this.matched = true;
+          this.matchedBytes = matched;
+          return matched;
+        }
+      }
+      this.start(captureModel);
+      first = this.dataLines == 1;
+    }
+    const used = json.feed(p, n);
     for (let k = 0; k < used && this.dataLength < 8; k++) {
       this.dataPrefix |= (<u64>load<u8>(p + k)) << (8 * <u64>this.dataLength);
       this.dataLength++;
     }
+    // The whole line in one feed, ended here, one document: kept while its bytes are at hand.
+    const template = json.template;
+    if (template !== null && first && used < n && json.done) template.keep(p, used);
     return used;
+  }
+
+  /** Whether the event's model and id are kept: a stream needs them from its first event only. */
+  private captureModel(): bool {
+    return this.keepsModel;
+  }
+
+  /** Readies `json` for this event's document. */
+  private start(captureModel: bool): void {
+    this.started = true;
+    const json = this.json;
+    json.reset();
+    json.captureModel = captureModel;
+  }
+
+  /** The event goes on past a line that matched the last one: the last event's scanner, as that line left it, reads on. */
+  private takeLast(): void {
+    const last = this.last!;
+    this.last = null;
+    this.matched = false;
+    last.bytes = this.matchedBytes;
+    this.json = last;
+    this.started = true;
   }
 
   private endLine(): void {
@@ -159,11 +240,20 @@ export class SseScanner {
     if (!this.eventHasData) return;
     this.eventHasData = false;
     this.events++;
-    if (this.json.bytes == DONE_LENGTH && this.dataPrefix == 0x5d454e4f445b) { // "[DONE]"
+    const matched = this.matched;
+    this.matched = false;
+    if (!matched && !this.started) this.start(this.captureModel()); // only empty data lines came
+    if (!matched && this.json.bytes == DONE_LENGTH && this.dataPrefix == 0x5d454e4f445b) { // "[DONE]"
       this.sawDone = true;
       return;
     }
-    const json = this.json;
+    if (matched && this.lastPlain) {
+      this.jsonEvents++;
+      if (this.lastContent) this.contentChunks++;
+      if (this.lastTokenEvent) this.tokenEvents++;
+      return;
+    }
+    const json = matched ? this.last! : this.json;
     json.finish();
     this.usageInvalid += json.usageInvalid;
     const sink = this.sink;
@@ -178,11 +268,13 @@ export class SseScanner {
     const protocol = this.protocol;
     let content = json.sawContent;
     let kept = true;
+    let tokenEvent = false;
     if (protocol == Protocol.Responses) {
       kept = json.eventKind == EventKind.TextDelta; // other deltas are tool arguments, reasoning, refusals
       content = content && kept;
     } else if (protocol == Protocol.Tgi) {
-      if (json.contentStrings > 0) this.tokenEvents++;
+      tokenEvent = json.contentStrings > 0;
+      if (tokenEvent) this.tokenEvents++;
       kept = !json.tokenSpecial; // special tokens are no text (TGI Token.special)
       content = content && kept;
     } else if (protocol == Protocol.OpenAi) {
@@ -191,8 +283,11 @@ export class SseScanner {
     if (!kept && sink !== null) sink.rollback();
     if (json.eventKind == EventKind.Final) this.sawDone = true;
     if (content) this.contentChunks++;
-    if (this.model.length == 0 && json.model.length > 0) this.model = json.model;
-    if (this.id.length == 0 && json.id.length > 0) this.id = json.id;
+    if (this.keepsModel) {
+      if (this.model.length == 0 && json.model.length > 0) this.model = json.model;
+      if (this.id.length == 0 && json.id.length > 0) this.id = json.id;
+      this.keepsModel = this.model.length == 0 || this.id.length == 0;
+    }
     if (json.cachedTokens >= 0) this.cachedTokens = json.cachedTokens;
     if (json.reasoningTokens >= 0) this.reasoningTokens = json.reasoningTokens;
     if (json.finishReason.length > 0) this.finishReason = json.finishReason;
@@ -202,5 +297,46 @@ export class SseScanner {
     if (json.outputTokenDelta >= 0) this.outputTokenSum = (this.outputTokenSum < 0 ? 0 : this.outputTokenSum) + json.outputTokenDelta;
     if (json.status.length > 0) this.status = json.status;
     if (json.incompleteReason.length > 0) this.incompleteReason = json.incompleteReason;
+    const template = json.template;
+    if (!matched && template !== null && template.ready && this.dataLines == 1) {
+      // This event is the one the next is matched against; the scanner it replaces scans the next.
+      const last = this.last;
+      this.last = json;
+      this.json = last !== null ? last : eventScanner(this.protocol, this.sink);
+      this.lastContent = content;
+      this.lastTokenEvent = tokenEvent;
+      this.lastPlain = json.recognized && json.usageInvalid == 0 && json.eventKind != EventKind.Final && json.model.length == 0 && json.id.length == 0 &&
+        json.cachedTokens < 0 && json.reasoningTokens < 0 && json.finishReason.length == 0 && json.promptTokens < 0 && json.completionTokens < 0 &&
+        json.cacheCreationTokens < 0 && json.outputTokenDelta < 0 && json.status.length == 0 && json.incompleteReason.length == 0;
+    }
   }
+}
+
+/** A scanner for one event's data at a time; it records a template when no content is captured. */
+function eventScanner(protocol: Protocol, sink: CaptureSink | null): JsonScanner {
+  const json = new JsonScanner();
+  json.lineMode = true;
+  json.events = true;
+  json.protocol = protocol;
+  json.sink = sink;
+  if (sink === null) json.template = new EventTemplate();
+  return json;
+}
+
+/** The first index in [i, n) holding a CR or LF, else n: sixteen bytes at a time (wasm SIMD, as json-scan's strings). */
+function lineEnd(p: usize, i: i32, n: i32): i32 {
+  const lf = i8x16.splat(0x0a);
+  const cr = i8x16.splat(0x0d);
+  while (i + 16 <= n) {
+    const v = v128.load(p + i);
+    const bits = i8x16.bitmask(v128.or(i8x16.eq(v, lf), i8x16.eq(v, cr)));
+    if (bits != 0) return i + <i32>ctz(bits);
+    i += 16;
+  }
+  while (i < n) {
+    const c = load<u8>(p + i);
+    if (c == 0x0a || c == 0x0d) return i;
+    i++;
+  }
+  return n;
 }

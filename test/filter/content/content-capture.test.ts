@@ -156,6 +156,22 @@ describe("content capture on sampled spans (emulated Envoy host, real OTLP recei
     assert.equal(vm.stats.value("tokentrace_content_captured_total"), undefined);
   });
 
+  it("keeps every token's text when events repeat byte for byte, one per chunk (a captured stream matches no event against the last)", async () => {
+    const { vm, clock } = await setup({ enabled: true });
+    const event = (content: string, finish: string | null = null): string =>
+      `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+    const s = vm.newStream({ routeName: "chat" });
+    s.requestHeaders([[":method", "POST"], [":path", "/v1/chat/completions"], [":authority", "llm.svc:8000"]], false);
+    s.requestBody(JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "laugh" }] }), true);
+    clock.advanceMs(50);
+    s.responseHeaders([[":status", "200"], ["content-type", "text/event-stream"]], false);
+    for (const chunk of [event("ha"), event("ha"), event("ha"), event("ha"), event("!", "stop"), "data: [DONE]\n\n"]) s.responseBody(chunk, false);
+    s.responseBody("", true);
+    s.end();
+    const [span] = await exported(vm);
+    assert.deepEqual(contentOf(span!).output, [{ role: "assistant", parts: [text("hahahaha!")], finish_reason: "stop" }]);
+  });
+
   it("per route: the first rule naming the route wins over the policy's setting, either way", async () => {
     const { vm, clock } = await setup({ enabled: false, routes: [{ routeName: "debug", enabled: true }, { routeName: "chat", enabled: false }] });
     drive(vm, clock, { request: chatRequest, body: chatStream, route: "chat" });
