@@ -17,6 +17,9 @@ import type { Protocol, SendResult, Transport } from "./transport.js";
 import type { RemoteWriteMetrics } from "./metrics.js";
 import type { FileSystem } from "../storage/file-system.js";
 
+/** Why the sender's wait was cut short (no one reads it: a sleep ends early on any abort). */
+const WAKE = "wake";
+
 /** Settings of one remote-write target. */
 export interface RemoteWriteTargetConfig {
   /** Short name, used as the `target` metric label and the queue folder name. */
@@ -252,7 +255,8 @@ export class TargetQueue {
     const ac = new AbortController();
     const onStop = (): void => ac.abort();
     this.stopController.signal.addEventListener("abort", onStop, { once: true });
-    this.wakeWaiter = () => ac.abort();
+    // A reason of our own: abort() with none builds a DOMException, stack trace and all, on every append.
+    this.wakeWaiter = () => ac.abort(WAKE);
     return this.deps.clock.sleep(ms, ac.signal).finally(() => {
       this.wakeWaiter = undefined;
       this.stopController.signal.removeEventListener("abort", onStop);

@@ -56,6 +56,9 @@ export interface ScrapeWindow {
   untilMs?: number;
 }
 
+/** Why a sleeping schedule was cut short (no one reads it: a sleep ends early on any abort). */
+const WAKE = "wake";
+
 function stableHash(s: string): number {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
@@ -185,7 +188,8 @@ export class Scraper {
   }
 
   private wake(): void {
-    this.wakeController.abort();
+    // A reason of our own: abort() with none builds a DOMException, stack trace and all, each time.
+    this.wakeController.abort(WAKE);
   }
 
   private async loop(): Promise<void> {
