@@ -281,6 +281,7 @@ export class LlmExchange {
           const json = this.json!;
           if (!json.failed) json.feed(chunk.ptr, chunk.length);
         }
+        chunk.clear(); // a chunk too large for the slot is not held until the next one
       }
     }
     if (endOfStream) {
