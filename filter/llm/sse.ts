@@ -84,6 +84,13 @@ export class SseScanner {
   feed(p: usize, n: i32): void {
     let i = 0;
     while (i < n) {
+      if (this.line == Line.Start && !this.eventHasData && !this.lastWasCr && this.last !== null) {
+        const whole = this.wholeMatchedEvent(p + i, n - i);
+        if (whole > 0) {
+          i += whole;
+          continue;
+        }
+      }
       const c = <u32>load<u8>(p + i);
       if (this.lastWasCr) {
         this.lastWasCr = false;
@@ -142,6 +149,36 @@ export class SseScanner {
           i = lineEnd(p, i, n); // Skip: other fields (event names, ids) and comments
       }
     }
+  }
+
+  /**
+   * A whole event at `q` (at most `m` bytes) of the commonest shape: an optional `event:` line,
+   * one data line that matches the last event, then a blank line, each ended by LF. It is counted
+   * as the byte-by-byte reading would count it, and its length returned; 0 (nothing changed) for
+   * any other shape, which is read byte by byte.
+   */
+  private wholeMatchedEvent(q: usize, m: i32): i32 {
+    let j = 0;
+    if (m >= 6 && load<u32>(q) == EVEN && load<u16>(q + 4) == T_COLON) {
+      j = lineEnd(q, 6, m);
+      if (j == m || load<u8>(q + j) != 0x0a) return 0;
+      j++;
+    }
+    if (m - j < 6 || load<u32>(q + j) != DATA || load<u8>(q + j + 4) != 0x3a) return 0;
+    j += 5;
+    if (j < m && load<u8>(q + j) == 0x20) j++;
+    const last = this.last!;
+    if (j == m || last.captureModel != this.keepsModel) return 0;
+    const length = last.template!.match(q + j, m - j);
+    if (length < 0) return 0;
+    j += length;
+    if (m - j < 2 || load<u16>(q + j) != 0x0a0a) return 0;
+    this.eventHasData = true;
+    this.dataLines = 1;
+    this.started = false;
+    this.matched = true;
+    this.dispatch();
+    return j + 2;
   }
 
   /** The stream ended: an event not yet terminated by a blank line still counts. */

@@ -94,7 +94,7 @@ describe("a stream event matched against the last one (emulated Envoy host)", ()
       { weight: 6, arbitrary: fc.nat({ max: 100_000 }).map(String) },
       { weight: 1, arbitrary: fc.constantFrom("-3", "2.5", "1e5", "1-2", "--", "-", "01", "true", '"9"', "9x", "") },
     );
-    const damage = fc.constantFrom("none", "none", "none", "none", "none", "drop-last", "garbage", "space", "second-line", "blank-second-line", "crlf", "cr");
+    const damage = fc.constantFrom("none", "none", "none", "none", "none", "drop-last", "garbage", "space", "second-line", "blank-second-line", "crlf", "cr", "id-line", "comment", "event-cr", "no-space");
     const variant = fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat({ max: 2 }) });
     const event = fc.record({ text, number, variant, damage, cut: fc.nat({ max: 300 }) });
     fc.assert(
@@ -106,6 +106,10 @@ describe("a stream event matched against the last one (emulated Envoy host)", ()
           if (d === "space") data += " ";
           if (d === "second-line") return `${protocol.head}data: ${data.slice(0, cut % (data.length + 1))}\ndata: ${data.slice(cut % (data.length + 1))}\n\n`;
           if (d === "blank-second-line") return `${protocol.head}data: ${data}\ndata: \n\n`;
+          if (d === "id-line") return `${protocol.head}data: ${data}\nid: 7\n\n`;
+          if (d === "comment") return `: keep-alive\n\n${protocol.head}data: ${data}\n\n`;
+          if (d === "event-cr") return `${protocol.head.replace("\n", "\r")}data: ${data}\n\n`;
+          if (d === "no-space") return `${protocol.head}data:${data}\n\n`;
           return sse(protocol, data, d === "crlf" ? "\r\n\r\n" : d === "cr" ? "\r\r" : "\n\n");
         });
         both(vms, protocol, events);
