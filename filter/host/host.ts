@@ -372,11 +372,11 @@ export function getBodyBytes(which: BodyBuffer, length: i32): ArrayBuffer | null
  * when the host has none.
  */
 export function readBody(which: BodyBuffer, length: i32, into: HostValue): bool {
-  beginRead(into);
   if (length <= 0) {
-    endLoan();
+    into.clear();
     return false;
   }
+  beginRead(into);
   return endRead(imports.proxy_get_buffer_bytes(which, 0, length, OUT_PTR, OUT_SIZE), into);
 }
 

@@ -5,7 +5,7 @@
 // kind, drives the JSON scanner through the same states and so finds what it found (the caller
 // reuses that scan instead of scanning again). A slot is only a value whose bytes the scanner does
 // not keep: a string it reads for emptiness at most, a number it ignores. Pure logic: no host calls.
-import { findStringStop } from "./string-stop";
+import { findStringStop, isNumberByte, isNumberStart } from "./json-bytes";
 
 const enum Slot {
   /** A string whose text is ignored: any bytes but a quote, a backslash or a line end. */
@@ -57,15 +57,14 @@ export class EventTemplate {
     this.slots = k + 1;
   }
 
-  /** Keeps the `n` bytes of the line at `p` (the slots were recorded as it was scanned); false when it is too long. */
-  keep(p: usize, n: i32): bool {
+  /** Keeps the `n` bytes of the line at `p` (the slots were recorded as it was scanned), unless it is too long. */
+  keep(p: usize, n: i32): void {
     this.ready = false;
-    if (n > MAX_TEMPLATE_BYTES) return false;
+    if (n > MAX_TEMPLATE_BYTES) return;
     if (this.bytes.length < n) this.bytes = new StaticArray<u8>(n < 256 ? 256 : n);
     memory.copy(changetype<usize>(this.bytes), p, n);
     this.length = n;
     this.ready = true;
-    return true;
   }
 
   /**
@@ -98,9 +97,9 @@ export class EventTemplate {
       const kind = <Slot>unchecked(table[3 * k + 2]);
       let end = i;
       if (kind == Slot.Number) {
-        if (end < n && isNumberStart(load<u8>(p + end))) {
+        if (end < n && isNumberStart(<u32>load<u8>(p + end))) {
           end++;
-          while (end < n && isNumberByte(load<u8>(p + end))) end++;
+          while (end < n && isNumberByte(<u32>load<u8>(p + end))) end++;
         }
         if (end == i) return -1;
       } else {
@@ -128,17 +127,4 @@ function commonPrefix(a: usize, b: usize, n: i32): i32 {
   }
   while (i < n && load<u8>(a + i) == load<u8>(b + i)) i++;
   return i;
-}
-
-// The scanner's number: its first byte a digit or '-', then digits and - + . e E (JsonScanner.scan).
-// @ts-ignore: decorator
-@inline
-function isNumberStart(c: u8): bool {
-  return <u32>c - 0x30 < 10 || c == 0x2d;
-}
-
-// @ts-ignore: decorator
-@inline
-function isNumberByte(c: u8): bool {
-  return <u32>c - 0x30 < 10 || c == 0x2d || c == 0x2b || c == 0x2e || c == 0x65 || c == 0x45;
 }

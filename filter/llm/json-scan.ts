@@ -6,7 +6,7 @@
 // are decoded (escapes, \uXXXX with surrogate pairs, into UTF-8) as they are read. Pure logic: no host calls.
 import { CaptureSink, Channel, Dropped } from "../content/sink";
 import { EventTemplate } from "./event-template";
-import { findStringStop } from "./string-stop";
+import { findStringStop, isNumberByte, isNumberStart } from "./json-bytes";
 import { hexValue } from "../config/json";
 import { Field, JsonPath, Key, keyOf, MAX_DEPTH, MAX_KEY, Param } from "../protocols/json-path";
 import { fieldOf, Protocol } from "../protocols";
@@ -140,6 +140,16 @@ export class JsonScanner extends JsonPath {
     if (template !== null) template.clear();
   }
 
+  /**
+   * No value the event scanner folds into its totals was found (model, id, counts, reasons,
+   * status, a final event, an invalid count): the common token event, which adds only itself.
+   */
+  get foundNoValue(): bool {
+    return this.usageInvalid == 0 && this.eventKind != EventKind.Final && this.model.length == 0 && this.id.length == 0 &&
+      this.cachedTokens < 0 && this.reasoningTokens < 0 && this.cacheCreationTokens < 0 && this.outputTokenDelta < 0 &&
+      this.promptTokens < 0 && this.completionTokens < 0 && this.finishReason.length == 0 && this.status.length == 0 && this.incompleteReason.length == 0;
+  }
+
   /** The document is complete and well-formed so far. */
   get done(): bool {
     return this.state == State.Done;
@@ -189,7 +199,7 @@ export class JsonScanner extends JsonPath {
           }
           this.number = number;
           if (i == n) return n;
-          if (d == 0x2d || d == 0x2b || d == 0x2e || d == 0x65 || d == 0x45) {
+          if (isNumberByte(d)) {
             this.numberValid = false; // not a token count
             i++;
             continue;
@@ -317,7 +327,7 @@ export class JsonScanner extends JsonPath {
         this.sinkChannel = channel;
       }
       this.state = State.String;
-    } else if (c - 0x30 < 10 || c == 0x2d) {
+    } else if (isNumberStart(c)) {
       this.field = field;
       this.number = c == 0x2d ? 0 : <i64>(c - 0x30);
       this.numberValid = c != 0x2d;
@@ -555,7 +565,7 @@ export class JsonScanner extends JsonPath {
     let length = this.length;
     while (i < n) {
       const c = <u32>load<u8>(p + i);
-      if (!(c - 0x30 < 10 || c == 0x2d || c == 0x2b || c == 0x2e || c == 0x65 || c == 0x45)) break;
+      if (!isNumberByte(c)) break;
       if (length < MAX_CAPTURE) unchecked((this.captureBytes[length] = <u8>c));
       length++;
       i++;

@@ -108,13 +108,12 @@ export class SseScanner {
       const line = this.line;
       if (line == Line.Start && n - i >= 6) {
         // "data:" and "event:" whole at a line's start (nearly every line of a stream), read at once
-        const head = load<u32>(p + i);
-        if (head == DATA && load<u8>(p + i + 4) == 0x3a) {
+        if (isDataField(p + i)) {
           this.line = Line.DataSpace;
           i += 5;
           continue;
         }
-        if (head == EVEN && load<u16>(p + i + 4) == T_COLON) {
+        if (isEventField(p + i)) {
           this.line = Line.Skip;
           i += 6;
           continue;
@@ -159,17 +158,16 @@ export class SseScanner {
    */
   private wholeMatchedEvent(q: usize, m: i32): i32 {
     let j = 0;
-    if (m >= 6 && load<u32>(q) == EVEN && load<u16>(q + 4) == T_COLON) {
+    if (m >= 6 && isEventField(q)) {
       j = lineEnd(q, 6, m);
       if (j == m || load<u8>(q + j) != 0x0a) return 0;
       j++;
     }
-    if (m - j < 6 || load<u32>(q + j) != DATA || load<u8>(q + j + 4) != 0x3a) return 0;
+    if (m - j < 6 || !isDataField(q + j)) return 0;
     j += 5;
     if (j < m && load<u8>(q + j) == 0x20) j++;
-    const last = this.last!;
-    if (j == m || last.captureModel != this.keepsModel) return 0;
-    const length = last.template!.match(q + j, m - j);
+    if (j == m) return 0;
+    const length = this.matchLast(q + j, m - j);
     if (length < 0) return 0;
     j += length;
     if (m - j < 2 || load<u16>(q + j) != 0x0a0a) return 0;
@@ -215,17 +213,15 @@ export class SseScanner {
     const json = this.json;
     let first = false;
     if (!this.started) {
-      const captureModel = this.captureModel();
-      const last = this.last;
-      if (this.dataLines == 1 && last !== null && last.captureModel == captureModel) {
-        const matched = last.template!.match(p, n);
+      if (this.dataLines == 1) {
+        const matched = this.matchLast(p, n);
         if (matched >= 0) {
           this.matched = true;
           this.matchedBytes = matched;
           return matched;
         }
       }
-      this.start(captureModel);
+      this.start();
       first = this.dataLines == 1;
     }
     const used = json.feed(p, n);
@@ -239,17 +235,19 @@ export class SseScanner {
     return used;
   }
 
-  /** Whether the event's model and id are kept: a stream needs them from its first event only. */
-  private captureModel(): bool {
-    return this.keepsModel;
-  }
-
   /** Readies `json` for this event's document. */
-  private start(captureModel: bool): void {
+  private start(): void {
     this.started = true;
     const json = this.json;
     json.reset();
-    json.captureModel = captureModel;
+    json.captureModel = this.keepsModel;
+  }
+
+  /** The length of the data line at `p` when it matches the last event (its template, under the same model capture), else -1. */
+  private matchLast(p: usize, n: i32): i32 {
+    const last = this.last;
+    if (last === null || last.captureModel != this.keepsModel) return -1;
+    return last.template!.match(p, n);
   }
 
   /** The event goes on past a line that matched the last one: the last event's scanner, as that line left it, reads on. */
@@ -279,7 +277,7 @@ export class SseScanner {
     this.events++;
     const matched = this.matched;
     this.matched = false;
-    if (!matched && !this.started) this.start(this.captureModel()); // only empty data lines came
+    if (!matched && !this.started) this.start(); // only empty data lines came
     if (!matched && this.json.bytes == DONE_LENGTH && this.dataPrefix == 0x5d454e4f445b) { // "[DONE]"
       this.sawDone = true;
       return;
@@ -342,11 +340,23 @@ export class SseScanner {
       this.json = last !== null ? last : eventScanner(this.protocol, this.sink);
       this.lastContent = content;
       this.lastTokenEvent = tokenEvent;
-      this.lastPlain = json.recognized && json.usageInvalid == 0 && json.eventKind != EventKind.Final && json.model.length == 0 && json.id.length == 0 &&
-        json.cachedTokens < 0 && json.reasoningTokens < 0 && json.finishReason.length == 0 && json.promptTokens < 0 && json.completionTokens < 0 &&
-        json.cacheCreationTokens < 0 && json.outputTokenDelta < 0 && json.status.length == 0 && json.incompleteReason.length == 0;
+      this.lastPlain = json.recognized && json.foundNoValue;
     }
   }
+}
+
+/** "data:" at `p` (five bytes readable). */
+// @ts-ignore: decorator
+@inline
+function isDataField(p: usize): bool {
+  return load<u32>(p) == DATA && load<u8>(p + 4) == 0x3a;
+}
+
+/** "event:" at `p` (six bytes readable). */
+// @ts-ignore: decorator
+@inline
+function isEventField(p: usize): bool {
+  return load<u32>(p) == EVEN && load<u16>(p + 4) == T_COLON;
 }
 
 /** A scanner for one event's data at a time; it records a template when no content is captured. */

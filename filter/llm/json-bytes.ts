@@ -1,5 +1,6 @@
-// Where a JSON string's plain run ends: shared by the scanner (json-scan.ts) and the event
-// template (event-template.ts), which reads a changed string value without scanning. Pure logic.
+// The JSON scanner's byte classes: where a string's plain run ends, which bytes make a number.
+// Shared by the scanner (json-scan.ts) and the event template (event-template.ts), which reads a
+// changed value without scanning and must accept exactly what the scanner accepts. Pure logic.
 
 /**
  * The first index in [i, n) holding a quote or a backslash (or, in line mode, CR or LF), else n.
@@ -25,4 +26,18 @@ export function findStringStop(p: usize, i: i32, n: i32, lineMode: bool): i32 {
     i++;
   }
   return n;
+}
+
+/** A number's first byte, as the scanner starts one: a digit or '-'. */
+// @ts-ignore: decorator
+@inline
+export function isNumberStart(c: u32): bool {
+  return c - 0x30 < 10 || c == 0x2d;
+}
+
+/** A byte the scanner reads as part of a number: a digit or - + . e E (validity is checked apart). */
+// @ts-ignore: decorator
+@inline
+export function isNumberByte(c: u32): bool {
+  return c - 0x30 < 10 || c == 0x2d || c == 0x2b || c == 0x2e || c == 0x65 || c == 0x45;
 }
