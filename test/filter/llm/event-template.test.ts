@@ -139,6 +139,10 @@ describe("a stream event matched against the last one (emulated Envoy host)", ()
       protocol: chat, events: [chat.event('"a"', "1"), chat.event('"b"', "12"), chat.event('"c"', "true"), chat.event('"d"', '"x"'), chat.event('"e"', "1x")], chunks: 4, malformed: 1,
     },
     {
+      name: "events longer than the 1,024 bytes an event template keeps are scanned each time, and counted alike",
+      protocol: chat, events: ["a", "b", "c", "d"].map((t) => chat.event(json(t.repeat(1500)), "1")), chunks: 4, malformed: 0,
+    },
+    {
       name: "a sequence number that grows a digit and the text beside it change together",
       protocol: responses, events: ["8", "9", "10", "11", "100"].map((n) => responses.event(json(`t${n}`), n)), chunks: 5, malformed: 0,
     },
