@@ -6,7 +6,10 @@
 import { HeaderMapType, HEADER_MAP_TYPE_MAX, WasmResult } from "./abi.js";
 import type { HostCore, StreamState } from "./context.js";
 import { HeaderList } from "./header-list.js";
-import { pairsByteLength, writePairs } from "./pairs.js";
+import { pairsMaxByteLength, writePairs } from "./pairs.js";
+
+/** Where header maps are encoded before the module's malloc gives them a place (grows to the largest map). */
+let pairsScratch = Buffer.allocUnsafe(4096);
 
 /** The HTTP call response being delivered (Context::http_call_response_ of the root context). */
 export interface HttpCallMaps {
@@ -120,10 +123,13 @@ export function headerImports(core: HostCore, httpCall: () => HttpCallMaps | und
       const map = readableMap(core.stream(), u(type), httpCall);
       const pairs = map === undefined ? [] : map.raw();
       if (pairs.length === 0) return core.copyOut("", u(ptrPtr), u(sizePtr), "proxy_get_header_map_pairs");
-      const size = pairsByteLength(pairs);
+      // Encoded once, into scratch, then copied: sizing it first took a second pass over every string.
+      const max = pairsMaxByteLength(pairs);
+      if (pairsScratch.length < max) pairsScratch = Buffer.allocUnsafe(Math.max(max, 2 * pairsScratch.length));
+      const size = writePairs(pairs, pairsScratch, 0);
       const ptr = core.alloc(size, "proxy_get_header_map_pairs");
       if (ptr === 0) return WasmResult.InvalidMemoryAccess;
-      writePairs(pairs, core.mem.view(), ptr);
+      core.mem.view().set(pairsScratch.subarray(0, size), ptr);
       core.writeOut(u(ptrPtr), u(sizePtr), ptr, size, "proxy_get_header_map_pairs");
       return WasmResult.Ok;
     },

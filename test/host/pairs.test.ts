@@ -24,6 +24,16 @@ test("encodePairs counts UTF-8 bytes, not characters", () => {
   assert.deepEqual([...encodePairs([["k", "é"]])], [1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0x6b, 0, 0xc3, 0xa9, 0]);
 });
 
+test("encodePairs writes the UTF-8 of every string, short or long, ASCII or not, wherever a non-ASCII character falls", () => {
+  const strings = ["", "a", "abcé", "é", "x".repeat(64) + "é", "y".repeat(65), "z".repeat(63) + "\u{1f600}", "\u0080", "a\u07ffb"];
+  const pairs = strings.map((s, i): [string, string] => [strings[(i + 1) % strings.length]!, s]);
+  const want: number[] = [pairs.length, 0, 0, 0];
+  for (const [k, v] of pairs) want.push(...new Uint8Array(new Uint32Array([Buffer.byteLength(k), Buffer.byteLength(v)]).buffer));
+  for (const [k, v] of pairs) want.push(...Buffer.from(k), 0, ...Buffer.from(v), 0);
+  assert.deepEqual([...encodePairs(pairs)], want);
+  assert.deepEqual(decodePairs(encodePairs(pairs)), pairs);
+});
+
 test("decodePairs reads the hand-built vector back", () => {
   assert.deepEqual(decodePairs(TWO_PAIRS), [[":path", "/a"], ["x", "yz"]]);
 });

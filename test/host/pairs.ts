@@ -1,6 +1,7 @@
 // The proxy-wasm header-map pairs format, little-endian, both directions (Envoy's PairsUtil):
 //   u32 count; count x (u32 key length, u32 value length); then each key and each value, each followed by NUL.
 import { PAIRS_MAX_BYTES, PAIRS_MAX_COUNT } from "./abi.js";
+import { Memory } from "./memory.js";
 
 export type Pairs = Array<[string, string]>;
 
@@ -15,26 +16,62 @@ export class PairsFormatError extends Error {
 /** Size in bytes of the pairs encoding of `pairs`. */
 export function pairsByteLength(pairs: ReadonlyArray<readonly [string, string]>): number {
   let size = 4;
-  for (const [k, v] of pairs) size += 8 + Buffer.byteLength(k) + 1 + Buffer.byteLength(v) + 1;
+  for (const [k, v] of pairs) size += 8 + Memory.byteLength(k) + 1 + Memory.byteLength(v) + 1;
   return size;
 }
 
-/** Writes the pairs encoding of `pairs` into `out` at `offset` (exactly pairsByteLength bytes). */
-export function writePairs(pairs: ReadonlyArray<readonly [string, string]>, out: Buffer, offset: number): void {
-  out.writeUInt32LE(pairs.length, offset);
+/** At least the size of the pairs encoding of `pairs` (a UTF-16 unit is at most 3 UTF-8 bytes), without reading a character. */
+export function pairsMaxByteLength(pairs: ReadonlyArray<readonly [string, string]>): number {
+  let size = 4;
+  for (let p = 0; p < pairs.length; p++) size += 10 + 3 * (pairs[p]![0].length + pairs[p]![1].length);
+  return size;
+}
+
+/**
+ * Writes the pairs encoding of `pairs` into `out` at `offset` and returns its size (pairsByteLength);
+ * `out` has room for pairsMaxByteLength bytes there.
+ */
+export function writePairs(pairs: ReadonlyArray<readonly [string, string]>, out: Buffer, offset: number): number {
+  writeU32(out, offset, pairs.length);
   let sizes = offset + 4;
   let data = offset + 4 + 8 * pairs.length;
-  for (const [k, v] of pairs) {
-    const kl = out.write(k, data, "utf8");
+  for (let p = 0; p < pairs.length; p++) {
+    const pair = pairs[p]!;
+    const kl = writeUtf8(out, data, pair[0]);
     out[data + kl] = 0;
     data += kl + 1;
-    const vl = out.write(v, data, "utf8");
+    const vl = writeUtf8(out, data, pair[1]);
     out[data + vl] = 0;
     data += vl + 1;
-    out.writeUInt32LE(kl, sizes);
-    out.writeUInt32LE(vl, sizes + 4);
+    writeU32(out, sizes, kl);
+    writeU32(out, sizes + 4, vl);
     sizes += 8;
   }
+  return data - offset;
+}
+
+// Header maps are read on every request of the benches: no codec call for a short ASCII string,
+// no bounds-checked writer for a size (the caller made room).
+function writeU32(out: Buffer, at: number, v: number): void {
+  out[at] = v;
+  out[at + 1] = v >>> 8;
+  out[at + 2] = v >>> 16;
+  out[at + 3] = v >>> 24;
+}
+
+/** Writes `s` as UTF-8 at `at` and returns its byte length. */
+function writeUtf8(out: Buffer, at: number, s: string): number {
+  const n = s.length;
+  if (n <= 64) {
+    let i = 0;
+    while (i < n) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      out[at + i++] = c;
+    }
+    if (i === n) return n;
+  }
+  return out.write(s, at, "utf8");
 }
 
 /** Encodes pairs into a new buffer. */
