@@ -283,6 +283,25 @@ export class DiskQueue {
     return segment < pos.segment || (segment === pos.segment && offset < pos.offset);
   }
 
+  /**
+   * The index of `seg`'s first record at or after the read cursor (its length when none is). Records
+   * lie in offset order, so the cursor's segment is searched by halves: a segment holds thousands of
+   * records, and the sender asks after every append.
+   */
+  private firstUnread(seg: Segment): number {
+    if (seg.id !== this.cursor.segment) return seg.id < this.cursor.segment ? seg.records.length : 0;
+    const records = seg.records;
+    const offset = this.cursor.offset;
+    let lo = 0;
+    let hi = records.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (records[mid]!.offset < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   /** Indexes the records of a recovered segment; cuts a damaged tail. */
   private scan(id: number, path: string, report: RecoveryReport): Segment {
     const bytes = this.files.readFileSync(path);
@@ -526,8 +545,8 @@ export class DiskQueue {
     let total = 0;
     for (const seg of this.segments) {
       if (seg.id < this.cursor.segment) continue;
-      for (const r of seg.records) {
-        if (this.isBefore(seg.id, r.offset, this.cursor)) continue;
+      for (let i = this.firstUnread(seg); i < seg.records.length; i++) {
+        const r = seg.records[i]!;
         if (out.length > 0 && total + r.samples > maxSamples) return out;
         const next = { segment: seg.id, offset: r.end };
         out.push({ payload: this.readPayload(seg, r), samples: r.samples, newestTimestampMs: r.newestTimestampMs, appendedAtMs: r.appendedAtMs, next });
@@ -543,8 +562,8 @@ export class DiskQueue {
   /** Oldest unread record's append time in this process (0 when recovered from disk), or undefined. */
   oldestUnreadAppendedAtMs(): number | undefined {
     for (const seg of this.segments) {
-      if (seg.id < this.cursor.segment) continue;
-      for (const r of seg.records) if (!this.isBefore(seg.id, r.offset, this.cursor)) return r.appendedAtMs;
+      const i = this.firstUnread(seg);
+      if (i < seg.records.length) return seg.records[i]!.appendedAtMs;
     }
     return undefined;
   }

@@ -256,6 +256,43 @@ describe("durable disk queue", () => {
     rmSync(dir, { recursive: true });
   });
 
+  it("reads on from the cursor and names the oldest unread record's append time, wherever the cursor stands in a segment of many records, across segments and rewinds", () => {
+    const dir = tmp();
+    let clock = 0;
+    const q = new DiskQueue({ dir, maxBytes: 1 << 24, segmentBytes: 37 * RECORD, now: () => clock });
+    // The model: every record in order, the next one to hand out, and the committed one.
+    const appended: number[] = [];
+    let next = 0;
+    let committed = 0;
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const nexts: Array<{ segment: number; offset: number }> = [];
+    for (let step = 0; step < 600; step++) {
+      const action = random(10);
+      if (action < 5) {
+        clock += 1 + random(5);
+        q.append(rec(appended.length % 256), 1, clock);
+        appended.push(clock);
+      } else if (action < 8) {
+        const got = q.read(1 + random(9));
+        assert.deepEqual(got.map((r) => r.appendedAtMs), appended.slice(next, next + got.length));
+        for (const r of got) nexts[next++] = r.next;
+      } else if (action < 9 && next > committed) {
+        committed += 1 + random(next - committed);
+        q.commit(nexts[committed - 1]!);
+      } else {
+        q.rewind();
+        next = committed;
+      }
+      assert.equal(q.oldestUnreadAppendedAtMs(), appended[next], `step ${step}`);
+    }
+    q.close();
+    rmSync(dir, { recursive: true });
+  });
+
   it("knows the newest sample time it holds across segments, after a reopen, and once the segment holding it is dropped", () => {
     const dir = tmp();
     const open = (): DiskQueue => new DiskQueue({ dir, maxBytes: 4 * RECORD, segmentBytes: 2 * RECORD });
