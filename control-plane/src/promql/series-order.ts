@@ -5,13 +5,33 @@
 // order: a sum or mean of three or more series can then differ in its last bits (the compensated
 // sum is not associative); of one or two series it cannot.
 
-/** A string that sorts (with `<`) as Prometheus's labels.Compare sorts the label sets. */
+/** Pair indexes being sorted (label sets are short; grown for a longer one). */
+let order = new Int32Array(64);
+
+/**
+ * A string that sorts (with `<`) as Prometheus's labels.Compare sorts the label sets. Built for every
+ * bucket series of every scrape by the derivations: the pairs are put in name order by insertion
+ * (stable, as the label set's own order breaks ties) with no array per pair.
+ */
 export function seriesOrderKey(labels: readonly string[]): string {
-  const pairs: [string, string][] = [];
-  for (let i = 0; i < labels.length; i += 2) pairs.push([labels[i]!, labels[i + 1]!]);
-  pairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const n = labels.length >> 1;
+  if (order.length < n) order = new Int32Array(2 * n);
+  for (let k = 0; k < n; k++) {
+    const name = labels[2 * k]!;
+    let j = k;
+    while (j > 0 && labels[2 * order[j - 1]!]! > name) {
+      order[j] = order[j - 1]!;
+      j--;
+    }
+    order[j] = k;
+  }
   // \x00 and \x01 sort below any character a label holds, so a shorter name or value sorts first.
-  return pairs.map(([n, v]) => `${n}\x00${v}`).join("\x01");
+  let key = "";
+  for (let k = 0; k < n; k++) {
+    const i = 2 * order[k]!;
+    key += k === 0 ? `${labels[i]!}\x00${labels[i + 1]!}` : `\x01${labels[i]!}\x00${labels[i + 1]!}`;
+  }
+  return key;
 }
 
 /** Sorts in place by seriesOrderKey (precomputed as `order`). */
