@@ -18,6 +18,15 @@ export interface ForwardRules {
 /** Default forwarding: the filter's own series, all of dcgm-exporter (its DCGM fields and its own DCGM_EXP_ counts), the model server's (vLLM, SGLang, TGI). */
 export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["DCGM_FI_", "DCGM_EXP_"], vllm: [...ENGINE_PREFIXES], static: ["tokentrace_", "DCGM_FI_", "DCGM_EXP_", ...ENGINE_PREFIXES] };
 
+/**
+ * The series of a report made by enrich: the first `count`, each with every pair of `labels` set over
+ * its own (setLabel: each has, for every name of `labels`, `labels`' last value of that name).
+ */
+export interface Enriched {
+  count: number;
+  labels: Labels;
+}
+
 /** Appends the series of `r` its kind forwards, each with `extra` labels set (replacing the series' own). */
 export function enrich(r: ScrapeResult, rules: ForwardRules, extra: Labels, out: WriteSeries[]): void {
   const prefixes = rules[r.target.kind];

@@ -14,7 +14,7 @@ import type { ScrapeTarget } from "../scrape/targets.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import type { ExporterLabelNote, GpuIndex } from "./gpu-index.js";
 import { IdentityStage, type Admitted } from "./identity.js";
-import { DEFAULT_FORWARD, enrich, type ForwardRules } from "./enrich.js";
+import { DEFAULT_FORWARD, enrich, type Enriched, type ForwardRules } from "./enrich.js";
 import { reportOf } from "./report.js";
 import { WindowBudget, type Derivation } from "./derivations/derivation.js";
 import { PodGpuState } from "./derivations/pod-gpu.js";
@@ -41,6 +41,8 @@ export interface JoinedBatch {
   /** `up` and `scrape_duration_seconds` of that scrape (already shipped when the batch was held). */
   report: WriteSeries[];
   series: WriteSeries[];
+  /** The first series are the forwarded ones, each with the pod's identity labels set (the series gate compares less of them). */
+  enriched: Enriched;
 }
 
 /** What one call of the joiner produced. */
@@ -143,7 +145,7 @@ export class Joiner {
     const report = reportOf(r);
     for (const d of this.derivations) d.observe(r);
     // A failed scrape has no series; its report says so.
-    if (!r.ok) return { report, batches: [{ result: r, report, series: [] }] };
+    if (!r.ok) return { report, batches: [{ result: r, report, series: [], enriched: { count: 0, labels: [] } }] };
     const now = this.identity.admit(r, report);
     const batches = now ? [this.derive(now)] : [];
     // After this scrape's own series: a dcgm-exporter's energy reading is taken before it settles pods.
@@ -153,8 +155,10 @@ export class Joiner {
 
   private derive({ result, report, pod }: Admitted): JoinedBatch {
     const series: WriteSeries[] = [];
-    enrich(result, this.forward, pod?.labels ?? [], series);
+    const labels = pod?.labels ?? [];
+    enrich(result, this.forward, labels, series);
+    const enriched = { count: series.length, labels };
     for (const d of this.derivations) d.derive(result, pod, series);
-    return { result, report, series };
+    return { result, report, series, enriched };
   }
 }

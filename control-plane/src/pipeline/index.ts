@@ -8,6 +8,7 @@ import { staticTargets, type ScrapeTarget } from "../scrape/targets.js";
 import { KubernetesPodSource, PodTargetDiscovery, type PodSource } from "../scrape/discovery.js";
 import { Joiner, WindowBudget, windowBudgetBytes, type JoinedBatch } from "../join/joiner.js";
 import { labelNoteMessage, type ExporterLabelNote } from "../join/gpu-index.js";
+import type { Enriched } from "../join/enrich.js";
 import { RemoteWriter } from "../remote-write/writer.js";
 import { NOMINAL_KEY_CHARS } from "../remote-write/series-registry.js";
 import { createRemoteWriteMetrics, type RemoteWriteMetrics } from "../remote-write/metrics.js";
@@ -142,15 +143,15 @@ export async function startPipeline(config: PipelineConfig, deps: PipelineDeps):
   // A target's report (up, scrape_duration_seconds) and its scraped series are two sources for
   // staleness: the report ships at once, the series may be held until the pod's GPU identity is known.
   const reportSource = (id: string): string => `${id}#report`;
-  const ship = (source: string, series: WriteSeries[], ts: number): void => {
-    writer.writeGated(gate.pass(source, series, ts));
+  const ship = (source: string, series: WriteSeries[], ts: number, enriched?: Enriched): void => {
+    writer.writeGated(gate.pass(source, series, ts, enriched));
     metrics.activeSeries.set(gate.activeSeries);
   };
   const shipBatches = (batches: JoinedBatch[]): void => {
     for (const b of batches) {
       deps.onBatch?.([...b.report, ...b.series], b.result);
       // A failed scrape has no series: everything its target reported last goes stale, as in Prometheus.
-      ship(b.result.target.id, b.series, b.result.timestampMs);
+      ship(b.result.target.id, b.series, b.result.timestampMs, b.enriched);
     }
     metrics.heldPods.set(joiner.pendingPods);
   };

@@ -5,10 +5,13 @@
 // holds them, so no per-series state is kept twice. The gate remembers each source's last report by
 // position (two references per series; label layouts shared), to know a label set it saw last time
 // without normalising it again; its array of entries is also what the staleness tracker compares.
+// A scrape's forwarded series carry its pod's identity labels (enrich.ts): while those stay as they
+// were, only each series' own labels are compared.
 import { StalenessTracker } from "../remote-write/staleness.js";
 import { NOMINAL_KEY_CHARS, seriesBytes, type SeriesEntry, type SeriesRegistry } from "../remote-write/series-registry.js";
 import { normalizeLabels, SERIES_KEY_SEPARATOR, seriesKey, type WriteSeries } from "../remote-write/series.js";
 import type { Labels } from "../scrape/sample.js";
+import type { Enriched } from "../join/enrich.js";
 
 /** Counts what the gate refuses, by reason. */
 export type DropCounter = (reason: "cardinality_cap" | "invalid_labels") => void;
@@ -19,11 +22,27 @@ export interface GatedSeries {
   samples: WriteSeries["samples"];
 }
 
-/** A source's last report by position: the entry each label set led to, and the order of its non-empty pairs by name. */
+/** Where a label set's non-empty pairs lie, in name order. */
+interface Layout {
+  /** Pair indexes (offset / 2) of the non-empty pairs in name order. */
+  order: readonly number[];
+  /** Their names, in that order. */
+  names: readonly string[];
+}
+
+/** A report's enriched part as the gate keeps it: a copy of the labels, and their names. */
+interface KeptEnriched {
+  count: number;
+  labels: Labels;
+  names: ReadonlySet<string>;
+}
+
+/** A source's last report by position: the entry each label set led to, and the layout of its pairs. */
 interface Report {
   entries: Array<SeriesEntry | undefined>;
-  /** Pair indexes (offset / 2) of the non-empty pairs in name order; label sets laid out alike share one array. */
-  orders: Array<readonly number[] | undefined>;
+  /** Label sets laid out alike (same order, same names) share one layout. */
+  layouts: Array<Layout | undefined>;
+  enriched: KeptEnriched | undefined;
 }
 
 const SEPARATOR = SERIES_KEY_SEPARATOR.charCodeAt(0);
@@ -42,10 +61,25 @@ function sortedOrder(raw: Labels): number[] {
   return pairs.sort((a, b) => (raw[2 * a]! < raw[2 * b]! ? -1 : raw[2 * a]! > raw[2 * b]! ? 1 : 0));
 }
 
-function sameOrder(a: readonly number[], b: readonly number[]): boolean {
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+function sameLayout(a: Layout, order: readonly number[], names: readonly string[]): boolean {
+  if (a.order.length !== order.length) return false;
+  for (let i = 0; i < order.length; i++) if (a.order[i] !== order[i] || a.names[i] !== names[i]) return false;
+  return true;
+}
+
+/** `enriched` as kept for the next report: `before`'s copy while the labels are the same. */
+function keep(enriched: Enriched | undefined, before: KeptEnriched | undefined): KeptEnriched | undefined {
+  if (enriched === undefined) return undefined;
+  if (before !== undefined && sameStrings(before.labels, enriched.labels)) return { count: enriched.count, labels: before.labels, names: before.names };
+  const names = new Set<string>();
+  for (let i = 0; i < enriched.labels.length; i += 2) names.add(enriched.labels[i]!);
+  return { count: enriched.count, labels: enriched.labels.slice(), names };
 }
 
 /** The gate. */
@@ -53,8 +87,8 @@ export class SeriesGate {
   readonly staleness = new StalenessTracker();
   /** Per source, its last report by position. */
   private readonly lastReport = new Map<string, Report>();
-  /** Label layouts (orders) by their text, shared by the reports. */
-  private readonly layouts = new Map<string, readonly number[]>();
+  /** Label layouts by their text, shared by the reports. */
+  private readonly layouts = new Map<string, Layout>();
 
   /**
    * What the live series may cost together (the registry's estimate): maxSeries series of
@@ -72,12 +106,20 @@ export class SeriesGate {
     return this.registry.size;
   }
 
-  /** The series of one report of `source` at `ts` to write: admitted ones plus stale markers. */
-  pass(source: string, series: WriteSeries[], ts: number): GatedSeries[] {
+  /**
+   * The series of one report of `source` at `ts` to write: admitted ones plus stale markers.
+   * `enriched` names the series enrich made and the labels it set on them.
+   */
+  pass(source: string, series: WriteSeries[], ts: number, enriched?: Enriched): GatedSeries[] {
     const out: GatedSeries[] = [];
     const before = this.lastReport.get(source);
-    const report: Report = { entries: new Array(series.length), orders: new Array(series.length) };
-    let lastOrder: readonly number[] = [];
+    const kept = keep(enriched, before?.enriched);
+    const report: Report = { entries: new Array(series.length), layouts: new Array(series.length), enriched: kept };
+    // Up to here both reports' series were enriched with the same labels: those pairs are known
+    // alike at a position whose layout is the same, and only the series' own pairs are compared.
+    const sameEnriched = kept !== undefined && before?.enriched !== undefined && kept.labels === before.enriched.labels;
+    const enrichedUpTo = sameEnriched ? Math.min(kept.count, before.enriched!.count) : 0;
+    let lastLayout: Layout | undefined;
     for (let i = 0; i < series.length; i++) {
       const s = series[i]!;
       // A source reports its series in the same order each time (what Prometheus's scrape cache
@@ -85,16 +127,17 @@ export class SeriesGate {
       // last time, with no normalising, no key and no lookup by a new key, which took a sixth of
       // the pipeline's busy CPU.
       let entry = before?.entries[i];
-      let order = before?.orders[i];
-      if (entry === undefined || order === undefined || !this.spells(s.labels, order, entry)) {
+      let layout = before?.layouts[i];
+      if (entry === undefined || layout === undefined || !this.spells(s.labels, layout, entry, i < enrichedUpTo ? kept!.names : undefined)) {
         entry = this.admit(s.labels);
         if (entry === undefined) continue;
-        const sorted = sortedOrder(s.labels);
-        order = sameOrder(sorted, lastOrder) ? lastOrder : this.sharedOrder(sorted);
-        lastOrder = order;
+        const order = sortedOrder(s.labels);
+        const names = order.map((k) => s.labels[2 * k]!);
+        layout = lastLayout !== undefined && sameLayout(lastLayout, order, names) ? lastLayout : this.sharedLayout(order, names);
+        lastLayout = layout;
       }
       report.entries[i] = entry;
-      report.orders[i] = order;
+      report.layouts[i] = layout;
       out.push({ entry, samples: s.samples });
     }
     this.lastReport.set(source, report);
@@ -103,16 +146,17 @@ export class SeriesGate {
   }
 
   /**
-   * One array per layout, shared by every report: layouts that alternate (a family with one label
-   * more every other series) would otherwise hold an array per series. Past MAX_LAYOUTS distinct
-   * layouts, arrays are not shared.
+   * One object per layout, shared by every report: layouts that alternate (a family with one label
+   * more every other series) would otherwise hold one per series. Past MAX_LAYOUTS distinct
+   * layouts, they are not shared.
    */
-  private sharedOrder(order: number[]): readonly number[] {
-    const key = order.join(",");
+  private sharedLayout(order: number[], names: string[]): Layout {
+    const key = JSON.stringify([order, names]);
     const known = this.layouts.get(key);
     if (known !== undefined) return known;
-    if (this.layouts.size < MAX_LAYOUTS) this.layouts.set(key, order);
-    return order;
+    const layout = { order, names };
+    if (this.layouts.size < MAX_LAYOUTS) this.layouts.set(key, layout);
+    return layout;
   }
 
   /** Normalises `labels` and finds or adds its entry under the cap; undefined when dropped (counted). */
@@ -133,17 +177,28 @@ export class SeriesGate {
   }
 
   /**
-   * Whether `raw` normalises to `entry` (its non-empty pairs, in `order`, spell the entry's key; every
-   * name non-empty; no other non-empty pair) and `entry` is still the registry's: a released one
-   * (another source ended the series) is never written again, even for the same labels.
+   * Whether `raw` normalises to `entry` (its non-empty pairs, laid out as `layout`, spell the entry's
+   * key; every name non-empty; no other non-empty pair) and `entry` is still the registry's: a
+   * released one (another source ended the series) is never written again, even for the same labels.
+   * `layout` and `entry` came from one label set at this position last time; with `enrichedNames`,
+   * that set and `raw` were both enriched with the same labels, so a pair of those names is the same
+   * in both and in the key, and only its length is taken.
    */
-  private spells(raw: Labels, order: readonly number[], entry: SeriesEntry): boolean {
+  private spells(raw: Labels, layout: Layout, entry: SeriesEntry, enrichedNames: ReadonlySet<string> | undefined): boolean {
     const key = entry.key;
+    // A key of JSON (a value held the separator) is not the pairs joined: judged afresh each time.
+    if (key.charCodeAt(0) === SEPARATOR) return false;
+    const { order, names } = layout;
     let at = 0;
     for (let j = 0; j < order.length; j++) {
       const name = raw[2 * order[j]!];
       const value = raw[2 * order[j]! + 1];
-      if (name === undefined || value === undefined || !key.startsWith(name, at)) return false;
+      if (name === undefined || value === undefined || name !== names[j]) return false;
+      if (enrichedNames !== undefined && enrichedNames.has(name)) {
+        at += name.length + value.length + 2;
+        continue;
+      }
+      if (!key.startsWith(name, at)) return false;
       at += name.length;
       if (key.charCodeAt(at) !== SEPARATOR || !key.startsWith(value, at + 1)) return false;
       at += value.length + 1;

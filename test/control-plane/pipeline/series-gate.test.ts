@@ -4,9 +4,36 @@ import { SeriesGate, type GatedSeries } from "../../../control-plane/src/pipelin
 import fc from "fast-check";
 import { SeriesRegistry } from "../../../control-plane/src/remote-write/series-registry.js";
 import { normalizeLabels, seriesKey, type WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { setLabel } from "../../../control-plane/src/join/labels.js";
 
 const s = (name: string, pod: string, v: number, ts: number): WriteSeries => ({ labels: ["pod", pod, "__name__", name], samples: [{ value: v, timestampMs: ts }] });
 const brief = (out: GatedSeries[]): [string, number | "stale"][] => out.map((x) => [x.entry.key.split("\xff").join(","), x.samples[0]!.stale ? "stale" : x.samples[0]!.value]);
+
+// Label sets as sources report them, and how the set at a position changes from one report to the next (most often it does not).
+const name = fc.constantFrom<string>("__name__", "pod", "le", "GPU_I_ID", "model", "", "route");
+const value = fc.constantFrom<string>("a", "b", "", "x\xffy", "10", "p");
+const labels = fc.array(fc.tuple(name, value), { maxLength: 6 }).map((pairs) => pairs.flat());
+const change = fc.oneof(
+  { weight: 3, arbitrary: fc.constant((l: string[]) => [...l]) },
+  { weight: 1, arbitrary: fc.constant((l: string[]) => [...l, "", ""]) },
+  { weight: 1, arbitrary: fc.tuple(name).map(([n]) => (l: string[]) => [...l, n, ""]) },
+  { weight: 1, arbitrary: fc.nat().map((k) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? "" : x)))) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), value).map(([k, v]) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? x + v : x)))) },
+  { weight: 1, arbitrary: fc.tuple(fc.nat(), value).map(([k, v]) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? v : x)))) },
+  { weight: 1, arbitrary: fc.constant((l: string[]) => [...l.slice(2), ...l.slice(0, 2)]) },
+  { weight: 1, arbitrary: labels.map((fresh) => () => fresh) },
+);
+/** Reports of one source: the first drawn, each next one changed position by position, sometimes longer or shorter. */
+const reportsOf = (maxSets: number) =>
+  fc.tuple(fc.array(labels, { minLength: 1, maxLength: maxSets }), fc.array(fc.tuple(fc.array(change, { minLength: 8, maxLength: 8 }), fc.integer({ min: -2, max: 2 })), { maxLength: 4 })).map(([first, steps]) => {
+    const out = [first];
+    for (const [changes, grow] of steps) {
+      const prev = out[out.length - 1]!;
+      const next = prev.map((l, i) => changes[i % changes.length]!(l));
+      out.push(grow >= 0 ? [...next, ...first.slice(0, grow)] : next.slice(0, next.length + grow));
+    }
+    return out;
+  });
 
 describe("series gate (normalise, cap, staleness)", () => {
   it("normalises labels, and marks series stale at the report where they disappear", () => {
@@ -40,29 +67,7 @@ describe("series gate (normalise, cap, staleness)", () => {
   });
 
   it("recalls a source's series by position only while the labels still spell the same key: any change, reorder, emptied value or empty name is judged afresh", () => {
-    const name = fc.constantFrom<string>("__name__", "pod", "le", "GPU_I_ID", "model", "", "route");
-    const value = fc.constantFrom<string>("a", "b", "", "x\xffy", "10", "p");
-    const labels = fc.array(fc.tuple(name, value), { maxLength: 6 }).map((pairs) => pairs.flat());
-    // How a label set at a position changes from one report to the next (most often it does not).
-    const change = fc.oneof(
-      { weight: 3, arbitrary: fc.constant((l: string[]) => [...l]) },
-      { weight: 1, arbitrary: fc.constant((l: string[]) => [...l, "", ""]) },
-      { weight: 1, arbitrary: fc.tuple(name).map(([n]) => (l: string[]) => [...l, n, ""]) },
-      { weight: 1, arbitrary: fc.nat().map((k) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? "" : x)))) },
-      { weight: 1, arbitrary: fc.tuple(fc.nat(), value).map(([k, v]) => (l: string[]) => (l.length === 0 ? l : l.map((x, i) => (i === 2 * (k % (l.length / 2)) + 1 ? x + v : x)))) },
-      { weight: 1, arbitrary: fc.constant((l: string[]) => [...l.slice(2), ...l.slice(0, 2)]) },
-      { weight: 1, arbitrary: labels.map((fresh) => () => fresh) },
-    );
-    // Reports of one source: the first drawn, each next one changed position by position, sometimes longer or shorter.
-    const reports = fc.tuple(fc.array(labels, { minLength: 1, maxLength: 8 }), fc.array(fc.tuple(fc.array(change, { minLength: 8, maxLength: 8 }), fc.integer({ min: -2, max: 2 })), { maxLength: 4 })).map(([first, steps]) => {
-      const out = [first];
-      for (const [changes, grow] of steps) {
-        const prev = out[out.length - 1]!;
-        const next = prev.map((l, i) => changes[i % changes.length]!(l));
-        out.push(grow >= 0 ? [...next, ...first.slice(0, grow)] : next.slice(0, next.length + grow));
-      }
-      return out;
-    });
+    const reports = reportsOf(8);
     fc.assert(
       fc.property(reports, (all) => {
         const drops: string[] = [];
@@ -79,6 +84,41 @@ describe("series gate (normalise, cap, staleness)", () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("compares only a forwarded series' own labels while its pod's enriched labels stay the same, and judges every other series (derived ones naming the same labels, past either report's enriched count, after the labels change) afresh", () => {
+    // The pod's labels as identity.ts gives them: the same array scrape after scrape, or a new one, equal or not.
+    const podLabels = fc.constantFrom<string[]>(["pod", "p", "le", "10"], ["pod", "a", "le", "10"], ["pod", "p"], ["pod", "p", "pod", "x\xffy"], ["le", "", "pod", "p"], []);
+    // Each report: its label sets, the first `enriched` of them forwarded (the pod's labels set over theirs), the rest derived.
+    const steps = fc.tuple(reportsOf(6), fc.array(fc.tuple(fc.nat(6), podLabels, fc.boolean()), { minLength: 5, maxLength: 5 }));
+    fc.assert(
+      fc.property(steps, ([reports, shapes]) => {
+        const drops: string[] = [];
+        const g = new SeriesGate(new SeriesRegistry(), 1000, (r) => drops.push(r));
+        let podBefore: string[] | undefined;
+        let ts = 0;
+        for (const [k, drawn] of reports.entries()) {
+          ts++;
+          // Most with a name, so that most are admitted and recalled.
+          const sets = drawn.map((l) => (l.includes("__name__") ? l : ["__name__", "n", ...l]));
+          drops.length = 0;
+          const [count, pod, sameArray] = shapes[k]!;
+          const enrichedCount = Math.min(count, sets.length);
+          const labelsNow = sameArray && podBefore !== undefined && podBefore.join("\0") === pod.join("\0") ? podBefore : [...pod];
+          podBefore = labelsNow;
+          const report = sets.map((l, i) => {
+            const out = [...l];
+            if (i < enrichedCount) for (let j = 0; j < labelsNow.length; j += 2) setLabel(out, labelsNow[j]!, labelsNow[j + 1]!);
+            return out;
+          });
+          const out = g.pass("t", report.map((l) => ({ labels: l, samples: [{ value: ts, timestampMs: ts }] })), ts, { count: enrichedCount, labels: labelsNow }).filter((x) => !x.samples[0]!.stale);
+          const want = report.map((l) => normalizeLabels(l)).map((n) => (typeof n === "string" ? undefined : seriesKey(n)));
+          assert.deepEqual(out.map((x) => x.entry.key), want.filter((key) => key !== undefined));
+          assert.equal(drops.length, want.filter((key) => key === undefined).length);
+        }
+      }),
+      { numRuns: 20_000 },
     );
   });
 
