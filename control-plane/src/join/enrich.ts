@@ -5,7 +5,7 @@ import type { Labels } from "../scrape/sample.js";
 import type { ScrapeResult } from "../scrape/scraper.js";
 import type { WriteSeries } from "../remote-write/series.js";
 import { ENGINE_PREFIXES } from "../engine/catalogue.js";
-import { cleanLabels, setLabel } from "./labels.js";
+import { enrichedLabels } from "./labels.js";
 
 /** Which scraped series are passed on (by name prefix), per target kind. */
 export interface ForwardRules {
@@ -20,7 +20,7 @@ export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["D
 
 /**
  * The series of a report made by enrich: the first `count`, each with every pair of `labels` set over
- * its own (setLabel: each has, for every name of `labels`, `labels`' last value of that name).
+ * its own (enrichedLabels: each has, for every name of `labels`, `labels`' last value of that name).
  */
 export interface Enriched {
   count: number;
@@ -31,10 +31,12 @@ export interface Enriched {
 export function enrich(r: ScrapeResult, rules: ForwardRules, extra: Labels, out: WriteSeries[]): void {
   const prefixes = rules[r.target.kind];
   for (const s of r.samples) {
-    if (!prefixes.some((p) => s.name.startsWith(p))) continue;
-    const labels = cleanLabels(s.labels);
-    for (let i = 0; i < extra.length; i += 2) setLabel(labels, extra[i]!, extra[i + 1]!);
-    labels.push("__name__", s.name);
-    out.push({ labels, samples: [{ value: s.value, timestampMs: s.timestampMs ?? r.timestampMs }] });
+    if (!forwarded(s.name, prefixes)) continue;
+    out.push({ labels: enrichedLabels(s.labels, extra, s.name), samples: [{ value: s.value, timestampMs: s.timestampMs ?? r.timestampMs }] });
   }
+}
+
+function forwarded(name: string, prefixes: readonly string[]): boolean {
+  for (let i = 0; i < prefixes.length; i++) if (name.startsWith(prefixes[i]!)) return true;
+  return false;
 }

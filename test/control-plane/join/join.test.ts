@@ -5,7 +5,7 @@ import { parseText } from "../../../control-plane/src/scrape/text-parser.js";
 import type { ScrapeResult } from "../../../control-plane/src/scrape/scraper.js";
 import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js";
 import { Joiner, counterDelta } from "../../../control-plane/src/join/joiner.js";
-import { cleanLabels, sanitizeLabelName, MAX_LABEL_VALUE_LENGTH } from "../../../control-plane/src/join/labels.js";
+import { cleanLabels, enrichedLabels, sanitizeLabelName, MAX_LABEL_VALUE_LENGTH } from "../../../control-plane/src/join/labels.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
@@ -202,6 +202,34 @@ describe("join", () => {
     const many = Array.from({ length: 40 }, (_, i) => [`l_${i}`, "v"]).flat();
     assert.deepEqual(cleanLabels([...many, "l-3", "again", "l.39", "again"]), many);
     assert.deepEqual(cleanLabels(["l-3", "first", ...many]), ["l_3", "first", ...many.slice(0, 6), ...many.slice(8)]);
+  });
+
+  it("enrichedLabels gives what cleaning, then setting each of the pod's labels over the result (in place, else added), then adding __name__ gives, in an array of its size, call after call", () => {
+    // The steps one by one, as enrich took them before they were put together in one array.
+    const stepByStep = (own: string[], extra: string[], name: string): string[] => {
+      const out = cleanLabels(own);
+      for (let i = 0; i < extra.length; i += 2) {
+        const at = out.findIndex((x, k) => k % 2 === 0 && x === extra[i]);
+        if (at >= 0) out[at + 1] = extra[i + 1]!;
+        else out.push(extra[i]!, extra[i + 1]!);
+      }
+      return [...out, "__name__", name];
+    };
+    let seed = 11;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const names = ["pod", "gpu", "le", "Hostname", "hostname", "a-b", "a_b", "", "__name__"];
+    const values = ["", "p", "0", "x".repeat(300), "q"];
+    const draw = (pairs: number): string[] => Array.from({ length: pairs }, () => [names[random(names.length)]!, values[random(values.length)]!]).flat();
+    for (let i = 0; i < 3000; i++) {
+      const own = draw(random(3) === 0 ? 30 + random(10) : random(6));
+      const extra = draw(random(5));
+      const got = enrichedLabels(own, extra, "m");
+      assert.deepEqual(got, stepByStep(own, extra, "m"), JSON.stringify([own, extra]));
+      assert.equal(got.length, Object.keys(got).length, "no holes");
+    }
   });
 
   it("emits up=0 and nothing else for a failed scrape", () => {

@@ -4,7 +4,6 @@ import { SeriesGate, type GatedSeries } from "../../../control-plane/src/pipelin
 import fc from "fast-check";
 import { SeriesRegistry } from "../../../control-plane/src/remote-write/series-registry.js";
 import { normalizeLabels, seriesKey, type WriteSeries } from "../../../control-plane/src/remote-write/series.js";
-import { setLabel } from "../../../control-plane/src/join/labels.js";
 
 const s = (name: string, pod: string, v: number, ts: number): WriteSeries => ({ labels: ["pod", pod, "__name__", name], samples: [{ value: v, timestampMs: ts }] });
 const brief = (out: GatedSeries[]): [string, number | "stale"][] => out.map((x) => [x.entry.key.split("\xff").join(","), x.samples[0]!.stale ? "stale" : x.samples[0]!.value]);
@@ -23,6 +22,17 @@ const change = fc.oneof(
   { weight: 1, arbitrary: fc.constant((l: string[]) => [...l.slice(2), ...l.slice(0, 2)]) },
   { weight: 1, arbitrary: labels.map((fresh) => () => fresh) },
 );
+/** Sets label `name` as enrich sets the pod's labels: where it is, else added. */
+function setOver(labels: string[], name: string, value: string): void {
+  for (let i = 0; i < labels.length; i += 2) {
+    if (labels[i] === name) {
+      labels[i + 1] = value;
+      return;
+    }
+  }
+  labels.push(name, value);
+}
+
 /** Reports of one source: the first drawn, each next one changed position by position, sometimes longer or shorter. */
 const reportsOf = (maxSets: number) =>
   fc.tuple(fc.array(labels, { minLength: 1, maxLength: maxSets }), fc.array(fc.tuple(fc.array(change, { minLength: 8, maxLength: 8 }), fc.integer({ min: -2, max: 2 })), { maxLength: 4 })).map(([first, steps]) => {
@@ -109,7 +119,7 @@ describe("series gate (normalise, cap, staleness)", () => {
           podBefore = labelsNow;
           const report = sets.map((l, i) => {
             const out = [...l];
-            if (i < enrichedCount) for (let j = 0; j < labelsNow.length; j += 2) setLabel(out, labelsNow[j]!, labelsNow[j + 1]!);
+            if (i < enrichedCount) for (let j = 0; j < labelsNow.length; j += 2) setOver(out, labelsNow[j]!, labelsNow[j + 1]!);
             return out;
           });
           const out = g.pass("t", report.map((l) => ({ labels: l, samples: [{ value: ts, timestampMs: ts }] })), ts, { count: enrichedCount, labels: labelsNow }).filter((x) => !x.samples[0]!.stale);
