@@ -7,7 +7,7 @@
 // rates), preemptions per second. Engines of one pod (vLLM's `engine`, SGLang's `dp_rank`, several
 // servers on several ports) are added up per model; models are kept apart by `model_name`.
 import { avgOf, sumOf } from "../promql/aggregate.js";
-import { histogramQuantile } from "../promql/quantile.js";
+import { bucketQuantile, bucketsOf } from "../promql/quantile.js";
 import { avgOverTime, extrapolatedRate, maxOverTime } from "../promql/rate.js";
 import { instantValue, type WindowSeries } from "../promql/series-window.js";
 import type { NamePool } from "../scrape/name-pool.js";
@@ -144,14 +144,18 @@ function newestGeneration(series: readonly WindowSeries<EngineInfo>[], value: (s
 
 /** Percentiles of summed bucket rates keyed by `le` text; equal bounds are added as histogram_quantile coalesces them. */
 export function quantilesOf(rateByLe: ReadonlyMap<string, number>, scale = 1): Map<number, number> {
-  const buckets = new Map<number, number>();
   const sorted = [...rateByLe].map(([le, v]) => ({ bound: le === "+Inf" ? Infinity : Number(le), v })).filter((b) => !Number.isNaN(b.bound)).sort((a, b) => a.bound - b.bound);
-  for (const b of sorted) buckets.set(b.bound, (buckets.get(b.bound) ?? 0) + b.v);
+  // Made ready once for the three quantiles (bucketsOf adds equal bounds in this order).
+  const buckets = bucketsOf(
+    sorted.map((b) => b.bound),
+    sorted.map((b) => 0 + b.v),
+  );
   const out = new Map<number, number>();
+  if (buckets === undefined) return out;
   for (const q of QUANTILES) {
-    const v = histogramQuantile(q, buckets);
+    const v = bucketQuantile(q, buckets);
     // The rules keep `>= 0`: a window without observations gives NaN, which they drop.
-    if (v !== null && v >= 0) out.set(q, scale === 1 ? v : v / scale);
+    if (v >= 0) out.set(q, scale === 1 ? v : v / scale);
   }
   return out;
 }

@@ -17,6 +17,74 @@ function almostEqual(a: number, b: number, epsilon: number): boolean {
 }
 
 /**
+ * Classic buckets as BucketQuantile reads them: bounds ascending, each once (coalesceBuckets),
+ * counts made monotonic (ensureMonotonicAndIgnoreSmallDeltas). Made once for several quantiles.
+ */
+export interface Buckets {
+  les: number[];
+  counts: number[];
+}
+
+/**
+ * `les` (ascending; equal bounds next to each other, their counts added left to right) and their
+ * cumulative `counts` made into Buckets, in place; undefined where Prometheus gives NaN for every q
+ * (no observations, no +Inf bucket, fewer than two buckets).
+ */
+export function bucketsOf(les: number[], counts: number[]): Buckets | undefined {
+  let n = 0;
+  for (let i = 0; i < les.length; i++) {
+    if (n > 0 && les[n - 1] === les[i]) {
+      counts[n - 1] = counts[n - 1]! + counts[i]!;
+      continue;
+    }
+    les[n] = les[i]!;
+    counts[n] = counts[i]!;
+    n++;
+  }
+  les.length = n;
+  counts.length = n;
+  if (n === 0 || les[n - 1] !== Infinity) return undefined;
+  // Tiny differences and decreases take the previous count.
+  let prev = counts[0]!;
+  for (let i = 1; i < n; i++) {
+    const cur = counts[i]!;
+    if (cur === prev) continue;
+    if (almostEqual(prev, cur, SMALL_DELTA_TOLERANCE) || cur < prev) {
+      counts[i] = prev;
+      continue;
+    }
+    prev = cur;
+  }
+  if (n < 2 || counts[n - 1] === 0) return undefined;
+  return { les, counts };
+}
+
+/** BucketQuantile's answer for q in [0, 1] over buckets made by bucketsOf. */
+export function bucketQuantile(q: number, buckets: Buckets): number {
+  const { les, counts } = buckets;
+  const n = les.length;
+  let rank = q * counts[n - 1]!;
+  // sort.Search over all but the +Inf bucket: the first bucket whose count reaches the rank.
+  let b = n - 1;
+  for (let i = 0; i < n - 1; i++) {
+    if (counts[i]! >= rank) {
+      b = i;
+      break;
+    }
+  }
+  if (b === n - 1) return les[n - 2]!;
+  if (b === 0 && les[0]! <= 0) return les[0]!;
+  let start = 0;
+  let count = counts[b]!;
+  if (b > 0) {
+    start = les[b - 1]!;
+    count -= counts[b - 1]!;
+    rank -= counts[b - 1]!;
+  }
+  return start + (les[b]! - start) * (rank / count);
+}
+
+/**
  * The q-quantile of cumulative bucket counts keyed by upper bound (`Infinity` for +Inf); null where
  * Prometheus returns NaN (no observations, no +Inf bucket, fewer than two buckets). Decreasing
  * counts are lifted to the running maximum (BucketQuantile's forced monotonicity), so for one set of
@@ -26,46 +94,15 @@ export function histogramQuantile(q: number, cumulative: ReadonlyMap<number, num
   if (Number.isNaN(q)) return null;
   if (q < 0) return -Infinity;
   if (q > 1) return Infinity;
-  const buckets: { le: number; count: number }[] = [...cumulative].map(([le, count]) => ({ le, count })).sort((a, b) => a.le - b.le);
-  if (buckets.length === 0 || buckets[buckets.length - 1]!.le !== Infinity) return null;
-  // coalesceBuckets: same upper bound, counts added.
-  const merged: { le: number; count: number }[] = [];
-  for (const b of buckets) {
-    const last = merged[merged.length - 1];
-    if (last && last.le === b.le) last.count += b.count;
-    else merged.push({ ...b });
-  }
-  // ensureMonotonicAndIgnoreSmallDeltas: tiny differences and decreases take the previous count.
-  let prev = merged[0]!.count;
-  for (let i = 1; i < merged.length; i++) {
-    const cur = merged[i]!.count;
-    if (cur === prev) continue;
-    if (almostEqual(prev, cur, SMALL_DELTA_TOLERANCE) || cur < prev) {
-      merged[i]!.count = prev;
-      continue;
-    }
-    prev = cur;
-  }
-  if (merged.length < 2) return null;
-  const observations = merged[merged.length - 1]!.count;
-  if (observations === 0) return null;
-  let rank = q * observations;
-  // sort.Search over all but the +Inf bucket: the first bucket whose count reaches the rank.
-  let b = merged.length - 1;
-  for (let i = 0; i < merged.length - 1; i++) {
-    if (merged[i]!.count >= rank) {
-      b = i;
-      break;
-    }
-  }
-  if (b === merged.length - 1) return merged[merged.length - 2]!.le;
-  if (b === 0 && merged[0]!.le <= 0) return merged[0]!.le;
-  let start = 0;
-  let count = merged[b]!.count;
-  if (b > 0) {
-    start = merged[b - 1]!.le;
-    count -= merged[b - 1]!.count;
-    rank -= merged[b - 1]!.count;
-  }
-  return start + (merged[b]!.le - start) * (rank / count);
+  const buckets = bucketsOfMap(cumulative);
+  return buckets === undefined ? null : bucketQuantile(q, buckets);
+}
+
+/** Buckets of cumulative counts keyed by upper bound. */
+export function bucketsOfMap(cumulative: ReadonlyMap<number, number>): Buckets | undefined {
+  const entries = [...cumulative].sort((a, b) => a[0] - b[0]);
+  return bucketsOf(
+    entries.map((e) => e[0]),
+    entries.map((e) => e[1]),
+  );
 }
