@@ -7,6 +7,7 @@ import type { ScrapeTarget } from "../../../control-plane/src/scrape/targets.js"
 import { Joiner, counterDelta } from "../../../control-plane/src/join/joiner.js";
 import { cleanLabels, enrichedLabels, sanitizeLabelName, MAX_LABEL_VALUE_LENGTH } from "../../../control-plane/src/join/labels.js";
 import type { WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { mulberry32 } from "../../support/mulberry32.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/pipeline/${name}`, import.meta.url), "utf8");
 
@@ -215,11 +216,8 @@ describe("join", () => {
       }
       return [...out, "__name__", name];
     };
-    let seed = 11;
-    const random = (n: number): number => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      return seed % n;
-    };
+    const next = mulberry32(11);
+    const random = (n: number): number => Math.floor(next() * n);
     const names = ["pod", "gpu", "le", "Hostname", "hostname", "a-b", "a_b", "", "__name__"];
     const values = ["", "p", "0", "x".repeat(300), "q"];
     const draw = (pairs: number): string[] => Array.from({ length: pairs }, () => [names[random(names.length)]!, values[random(values.length)]!]).flat();

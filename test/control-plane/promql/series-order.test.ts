@@ -4,6 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { seriesOrderKey } from "../../../control-plane/src/promql/series-order.js";
+import { mulberry32 } from "../../support/mulberry32.js";
 
 /** labels.Compare on two sets of [name, value] pairs, each already sorted by name. */
 function compare(a: [string, string][], b: [string, string][]): number {
@@ -23,11 +24,8 @@ function byName(labels: string[]): [string, string][] {
 }
 
 test("seriesOrderKey sorts label sets as labels.Compare does, and tells apart sets that differ in any name, value or pair order", () => {
-  let seed = 29;
-  const random = (n: number): number => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % n;
-  };
+  const next = mulberry32(29);
+  const random = (n: number): number => Math.floor(next() * n);
   const alphabet = ["", "a", "ab", "b", "le", "route", "z", "\u00ff", "a\u0002", "\u00e9"];
   const sets: string[][] = [];
   for (let i = 0; i < 400; i++) {

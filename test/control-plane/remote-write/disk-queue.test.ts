@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { DiskQueue } from "../../../control-plane/src/remote-write/disk-queue.js";
 import { nodeFileSystem, type FileSystem } from "../../../control-plane/src/storage/file-system.js";
+import { mulberry32 } from "../../support/mulberry32.js";
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), "tokentrace-queue-"));
 const rec = (n: number): Uint8Array => new Uint8Array(100).fill(n);
@@ -264,11 +265,8 @@ describe("durable disk queue", () => {
     const appended: number[] = [];
     let next = 0;
     let committed = 0;
-    let seed = 7;
-    const random = (n: number): number => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      return seed % n;
-    };
+    const draw = mulberry32(7);
+    const random = (n: number): number => Math.floor(draw() * n);
     const nexts: Array<{ segment: number; offset: number }> = [];
     for (let step = 0; step < 600; step++) {
       const action = random(10);
