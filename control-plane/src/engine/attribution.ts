@@ -8,7 +8,7 @@
 // requests are slow in every phase alike, and can go below zero when they are not.
 import { extrapolatedRate } from "../promql/rate.js";
 import type { WindowSeries } from "../promql/series-window.js";
-import { seriesOrderKey } from "../promql/series-order.js";
+import { seriesOrderKeyOf } from "../promql/series-order.js";
 import type { NamePool } from "../scrape/name-pool.js";
 import type { Labels, ParsedSample } from "../scrape/sample.js";
 import { quantilesOf, sumByLe, type ModelSignals } from "./signals.js";
@@ -46,17 +46,19 @@ export function sidecarEntries(targetId: string, samples: readonly ParsedSample[
   for (const s of samples) {
     const phase = SIDECAR_HISTOGRAMS.get(s.name as "tokentrace_llm_ttft_ms_bucket");
     if (!phase) continue;
-    const get = (labels: Labels, name: string): string => {
-      for (let i = 0; i < labels.length; i += 2) if (labels[i] === name) return labels[i + 1]!;
-      return "";
-    };
-    const le = get(s.labels, "le");
+    const le = valueOf(s.labels, "le");
     if (le === "") continue;
-    const route = get(s.labels, "route");
-    const model = get(s.labels, "model");
-    out.push({ key: `${targetId}\xff${seriesOrderKey(["__name__", s.name, ...s.labels])}`, info: { phase, route, model, le }, value: s.value });
+    const route = valueOf(s.labels, "route");
+    const model = valueOf(s.labels, "model");
+    out.push({ key: `${targetId}\xff${seriesOrderKeyOf(s.name, s.labels)}`, info: { phase, route, model, le }, value: s.value });
   }
   return out;
+}
+
+/** The first value of label `name`, or "". */
+function valueOf(labels: Labels, name: string): string {
+  for (let i = 0; i < labels.length; i += 2) if (labels[i] === name) return labels[i + 1]!;
+  return "";
 }
 
 /** Per "route\xffmodel": each route-level phase's percentiles (seconds) at `t`, given the engine's signals of the same instant. */

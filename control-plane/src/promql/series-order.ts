@@ -7,6 +7,9 @@
 
 /** Pair indexes being sorted (label sets are short; grown for a longer one). */
 let order = new Int32Array(64);
+/** A metric's name and labels put together for seriesOrderKeyOf (no array per call). */
+const joined: string[] = [];
+const NONE: readonly string[] = [];
 
 /**
  * A string that sorts (with `<`) as Prometheus's labels.Compare sorts the label sets. Built for every
@@ -14,7 +17,21 @@ let order = new Int32Array(64);
  * (stable, as the label set's own order breaks ties) with no array per pair.
  */
 export function seriesOrderKey(labels: readonly string[]): string {
-  const n = labels.length >> 1;
+  return keyOfPairs(labels, labels.length >> 1);
+}
+
+/** seriesOrderKey of `["__name__", metricName, ...labels, ...more]`. */
+export function seriesOrderKeyOf(metricName: string, labels: readonly string[], more: readonly string[] = NONE): string {
+  joined[0] = "__name__";
+  joined[1] = metricName;
+  let at = 2;
+  for (let i = 0; i < labels.length; i++) joined[at++] = labels[i]!;
+  for (let i = 0; i < more.length; i++) joined[at++] = more[i]!;
+  return keyOfPairs(joined, at >> 1);
+}
+
+/** The key of the first `n` pairs of `labels`. */
+function keyOfPairs(labels: readonly string[], n: number): string {
   if (order.length < n) order = new Int32Array(2 * n);
   for (let k = 0; k < n; k++) {
     const name = labels[2 * k]!;

@@ -3,7 +3,7 @@
 // names, empty values and characters on both sides of the separators.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { seriesOrderKey } from "../../../control-plane/src/promql/series-order.js";
+import { seriesOrderKey, seriesOrderKeyOf } from "../../../control-plane/src/promql/series-order.js";
 import { mulberry32 } from "../../support/mulberry32.js";
 
 /** labels.Compare on two sets of [name, value] pairs, each already sorted by name. */
@@ -41,5 +41,20 @@ test("seriesOrderKey sorts label sets as labels.Compare does, and tells apart se
       const got = keys[i]! < keys[j]! ? -1 : keys[i]! > keys[j]! ? 1 : 0;
       assert.equal(got, want, `${JSON.stringify(sets[i])} vs ${JSON.stringify(sets[j])}`);
     }
+  }
+});
+
+test("seriesOrderKeyOf is seriesOrderKey of the metric's name and both label lists put together, call after call", () => {
+  const next = mulberry32(5);
+  const pick = (xs: string[]): string => xs[Math.floor(next() * xs.length)]!;
+  const names = ["le", "route", "__name__", "a", "pod", "z"];
+  const values = ["", "1", "chat", "\u00e9"];
+  const draw = (max: number): string[] => Array.from({ length: Math.floor(next() * (max + 1)) }, () => [pick(names), pick(values)]).flat();
+  for (let i = 0; i < 500; i++) {
+    const labels = draw(i % 50 === 0 ? 60 : 6);
+    const more = draw(3);
+    const name = pick(["m", "tokentrace_llm_ttft_ms_bucket", ""]);
+    assert.equal(seriesOrderKeyOf(name, labels, more), seriesOrderKey(["__name__", name, ...labels, ...more]));
+    assert.equal(seriesOrderKeyOf(name, labels), seriesOrderKey(["__name__", name, ...labels]));
   }
 });

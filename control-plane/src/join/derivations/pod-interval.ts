@@ -11,7 +11,7 @@ import type { WriteSeries } from "../../remote-write/series.js";
 import * as C from "../catalogue.js";
 import { sumOf } from "../../promql/aggregate.js";
 import { instantRate } from "../../promql/rate.js";
-import { inSeriesOrder, seriesOrderKey } from "../../promql/series-order.js";
+import { inSeriesOrder, seriesOrderKey, seriesOrderKeyOf } from "../../promql/series-order.js";
 import { podKeyOf, podLabelsOf, sourceKeyOf, type IdentityView, type PodIdentity } from "../identity.js";
 import { gpusOf, meanUtilizationOf, type Derivation } from "./derivation.js";
 
@@ -214,7 +214,7 @@ function snapshotOf(samples: readonly ParsedSample[], families: ReadonlyMap<stri
   for (const s of samples) {
     const family = families.get(s.name);
     if (!family) continue;
-    const order = seriesOrderKey(["__name__", s.name, ...s.labels, ...targetLabels]);
+    const order = seriesOrderKeyOf(s.name, s.labels, targetLabels);
     const [route, model] = group(s);
     series.set(order, { family, route, model, order, value: s.value });
   }
