@@ -11,6 +11,7 @@ import { StalenessTracker } from "../remote-write/staleness.js";
 import { NOMINAL_KEY_CHARS, seriesBytes, type SeriesEntry, type SeriesRegistry } from "../remote-write/series-registry.js";
 import { normalizeLabels, SERIES_KEY_SEPARATOR, seriesKey, type WriteSeries } from "../remote-write/series.js";
 import type { Labels } from "../scrape/sample.js";
+import { ownCopy } from "../scrape/name-pool.js";
 import type { Enriched } from "../join/enrich.js";
 
 /** Counts what the gate refuses, by reason. */
@@ -154,7 +155,8 @@ export class SeriesGate {
     const key = JSON.stringify([order, names]);
     const known = this.layouts.get(key);
     if (known !== undefined) return known;
-    const layout = { order, names };
+    // Copies: a scraped name is a view of the whole scraped text (name-pool.ts), and a layout lives on.
+    const layout = { order, names: names.map(ownCopy) };
     if (this.layouts.size < MAX_LAYOUTS) this.layouts.set(key, layout);
     return layout;
   }
