@@ -36,6 +36,7 @@ export function enrich(r: ScrapeResult, rules: ForwardRules, extra: Labels, out:
   }
 }
 
+/** Whether a series named `name` is passed on: its name starts with one of `prefixes`. */
 function forwarded(name: string, prefixes: readonly string[]): boolean {
   for (let i = 0; i < prefixes.length; i++) if (name.startsWith(prefixes[i]!)) return true;
   return false;
