@@ -20,7 +20,8 @@ export const DEFAULT_FORWARD: ForwardRules = { envoy: ["tokentrace_"], dcgm: ["D
 
 /**
  * The series of a report made by enrich: the first `count`, each with every pair of `labels` set over
- * its own (enrichedLabels: each has, for every name of `labels`, `labels`' last value of that name).
+ * its own. enrichedLabels keeps one pair per name, so each has one pair of each name of `labels`, with
+ * `labels`' last value of that name: the series gate counts on both.
  */
 export interface Enriched {
   count: number;

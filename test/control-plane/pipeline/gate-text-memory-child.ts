@@ -13,7 +13,8 @@ const [sources, reports, fillerBytes] = process.argv.slice(2).map(Number) as [nu
 const gate = new SeriesGate(new SeriesRegistry(1), 100_000);
 
 function feed(source: number, k: number): void {
-  const lines = [0, 1, 2].map((i) => `tokentrace_requests_total{route_of_source_${source}="r${i}",status_class_of_source_${source}="2xx"} ${k}`);
+  // Enough series that what the gate rightly holds for them stands well above the heap's noise.
+  const lines = Array.from({ length: 50 }, (_, i) => `tokentrace_requests_total{route_of_source_${source}="r${i}",status_class_of_source_${source}="2xx"} ${k}`);
   const parsed = parseText(`${lines.join("\n")}\n# ${"x".repeat(fillerBytes)}\n`);
   const series = parsed.samples.map((s) => ({ labels: [...s.labels, "__name__", s.name], samples: [{ value: s.value, timestampMs: k }] }));
   gate.pass(`source-${source}`, series, k);

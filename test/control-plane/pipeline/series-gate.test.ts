@@ -4,13 +4,14 @@ import { SeriesGate, type GatedSeries } from "../../../control-plane/src/pipelin
 import fc from "fast-check";
 import { SeriesRegistry } from "../../../control-plane/src/remote-write/series-registry.js";
 import { normalizeLabels, seriesKey, type WriteSeries } from "../../../control-plane/src/remote-write/series.js";
+import { enrichedLabels } from "../../../control-plane/src/join/labels.js";
 
 const s = (name: string, pod: string, v: number, ts: number): WriteSeries => ({ labels: ["pod", pod, "__name__", name], samples: [{ value: v, timestampMs: ts }] });
 const brief = (out: GatedSeries[]): [string, number | "stale"][] => out.map((x) => [x.entry.key.split("\xff").join(","), x.samples[0]!.stale ? "stale" : x.samples[0]!.value]);
 
 // Label sets as sources report them, and how the set at a position changes from one report to the next (most often it does not).
 const name = fc.constantFrom<string>("__name__", "pod", "le", "GPU_I_ID", "model", "", "route");
-const value = fc.constantFrom<string>("a", "b", "", "x\xffy", "10", "p");
+const value = fc.constantFrom<string>("a", "b", "", "x\xffy", "10", "p", "n");
 const labels = fc.array(fc.tuple(name, value), { maxLength: 6 }).map((pairs) => pairs.flat());
 const change = fc.oneof(
   { weight: 3, arbitrary: fc.constant((l: string[]) => [...l]) },
@@ -22,15 +23,11 @@ const change = fc.oneof(
   { weight: 1, arbitrary: fc.constant((l: string[]) => [...l.slice(2), ...l.slice(0, 2)]) },
   { weight: 1, arbitrary: labels.map((fresh) => () => fresh) },
 );
-/** Sets label `name` as enrich sets the pod's labels: where it is, else added. */
-function setOver(labels: string[], name: string, value: string): void {
-  for (let i = 0; i < labels.length; i += 2) {
-    if (labels[i] === name) {
-      labels[i + 1] = value;
-      return;
-    }
-  }
-  labels.push(name, value);
+/** A scraped series' own labels: its name is not one of them. */
+function withoutName(labels: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < labels.length; i += 2) if (labels[i] !== "__name__") out.push(labels[i]!, labels[i + 1]!);
+  return out;
 }
 
 /** Reports of one source: the first drawn, each next one changed position by position, sometimes longer or shorter. */
@@ -110,18 +107,14 @@ describe("series gate (normalise, cap, staleness)", () => {
         let ts = 0;
         for (const [k, drawn] of reports.entries()) {
           ts++;
-          // Most with a name, so that most are admitted and recalled.
-          const sets = drawn.map((l) => (l.includes("__name__") ? l : ["__name__", "n", ...l]));
           drops.length = 0;
           const [count, pod, sameArray] = shapes[k]!;
-          const enrichedCount = Math.min(count, sets.length);
+          const enrichedCount = Math.min(count, drawn.length);
           const labelsNow = sameArray && podBefore !== undefined && podBefore.join("\0") === pod.join("\0") ? podBefore : [...pod];
           podBefore = labelsNow;
-          const report = sets.map((l, i) => {
-            const out = [...l];
-            if (i < enrichedCount) for (let j = 0; j < labelsNow.length; j += 2) setOver(out, labelsNow[j]!, labelsNow[j + 1]!);
-            return out;
-          });
+          // The forwarded ones as enrich makes them from a scraped series (cleaned, the pod's labels set
+          // over, its name added); the derived ones as drawn, most with a name.
+          const report = drawn.map((l, i) => (i < enrichedCount ? enrichedLabels(withoutName(l), labelsNow, "n") : l.includes("__name__") ? [...l] : ["__name__", "n", ...l]));
           const out = g.pass("t", report.map((l) => ({ labels: l, samples: [{ value: ts, timestampMs: ts }] })), ts, { count: enrichedCount, labels: labelsNow }).filter((x) => !x.samples[0]!.stale);
           const want = report.map((l) => normalizeLabels(l)).map((n) => (typeof n === "string" ? undefined : seriesKey(n)));
           assert.deepEqual(out.map((x) => x.entry.key), want.filter((key) => key !== undefined));
@@ -130,6 +123,20 @@ describe("series gate (normalise, cap, staleness)", () => {
       }),
       { numRuns: 20_000 },
     );
+  });
+
+  it("compares every pair of a position enriched in only one of two reports: a derived series laid out as a forwarded one is not taken for it, whichever report had more forwarded series", () => {
+    const pod = ["pod", "p"];
+    const forwarded = enrichedLabels(["route", "r"], pod, "n"); // route r, pod p, __name__ n
+    const derived = ["route", "r", "pod", "q", "__name__", "n"]; // laid out alike, another pod value of the same length
+    const keys = (g: SeriesGate, labels: string[], ts: number, count: number): string[] =>
+      g.pass("t", [{ labels, samples: [{ value: ts, timestampMs: ts }] }], ts, { count, labels: pod }).filter((x) => !x.samples[0]!.stale).map((x) => x.entry.key.split("\xff").join(","));
+    const fewer = new SeriesGate(new SeriesRegistry(), 10);
+    assert.deepEqual(keys(fewer, forwarded, 1, 1), ["__name__,n,pod,p,route,r"]);
+    assert.deepEqual(keys(fewer, derived, 2, 0), ["__name__,n,pod,q,route,r"]);
+    const more = new SeriesGate(new SeriesRegistry(), 10);
+    assert.deepEqual(keys(more, derived, 1, 0), ["__name__,n,pod,q,route,r"]);
+    assert.deepEqual(keys(more, forwarded, 2, 1), ["__name__,n,pod,p,route,r"]);
   });
 
   it("keeps a series whose value holds the key separator apart from the series its joined text would spell, reported together or in turn at one position", () => {
