@@ -145,7 +145,8 @@ function newestGeneration(series: readonly WindowSeries<EngineInfo>[], value: (s
 /** Percentiles of summed bucket rates keyed by `le` text; equal bounds are added as histogram_quantile coalesces them. */
 export function quantilesOf(rateByLe: ReadonlyMap<string, number>, scale = 1): Map<number, number> {
   const sorted = [...rateByLe].map(([le, v]) => ({ bound: le === "+Inf" ? Infinity : Number(le), v })).filter((b) => !Number.isNaN(b.bound)).sort((a, b) => a.bound - b.bound);
-  // Made ready once for the three quantiles (bucketsOf adds equal bounds in this order).
+  // Made ready once for the three quantiles (bucketsOf adds equal bounds in this order; 0 + v as the
+  // first addition to 0 made a -0 rate 0).
   const buckets = bucketsOf(
     sorted.map((b) => b.bound),
     sorted.map((b) => 0 + b.v),

@@ -99,7 +99,7 @@ export function histogramQuantile(q: number, cumulative: ReadonlyMap<number, num
 }
 
 /** Buckets of cumulative counts keyed by upper bound. */
-export function bucketsOfMap(cumulative: ReadonlyMap<number, number>): Buckets | undefined {
+function bucketsOfMap(cumulative: ReadonlyMap<number, number>): Buckets | undefined {
   const entries = [...cumulative].sort((a, b) => a[0] - b[0]);
   return bucketsOf(
     entries.map((e) => e[0]),
