@@ -48,4 +48,4 @@ const feed = (p: number, k: number): void => {
 for (let k = 0; k < scrapes; k++) feed(1000, k);
 const before = heldBytes();
 for (let k = 0; k < scrapes; k++) for (let p = 0; p < pods; p++) feed(p, k);
-process.stdout.write(JSON.stringify({ perPod: (heldBytes() - before) / pods }));
+process.stdout.write(JSON.stringify({ perUnit: (heldBytes() - before) / pods }));

@@ -3,15 +3,11 @@
 // text they were parsed from. Measured in a child run with --expose-gc on the whole join, with every
 // scrape's text made large by a comment: a view kept anywhere keeps a whole text per pod.
 import { test } from "node:test";
-import assert from "node:assert/strict";
-import { measureInChild } from "../heap.js";
+import { assertKeepsNoScrapeText } from "../heap.js";
 
 const child = new URL("./scrape-text-memory-child.ts", import.meta.url);
 
 test("the join keeps none of a scrape's text: what 20 pods' sidecar and vLLM scrapes leave held grows by far less than one 1 MiB text a pod (measured with --expose-gc)", { timeout: 120_000 }, (t) => {
   const fillerBytes = 1 << 20;
-  const r = measureInChild<{ perPod: number }>(child, [20, 6, fillerBytes]);
-  t.diagnostic(`held per pod: ${Math.round(r.perPod)} B`);
-  assert.ok(r.perPod > 0, "the join holds the pods' windows");
-  assert.ok(r.perPod < fillerBytes / 8, `${Math.round(r.perPod)} B held per pod: a scrape's text is kept`);
+  assertKeepsNoScrapeText(t, child, [20, 6, fillerBytes], fillerBytes, "pod", "the join holds the pods' windows");
 });

@@ -24,4 +24,4 @@ function feed(source: number, k: number): void {
 for (let k = 0; k < reports; k++) feed(1000, k);
 const before = heldBytes();
 for (let k = 0; k < reports; k++) for (let p = 0; p < sources; p++) feed(p, k);
-process.stdout.write(JSON.stringify({ perSource: (heldBytes() - before) / sources }));
+process.stdout.write(JSON.stringify({ perUnit: (heldBytes() - before) / sources }));

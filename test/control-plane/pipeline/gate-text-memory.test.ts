@@ -3,15 +3,11 @@
 // --expose-gc, with every source's text made large by a comment: a view kept anywhere keeps a whole
 // text per source.
 import { test } from "node:test";
-import assert from "node:assert/strict";
-import { measureInChild } from "../heap.js";
+import { assertKeepsNoScrapeText } from "../heap.js";
 
 const child = new URL("./gate-text-memory-child.ts", import.meta.url);
 
 test("the series gate keeps none of a scrape's text: what 20 sources' reports leave held grows by far less than one 1 MiB text a source (measured with --expose-gc)", { timeout: 120_000 }, (t) => {
   const fillerBytes = 1 << 20;
-  const r = measureInChild<{ perSource: number }>(child, [20, 3, fillerBytes]);
-  t.diagnostic(`held per source: ${Math.round(r.perSource)} B`);
-  assert.ok(r.perSource > 0, "the gate holds the sources' series");
-  assert.ok(r.perSource < fillerBytes / 8, `${Math.round(r.perSource)} B held per source: a scrape's text is kept`);
+  assertKeepsNoScrapeText(t, child, [20, 3, fillerBytes], fillerBytes, "source", "the gate holds the sources' series");
 });
