@@ -70,3 +70,13 @@ test("histogramQuantile: BucketQuantile's special cases", () => {
   assert.ok(p50 <= p95 && p95 <= p99, `${p50} <= ${p95} <= ${p99}`);
   assert.deepEqual([p50, p95], [62.5, 437.5], "the 250 bucket counts as 8, not 3");
 });
+
+// prometheus/prometheus#13153 (after Debian's promtool 2.42, which answers 2 here): a rise of a
+// relative 1e-13, as sums of rates give, is float noise, so the bucket above adds no observations.
+test("histogramQuantile: a bucket count a relative 1e-13 above the one below counts as equal (ensureMonotonicAndIgnoreSmallDeltas)", () => {
+  const noisy = new Map([[1, 100], [2, 100.00000000001], [Infinity, 100.00000000001]]);
+  assert.equal(histogramQuantile(1, noisy), 1, "the top quantile stays in the first bucket");
+  assert.equal(histogramQuantile(0.5, noisy), 0.5);
+  // A rise of a relative 1e-11 is a real one.
+  assert.equal(histogramQuantile(1, new Map([[1, 100], [2, 100.000000001], [Infinity, 100.000000001]])), 2);
+});
