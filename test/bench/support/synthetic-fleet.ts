@@ -123,6 +123,16 @@ function dcgmText(shape: FleetShape, node: number, t: number, pods: string[]): s
   return lines.join("\n") + "\n";
 }
 
+/** What endpoint `i` of `endpoints` (fleetEndpoints(shape)) answers at second `t` of fleet time. */
+export function endpointText(shape: FleetShape, endpoints: readonly FleetEndpoint[], i: number, t: number): string {
+  const e = endpoints[i]!;
+  if (e.kind === "envoy") return envoyText(shape, t, i);
+  if (e.kind === "vllm") return vllmText(shape, t, i);
+  const node = e.node;
+  const pods = endpoints.filter((x) => x.kind === "envoy" && x.node === node).map((x) => x.pod);
+  return dcgmText(shape, Number(node.slice("gpu-node-".length)), t, pods);
+}
+
 /** The fleet server: `url(path)` for each endpoint; bodies change once per second of real time. */
 export interface Fleet {
   endpoints: FleetEndpoint[];
@@ -136,9 +146,7 @@ export interface Fleet {
 export async function startFleet(shape: FleetShape): Promise<Fleet> {
   const endpoints = fleetEndpoints(shape);
   const byPath = new Map(endpoints.map((e, i) => [e.path, { e, i }]));
-  const podsOfNode = (n: number): string[] => endpoints.filter((e) => e.kind === "envoy" && e.node === `gpu-node-${n}`).map((e) => e.pod);
-  const render = (e: FleetEndpoint, i: number, t: number): string =>
-    e.kind === "envoy" ? envoyText(shape, t, i) : e.kind === "vllm" ? vllmText(shape, t, i) : dcgmText(shape, Number(e.node.slice("gpu-node-".length)), t, podsOfNode(Number(e.node.slice("gpu-node-".length))));
+  const render = (i: number, t: number): string => endpointText(shape, endpoints, i, t);
   const cache = new Map<string, { second: number; body: string }>();
   const t0 = Date.now();
   const server: Server = createServer((req, res) => {
@@ -146,15 +154,15 @@ export async function startFleet(shape: FleetShape): Promise<Fleet> {
     if (!hit) return void res.writeHead(404).end();
     const second = Math.floor((Date.now() - t0) / 1000);
     let c = cache.get(hit.e.path);
-    if (!c || c.second !== second) cache.set(hit.e.path, (c = { second, body: render(hit.e, hit.i, second + 1) }));
+    if (!c || c.second !== second) cache.set(hit.e.path, (c = { second, body: render(hit.i, second + 1) }));
     res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }).end(c.body);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let series = 0;
-  endpoints.forEach((e, i) => {
-    for (const line of render(e, i, 1).split("\n")) if (line !== "" && !line.startsWith("#")) series++;
-  });
+  for (let i = 0; i < endpoints.length; i++) {
+    for (const line of render(i, 1).split("\n")) if (line !== "" && !line.startsWith("#")) series++;
+  }
   return {
     endpoints,
     base,
