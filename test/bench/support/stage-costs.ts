@@ -1,12 +1,14 @@
-// What each in-process stage of the pipeline costs per shipped sample, side by side in one run: the
-// synthetic fleet of the agent bench (its text rendered here, no HTTP), scraped every 5 s of
-// simulated time by five pipelines in lockstep, each stopping at a later stage:
+// What each in-process stage of the pipeline costs per shipped sample: the synthetic fleet of the
+// agent bench (its text rendered here, no HTTP), scraped every 5 s of simulated time by a pipeline
+// that stops after one stage, each in a process of its own (the heap and its collections are the
+// stage's own), rounds of the five interleaved, the median per stage:
 //   parse | + join, forwarded series only (no derived family) | + join | + series gate | + the
 //   dashboard's and the sampler's observers (what pipeline-child.ts runs before remote write).
-// Each round's text is rendered once and fed to every pipeline in a rotating order; CPU time is
-// counted after the rate windows are full. Remote write (queue, encoding, snappy, HTTP) and the
-// scrape's HTTP are not here: the agent bench's total less these is what they cost.
-//   node --import tsx test/bench/support/stage-costs.ts [measuredRounds]
+// CPU time is counted after the rate windows are full. Remote write (queue, encoding, snappy, HTTP)
+// and the scrape's HTTP are not here: the agent bench's total less these is what they cost.
+//   node --import tsx test/bench/support/stage-costs.ts [measuredRounds] [repeats]
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { Joiner, WindowBudget } from "../../../control-plane/src/join/joiner.js";
 import { SeriesGate } from "../../../control-plane/src/pipeline/series-gate.js";
 import { joinWindowBytes } from "../../../control-plane/src/pipeline/index.js";
@@ -86,27 +88,48 @@ function pipelineUpTo(stage: Stage): (k: number, body: string) => number {
   };
 }
 
-const pipelines = STAGES.map(({ stage }) => ({ stage, run: pipelineUpTo(stage), cpuUs: 0, samples: 0 }));
-for (let round = 0; round < warmup + measured; round++) {
-  nowMs += INTERVAL_MS;
-  const bodies = endpoints.map((_, i) => endpointText(SHAPE, endpoints, i, round + 1));
-  for (let j = 0; j < pipelines.length; j++) {
-    const p = pipelines[(round + j) % pipelines.length]!;
+/** Runs `stage` alone; prints its CPU and its samples over the measured rounds as JSON. */
+function runStage(stage: Stage): void {
+  const run = pipelineUpTo(stage);
+  let cpuUs = 0;
+  let samples = 0;
+  for (let round = 0; round < warmup + measured; round++) {
+    nowMs += INTERVAL_MS;
+    const bodies = endpoints.map((_, i) => endpointText(SHAPE, endpoints, i, round + 1));
     const t0 = process.cpuUsage();
-    let samples = 0;
-    for (let k = 0; k < bodies.length; k++) samples += p.run(k, bodies[k]!);
+    let passed = 0;
+    for (let k = 0; k < bodies.length; k++) passed += run(k, bodies[k]!);
     const used = process.cpuUsage(t0);
     if (round < warmup) continue;
-    p.cpuUs += used.user + used.system;
-    p.samples += samples;
+    cpuUs += used.user + used.system;
+    samples += passed;
   }
+  console.log(JSON.stringify({ cpuUs, samples }));
 }
-// Every stage per sample the whole pipeline ships, so the steps add up.
-const shipped = pipelines[pipelines.length - 1]!.samples;
-console.log(`${endpoints.length} targets, ${Math.round(shipped / measured)} samples shipped per 5 s round; CPU per shipped sample over ${measured} rounds after ${warmup} to fill the windows`);
-let before = 0;
-for (const [i, p] of pipelines.entries()) {
-  const perSample = p.cpuUs / shipped;
-  console.log(`${perSample.toFixed(2).padStart(6)} µs  (${(perSample - before >= 0 ? "+" : "") + (perSample - before).toFixed(2)})  ${STAGES[i]!.what}; ${Math.round(p.samples / measured)} samples a round`);
-  before = perSample;
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+if (process.argv[4] !== undefined) runStage(process.argv[4] as Stage);
+else {
+  const repeats = Number(process.argv[3] ?? "3");
+  const runs = new Map<Stage, Array<{ cpuUs: number; samples: number }>>(STAGES.map(({ stage }) => [stage, []]));
+  for (let r = 0; r < repeats; r++) {
+    for (let j = 0; j < STAGES.length; j++) {
+      const { stage } = STAGES[(r + j) % STAGES.length]!;
+      const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(measured), "1", stage], { encoding: "utf8" });
+      if (child.status !== 0) throw new Error(`stage ${stage}: ${child.stderr}`);
+      runs.get(stage)!.push(JSON.parse(child.stdout) as { cpuUs: number; samples: number });
+    }
+  }
+  // Every stage per sample the whole pipeline ships, so the steps add up.
+  const shipped = runs.get("observers")![0]!.samples;
+  console.log(`${endpoints.length} targets, ${Math.round(shipped / measured)} samples shipped per 5 s round; CPU per shipped sample over ${measured} rounds after ${warmup} to fill the windows; median of ${repeats} (spread)`);
+  let before = 0;
+  for (const { stage, what } of STAGES) {
+    const perSample = runs.get(stage)!.map((x) => x.cpuUs / shipped);
+    const m = median(perSample);
+    const spread = `${Math.min(...perSample).toFixed(2)}-${Math.max(...perSample).toFixed(2)}`;
+    console.log(`${m.toFixed(2).padStart(6)} µs (${spread})  ${(m - before >= 0 ? "+" : "") + (m - before).toFixed(2)}  ${what}; ${Math.round(runs.get(stage)![0]!.samples / measured)} samples a round`);
+    before = m;
+  }
 }
