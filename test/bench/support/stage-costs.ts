@@ -56,7 +56,10 @@ let nowMs = Math.floor(Date.now() / 1000) * 1000;
 function pipelineUpTo(stage: Stage): (k: number, body: string) => number {
   const joiner = new Joiner({ forward: config.join.forward, identityWaitMs: config.join.gpuIdentityWaitMs, rateWindowMs: config.join.rateWindowMs, windowBudget: new WindowBudget(joinWindowBytes(config)) });
   // The forward-only join: the same Joiner with its list of derived families emptied.
-  if (stage === "forward") Reflect.set(joiner, "derivations", []);
+  if (stage === "forward") {
+    if (!Array.isArray(Reflect.get(joiner, "derivations"))) throw new Error("Joiner keeps its derived families elsewhere now: update the forward-only stage");
+    Reflect.set(joiner, "derivations", []);
+  }
   joiner.setTargets(targets);
   const gate = new SeriesGate(new SeriesRegistry(1), config.join.maxSeries);
   const dashboard = new DashboardSeries();
