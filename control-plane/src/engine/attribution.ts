@@ -10,7 +10,7 @@ import { extrapolatedRate } from "../promql/rate.js";
 import type { WindowSeries } from "../promql/series-window.js";
 import { seriesOrderKeyOf } from "../promql/series-order.js";
 import type { NamePool } from "../scrape/name-pool.js";
-import type { Labels, ParsedSample } from "../scrape/sample.js";
+import { labelValue, type ParsedSample } from "../scrape/sample.js";
 import { quantilesOf, sumByLe, type ModelSignals } from "./signals.js";
 
 /** The filter's histograms read here (ms), by phase. */
@@ -46,19 +46,13 @@ export function sidecarEntries(targetId: string, samples: readonly ParsedSample[
   for (const s of samples) {
     const phase = SIDECAR_HISTOGRAMS.get(s.name as "tokentrace_llm_ttft_ms_bucket");
     if (!phase) continue;
-    const le = valueOf(s.labels, "le");
+    const le = labelValue(s.labels, "le") ?? "";
     if (le === "") continue;
-    const route = valueOf(s.labels, "route");
-    const model = valueOf(s.labels, "model");
+    const route = labelValue(s.labels, "route") ?? "";
+    const model = labelValue(s.labels, "model") ?? "";
     out.push({ key: `${targetId}\xff${seriesOrderKeyOf(s.name, s.labels)}`, info: { phase, route, model, le }, value: s.value });
   }
   return out;
-}
-
-/** The first value of label `name`, or "". */
-function valueOf(labels: Labels, name: string): string {
-  for (let i = 0; i < labels.length; i += 2) if (labels[i] === name) return labels[i + 1]!;
-  return "";
 }
 
 /** Per "route\xffmodel": each route-level phase's percentiles (seconds) at `t`, given the engine's signals of the same instant. */
