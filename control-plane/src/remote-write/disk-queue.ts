@@ -267,10 +267,9 @@ export class DiskQueue {
     this.segments.push(this.createSegment(lastId + 1));
     this.cursor = { ...this.committedPosition };
     for (const s of this.segments) {
-      for (const r of s.records) {
-        if (this.isBefore(s.id, r.offset, this.cursor)) continue;
+      for (let i = this.firstAtOrAfter(s, this.cursor); i < s.records.length; i++) {
         report.records++;
-        report.samples += r.samples;
+        report.samples += s.records[i]!.samples;
       }
     }
     report.segments = this.segments.length;
@@ -284,14 +283,14 @@ export class DiskQueue {
   }
 
   /**
-   * The index of `seg`'s first record at or after the read cursor (its length when none is). Records
-   * lie in offset order, so the cursor's segment is searched by halves: a segment holds thousands of
-   * records, and the sender asks after every append.
+   * The index of `seg`'s first record at or after `pos` (its length when none is). Records lie in
+   * offset order, so `pos`'s segment is searched by halves: a segment holds thousands of records,
+   * and the sender asks of its cursor after every append.
    */
-  private firstUnread(seg: Segment): number {
-    if (seg.id !== this.cursor.segment) return seg.id < this.cursor.segment ? seg.records.length : 0;
+  private firstAtOrAfter(seg: Segment, pos: QueuePosition): number {
+    if (seg.id !== pos.segment) return seg.id < pos.segment ? seg.records.length : 0;
     const records = seg.records;
-    const offset = this.cursor.offset;
+    const offset = pos.offset;
     let lo = 0;
     let hi = records.length;
     while (lo < hi) {
@@ -393,7 +392,7 @@ export class DiskQueue {
 
   private countFrom(pos: QueuePosition): number {
     let n = 0;
-    for (const s of this.segments) for (const r of s.records) if (!this.isBefore(s.id, r.offset, pos)) n += r.samples;
+    for (const s of this.segments) for (let i = this.firstAtOrAfter(s, pos); i < s.records.length; i++) n += s.records[i]!.samples;
     return n;
   }
 
@@ -545,7 +544,7 @@ export class DiskQueue {
     let total = 0;
     for (const seg of this.segments) {
       if (seg.id < this.cursor.segment) continue;
-      for (let i = this.firstUnread(seg); i < seg.records.length; i++) {
+      for (let i = this.firstAtOrAfter(seg, this.cursor); i < seg.records.length; i++) {
         const r = seg.records[i]!;
         if (out.length > 0 && total + r.samples > maxSamples) return out;
         const next = { segment: seg.id, offset: r.end };
@@ -562,7 +561,7 @@ export class DiskQueue {
   /** Oldest unread record's append time in this process (0 when recovered from disk), or undefined. */
   oldestUnreadAppendedAtMs(): number | undefined {
     for (const seg of this.segments) {
-      const i = this.firstUnread(seg);
+      const i = this.firstAtOrAfter(seg, this.cursor);
       if (i < seg.records.length) return seg.records[i]!.appendedAtMs;
     }
     return undefined;
