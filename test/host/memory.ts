@@ -97,12 +97,7 @@ export class Memory {
   /** Writes `s` as UTF-8 at `ptr`; `size` is its byte length (from byteLength). */
   writeString(ptr: number, s: string, size: number, what: string): void {
     this.check(ptr, size, what);
-    if (size === s.length && size <= SHORT_STRING) {
-      const b = this.buf;
-      for (let i = 0; i < size; i++) b[ptr + i] = s.charCodeAt(i);
-      return;
-    }
-    (this.buf as unknown as NodeUtf8).utf8Write(s, ptr, size);
+    writeUtf8(this.buf, ptr, s, size);
   }
 
   u32(ptr: number, v: number, what: string): void {
@@ -114,4 +109,22 @@ export class Memory {
     this.check(ptr, 8, what);
     this.dv.setBigUint64(ptr, BigInt.asUintN(64, v), true);
   }
+}
+
+/**
+ * Writes `s` as UTF-8 into `out` at `at`, at most `max` bytes (the caller made room), and returns the
+ * bytes written: a short ASCII string byte by byte, anything else through Node's codec.
+ */
+export function writeUtf8(out: Buffer, at: number, s: string, max = out.length - at): number {
+  const n = s.length;
+  if (n <= SHORT_STRING && n <= max) {
+    let i = 0;
+    while (i < n) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      out[at + i++] = c;
+    }
+    if (i === n) return n;
+  }
+  return (out as unknown as NodeUtf8).utf8Write(s, at, max);
 }

@@ -1,7 +1,7 @@
 // The proxy-wasm header-map pairs format, little-endian, both directions (Envoy's PairsUtil):
 //   u32 count; count x (u32 key length, u32 value length); then each key and each value, each followed by NUL.
 import { PAIRS_MAX_BYTES, PAIRS_MAX_COUNT } from "./abi.js";
-import { Memory } from "./memory.js";
+import { Memory, writeUtf8 } from "./memory.js";
 
 export type Pairs = Array<[string, string]>;
 
@@ -57,21 +57,6 @@ function writeU32(out: Buffer, at: number, v: number): void {
   out[at + 1] = v >>> 8;
   out[at + 2] = v >>> 16;
   out[at + 3] = v >>> 24;
-}
-
-/** Writes `s` as UTF-8 at `at` and returns its byte length. */
-function writeUtf8(out: Buffer, at: number, s: string): number {
-  const n = s.length;
-  if (n <= 64) {
-    let i = 0;
-    while (i < n) {
-      const c = s.charCodeAt(i);
-      if (c > 0x7f) break;
-      out[at + i++] = c;
-    }
-    if (i === n) return n;
-  }
-  return out.write(s, at, "utf8");
 }
 
 /** Encodes pairs into a new buffer. */
